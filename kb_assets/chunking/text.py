@@ -1,0 +1,77 @@
+"""Text helpers shared by chunking and lineage: whitespace normalization, sentence splitting."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_SPACE_NEAR_CJK = re.compile(f"(?<=[{_CJK_CLASS}]) | (?=[{_CJK_CLASS}])")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)|(?<=[。！？；])")
+
+
+def normalize_ws(text: str) -> str:
+    """Runs of whitespace become one space; spaces next to CJK characters go (Chinese has none)."""
+    collapsed = " ".join(text.split())
+    return _SPACE_NEAR_CJK.sub("", collapsed)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a paragraph, each keeping its own characters (joined by a space they normalize back)."""
+    parts = [part.strip() for part in _SENTENCE_END.split(text)]
+    return [part for part in parts if part]
+
+
+def split_to_size(text: str, max_chars: int) -> list[str]:
+    """Split a long text at sentence boundaries (then at spaces, then hard) into pieces <= max_chars."""
+    if len(text) <= max_chars:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for sentence in sentences(text):
+        for part in _hard_split(sentence, max_chars):
+            candidate = join_pieces(current, part)
+            if len(candidate) <= max_chars:
+                current = candidate
+            else:
+                pieces.append(current)
+                current = part
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p]
+
+
+
+
+def join_pieces(left: str, right: str) -> str:
+    """Join two pieces of one text: no space where a CJK character meets the cut, else one space."""
+    if not left:
+        return right
+    if _CJK.match(right[:1]) or _CJK.match(left[-1:]):
+        return left + right
+    return f"{left} {right}"
+
+
+def _hard_split(text: str, max_chars: int) -> list[str]:
+    if len(text) <= max_chars:
+        return [text]
+    words = text.split(" ")
+    if len(words) == 1:  # no spaces (e.g. Chinese): cut by characters
+        return [text[i:i + max_chars] for i in range(0, len(text), max_chars)]
+    out, current = [], ""
+    for word in words:
+        for piece in ([word] if len(word) <= max_chars else _hard_split(word, max_chars)):
+            candidate = join_pieces(current, piece)
+            if len(candidate) <= max_chars:
+                current = candidate
+            else:
+                out.append(current)
+                current = piece
+    if current:
+        out.append(current)
+    return out

@@ -1,0 +1,257 @@
+"""``kb-assets``: ingest, search, serve, and inspect documents, pages, chunks and lineage."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kb_assets.settings import Settings
+
+
+def emit(data, as_json: bool, render) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        render(data)
+
+
+def _resources():
+    from kb_assets.defs.resources import build_resources
+
+    return build_resources(Settings.from_env())
+
+
+@click.group()
+def main():
+    """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.")
+@click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
+def ingest(paths, knowledge_base_id, as_json):
+    """Register files under PATHS as documents of KB, materialize new/changed ones, purge gone ones."""
+    from kb_assets.ingest import ingest as run_ingest
+
+    progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
+    try:
+        report = run_ingest(list(paths), knowledge_base_id, progress=progress)
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from None
+    data = report.as_json()
+
+    def render(d):
+        counts = d["documents"]
+        click.echo(f"ingested into {knowledge_base_id}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        for failure in d["failures"]:
+            click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}")
+        click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
+
+    emit(data, as_json, render)
+    sys.exit(1 if report.failures else 0)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.")
+@click.option("--limit", default=10, show_default=True)
+@click.option("--min-score", type=float, default=None)
+@click.option("--strategy", default="hybrid", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
+    """Search the published knowledge base(s)."""
+    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.retrieval.search import SearchRequest
+
+    searcher = make_searcher(Settings.from_env())
+    response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
+
+    def render(d):
+        for warning in d["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+        if not d["results"]:
+            click.echo("no results")
+        for rank, r in enumerate(d["results"], 1):
+            page = f"page {r['pageIndex'] + 1}" + (f" (printed {r['pageLabel']})" if r.get("pageLabel") and
+                                                   r["pageLabel"] != str(r["pageIndex"] + 1) else "")
+            score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
+            section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
+            click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
+            snippet = " ".join(r["content"].split())
+            click.echo(f"   {snippet[:220]}{'…' if len(snippet) > 220 else ''}")
+
+    emit(response.as_json(), as_json, render)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+def serve(host, port):
+    """Serve POST /v1/kb/search and friends (OpenAPI at /docs)."""
+    import uvicorn
+
+    from kb_assets.retrieval.api import create_app
+
+    settings = Settings.from_env()
+    if not settings.api_keys and host not in ("127.0.0.1", "localhost", "::1"):
+        raise click.ClickException("without KB_API_KEYS the service binds to 127.0.0.1 only")
+    uvicorn.run(create_app(settings), host=host, port=port)
+
+
+def _document_json(doc) -> dict:
+    return {"documentId": doc.document_id, "knowledgeBaseId": doc.knowledge_base_id, "sourceUri": doc.source_uri,
+            "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
+            "error": doc.error, "pages": doc.page_count, "chunks": doc.chunk_count, "mime": doc.mime,
+            "sourceKind": doc.source_kind, "publishedVersion": doc.published_version}
+
+
+@main.command()
+@click.option("--kb", "knowledge_base_ids", multiple=True)
+@click.option("--json", "as_json", is_flag=True)
+def docs(knowledge_base_ids, as_json):
+    """Documents with their status, version, pages and chunks."""
+    catalog = _resources()["catalog"].catalog()
+    data = {"documents": [_document_json(d) for d in catalog.list_documents(list(knowledge_base_ids) or None)]}
+
+    def render(d):
+        for doc in d["documents"]:
+            click.echo(f"{doc['status']:<9} {doc['knowledgeBaseId']}/{doc['sourcePath']}  pages={doc['pages']} "
+                       f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else ""))
+
+    emit(data, as_json, render)
+
+
+def _find(catalog, key):
+    doc = catalog.find_document(key)
+    if doc is None:
+        raise click.ClickException(f"no document {key!r} (give a document id or a source path)")
+    return doc
+
+
+@main.command()
+@click.argument("document")
+@click.option("--json", "as_json", is_flag=True)
+def pages(document, as_json):
+    """Page records of a document (id or source path): label, parser, mode, summary, text."""
+    catalog = _resources()["catalog"].catalog()
+    doc = _find(catalog, document)
+    data = {"documentId": doc.document_id, "pages": [{
+        "pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"], "mode": p["mode"],
+        "version": p["version"], "summary": p["summary"], "keywords": p["keywords"], "text": p["text"],
+        "imageKey": p["image_key"], "runId": p["run_id"]} for p in catalog.read_pages(doc.document_id)]}
+
+    def render(d):
+        for p in d["pages"]:
+            click.echo(f"page {p['pageIndex'] + 1} (index {p['pageIndex']}, label {p['pageLabel']}) "
+                       f"{p['parser']}/{p['mode']}: {p['summary']}")
+
+    emit(data, as_json, render)
+
+
+@main.command()
+@click.argument("document")
+@click.option("--json", "as_json", is_flag=True)
+def chunks(document, as_json):
+    """Chunk records of a document: content, embeddingInput, page range, section."""
+    resources = _resources()
+    doc = _find(resources["catalog"].catalog(), document)
+    frame = resources["lake"].lake().read("chunks", doc.document_id)
+    data = {"documentId": doc.document_id, "chunks": [{
+        "chunkId": c["chunk_id"], "chunkIndex": c["chunk_index"], "pageIndex": c["page_index"],
+        "pageEnd": c["page_end"], "pageLabel": c["page_label"], "kind": c["kind"],
+        "sectionTitle": c["section_title"], "content": c["content"], "embeddingInput": c["embedding_input"],
+        "documentVersion": c["document_version"], "runId": c["run_id"]} for c in frame.iter_rows(named=True)]}
+
+    def render(d):
+        for c in d["chunks"]:
+            click.echo(f"#{c['chunkIndex']} p{c['pageIndex'] + 1} [{c['kind']}] {c['sectionTitle'] or ''}: "
+                       f"{' '.join(c['content'].split())[:120]}")
+
+    emit(data, as_json, render)
+
+
+@main.command()
+@click.argument("chunk_id")
+@click.option("--json", "as_json", is_flag=True)
+def lineage(chunk_id, as_json):
+    """Which page of which version of which file a chunk came from, and which runs wrote it."""
+    from kb_assets.lineage import ChunkNotFound, chunk_lineage
+
+    resources = _resources()
+    settings = Settings.from_env()
+    try:
+        data = chunk_lineage(chunk_id, resources["catalog"].catalog(), resources["lake"].lake(),
+                             resources["milvus"].client(), settings.alias)
+    except ChunkNotFound as error:
+        raise click.ClickException(str(error)) from None
+
+    def render(d):
+        doc = d["document"]
+        click.echo(f"chunk {d['chunkId']} (#{d['chunkIndex']}, section {d['sectionTitle']})")
+        click.echo(f"  pages {d['pageIndex'] + 1}-{d['pageEnd'] + 1} of {doc['title']} ({doc['sourceUri']})")
+        click.echo(f"  version {doc['version']} (current {doc['currentVersion']}, {doc['status']})")
+        click.echo(f"  runs: chunks {d['runIds']['chunks']}, pages {d['runIds']['pages']}")
+        click.echo(f"  verified: {d['verified']}")
+
+    emit(data, as_json, render)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def collections(as_json):
+    """Collection versions: name, model, dimension, state, count, and the published alias."""
+    from kb_assets.index.collections import published_collection
+
+    resources = _resources()
+    settings = Settings.from_env()
+    current = published_collection(resources["milvus"].client(), settings.alias)
+    data = {"alias": settings.alias, "published": current, "collections": [{
+        "name": c["name"], "model": c["model"], "dimension": c["dimension"], "languages": c["languages"],
+        "state": c["state"], "count": c["entity_count"], "published": c["name"] == current}
+        for c in resources["catalog"].catalog().collections()]}
+
+    def render(d):
+        for c in d["collections"]:
+            mark = "*" if c["published"] else " "
+            click.echo(f"{mark} {c['name']}  {c['model']} d{c['dimension']}  {c['state']}  {c['count']} entities")
+
+    emit(data, as_json, render)
+
+
+@main.command()
+@click.argument("action", type=click.Choice(["up", "down", "status"]))
+@click.option("--json", "as_json", is_flag=True)
+def services(action, as_json):
+    """Start, stop or show the embedded Postgres and Milvus Lite server under KB_HOME."""
+    from kb_assets import services as svc
+
+    settings = Settings.from_env()
+    home = settings.home
+    home.mkdir(parents=True, exist_ok=True)
+    if action == "up":
+        if not settings.postgres_url:
+            svc.ensure_postgres(home)
+        if not settings.milvus_uri:
+            svc.ensure_milvus(home)
+    elif action == "down":
+        svc.stop_milvus(home)
+        svc.stop_postgres(home)
+    data = {"home": str(home),
+            "postgres": {"external": settings.postgres_url} if settings.postgres_url else svc.postgres_status(home),
+            "milvus": {"external": settings.milvus_uri} if settings.milvus_uri else svc.milvus_status(home)}
+
+    def render(d):
+        for name in ("postgres", "milvus"):
+            status = d[name]
+            state = "external" if "external" in status else ("running" if status.get("running") else "stopped")
+            click.echo(f"{name}: {state} {status.get('dsn') or status.get('uri') or status.get('external') or ''}")
+
+    emit(data, as_json, render)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""The six assets, one dynamic partition per document, batched: a run handles a range of documents.
+
+Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.steps`` for each,
+quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
+asset carries a blocking data-quality check (see ``checks.py``).
+"""
+
+
+import time
+from typing import Callable
+
+import dagster as dg
+
+from kb_assets import steps
+from kb_assets.defs import checks
+from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.resources import (CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource,
+                                      ObjectStoreResource)
+from kb_assets.index.collections import ensure_collection
+from kb_assets.storage.catalog import Catalog, Document
+
+COMMON = dict(
+    partitions_def=documents_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name="knowledge_base",
+)
+
+
+def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
+    """The run's documents that are still going (not failed or deleted), in partition order."""
+    found = catalog.get_documents(list(context.partition_keys))
+    return [found[key] for key in context.partition_keys
+            if key in found and found[key].status not in ("failed", "deleted")]
+
+
+def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
+                      step: Callable[[Document], dict]) -> tuple[dict[str, dict], dict[str, str]]:
+    """Run a step per document; a failing document is marked failed and the others go on."""
+    results, failures = {}, {}
+    for doc in docs:
+        try:
+            results[doc.document_id] = step(doc)
+        except steps.DocumentFailed as error:
+            failures[doc.document_id] = str(error)
+        except Exception as error:  # an unexpected bug in one document must not stop the batch
+            context.log.exception(f"{doc.source_uri}: unexpected error")
+            failures[doc.document_id] = f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+    for document_id, reason in failures.items():
+        catalog.mark_failed(document_id, reason, context.run.run_id)
+        context.log.warning(f"document {document_id} failed: {reason}")
+    return results, failures
+
+
+def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
+    skipped = sum(1 for r in results.values() if r.get("skipped"))
+    return {
+        "documents": len(results) + len(failures),
+        "processed": len(results) - skipped,
+        "skipped_unchanged": skipped,
+        "failed": len(failures),
+        "failures": dg.MetadataValue.json(failures) if failures else "none",
+        "seconds": round(time.monotonic() - started, 3),
+        **extra,
+    }
+
+
+@dg.asset(**COMMON, kinds={"python", "s3"},
+          check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)])
+def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+    """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
+    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    docs = active_documents(context, cat)
+    results, failures = for_each_document(context, cat, docs,
+                                          lambda d: steps.store_raw_file(d, cat, store, context.run.run_id))
+    check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
+        check_results=[check])
+
+
+@dg.asset(**COMMON, deps=[raw_files], kinds={"python", "postgres"},
+          check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)])
+def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+    """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
+    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    docs = active_documents(context, cat)
+    results, failures = for_each_document(context, cat, docs,
+                                          lambda d: steps.parse_pages(d, cat, store, context.run.run_id))
+    modes = sorted({r["mode"] for r in results.values()})
+    check = checks.check_pages(cat, list(results), context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, failures, started, pages=sum(r["pages"] for r in results.values()),
+                        parser_modes=", ".join(modes) or "none"),
+        check_results=[check])
+
+
+@dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "postgres"},
+          check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)])
+def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource):
+    """A PageIndex tree per document: heading nodes with page ranges, summaries and keywords."""
+    started, cat = time.monotonic(), catalog.catalog()
+    docs = active_documents(context, cat)
+    results, failures = for_each_document(context, cat, docs,
+                                          lambda d: steps.build_pageindex(d, cat, context.run.run_id))
+    check = checks.check_trees(cat, list(results), context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values())),
+        check_results=[check])
+
+
+@dg.asset(**COMMON, deps=[pageindex_trees], kinds={"python", "parquet"},
+          check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)])
+def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+           embedding_model: EmbeddingModelResource):
+    """Content-aware chunks in the lake: content, embedding_input, page range, section, lineage."""
+    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    docs = active_documents(context, cat)
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id))
+    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values())),
+        check_results=[check])
+
+
+@dg.asset(**COMMON, deps=[chunks], kinds={"python", "parquet"},
+          check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True)])
+def embeddings(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+               embedding_model: EmbeddingModelResource):
+    """Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded."""
+    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    docs = active_documents(context, cat)
+    try:
+        results = steps.embed_chunks(docs, lk, model, embedding_model.model, context.run.run_id)
+    except Exception as error:  # one batch encode: a failure here is the model's, not a document's
+        raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
+    check = checks.check_embeddings(cat, lk, list(results), model.dimension, context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, {}, started, model=embedding_model.model, dimension=model.dimension,
+                        embedded=sum(r["embedded"] for r in results.values()),
+                        reused=sum(r["reused"] for r in results.values())),
+        check_results=[check])
+
+
+@dg.asset(**COMMON, deps=[embeddings], kinds={"python", "milvus"},
+          check_specs=[dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
+def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+                      milvus: MilvusResource, embedding_model: EmbeddingModelResource):
+    """Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec."""
+    started, cat, lk, client = time.monotonic(), catalog.catalog(), lake.lake(), milvus.client()
+    spec = embedding_model.spec()
+    collection = ensure_collection(client, spec)
+    with cat.connect() as conn:
+        cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=1, model=spec.model,
+                              dimension=spec.dimension, languages=list(spec.languages), state="building")
+    docs = active_documents(context, cat)
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.publish_document(d, cat, lk, client, collection, context.run.run_id))
+    published = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
+    check = checks.check_milvus(cat, lk, client, collection, list(results), context.run.run_id)
+    return dg.MaterializeResult(
+        metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
+                        alias_target=published or "not this collection (run kb-assets migrate)",
+                        entities_written=sum(r["written"] for r in results.values()),
+                        entities_deleted=sum(r["deleted"] for r in results.values())),
+        check_results=[check])
+
+
+ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embeddings, milvus_collection]

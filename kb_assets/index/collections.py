@@ -1,0 +1,118 @@
+"""Versioned Milvus collections of chunks, published through one alias.
+
+One collection holds every knowledge base (``knowledge_base_id`` is the partition key); its name is
+derived from the schema version and the embedding spec, and the spec is stored in its description.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+SCHEMA_VERSION = 1
+# One analyzer for every language: jieba segments Chinese and keeps English words; lowercase makes
+# "Backups" match "backups" (measured: the standard tokenizer finds nothing in Chinese).
+BM25_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
+CONTENT_MAX_CHARS = 8192
+SCALAR_FIELDS = {
+    "knowledge_base_id": 256, "document_id": 64, "document_version": 64, "document_title": 512,
+    "source_uri": 2048, "section_title": 512, "page_label": 32, "kind": 16, "source_kind": 16,
+    "mime": 128, "image_key": 512,
+}
+INT_FIELDS = ("page_index", "page_end", "chunk_index")
+SPEC_PROPERTY = "kb_assets.embedding_spec"
+OUTPUT_FIELDS = ["chunk_id", *SCALAR_FIELDS, *INT_FIELDS, "content"]
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    model: str
+    dimension: int
+    languages: tuple[str, ...]
+    short_name: str
+
+    def collection_name(self) -> str:
+        return milvus_safe_name(f"kb_chunks__{self.short_name}__d{self.dimension}__v{SCHEMA_VERSION}")
+
+
+def milvus_safe_name(name: str) -> str:
+    """Milvus names allow [A-Za-z0-9_], start with a letter or _, at most 255 chars; encode the rest."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if safe != name:
+        safe = f"{safe}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    if not re.match(r"[A-Za-z_]", safe):
+        safe = f"_{safe}"
+    return safe[:255]
+
+
+def build_schema(client: MilvusClient, spec: EmbeddingSpec):
+    schema = client.create_schema(auto_id=False, description="kb-assets chunks")
+    schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=64)
+    for name, length in SCALAR_FIELDS.items():
+        schema.add_field(name, DataType.VARCHAR, max_length=length,
+                         is_partition_key=(name == "knowledge_base_id"))
+    for name in INT_FIELDS:
+        schema.add_field(name, DataType.INT32)
+    schema.add_field("content", DataType.VARCHAR, max_length=CONTENT_MAX_CHARS * 4, enable_analyzer=True,
+                     analyzer_params=BM25_ANALYZER)
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=spec.dimension)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
+                                 input_field_names=["content"], output_field_names=["sparse"]))
+    return schema
+
+
+def ensure_collection(client: MilvusClient, spec: EmbeddingSpec) -> str:
+    """Create the collection of a spec if missing (dense HNSW/COSINE, sparse BM25) and load it."""
+    name = spec.collection_name()
+    if not client.has_collection(name):
+        index_params = client.prepare_index_params()
+        index_params.add_index("dense", index_type="HNSW", metric_type="COSINE",
+                               params={"M": 16, "efConstruction": 200})
+        index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        client.create_collection(name, schema=build_schema(client, spec), index_params=index_params)
+        # Milvus Lite keeps no schema description; collection properties persist
+        client.alter_collection_properties(name, properties={SPEC_PROPERTY: json.dumps({
+            "model": spec.model, "dimension": spec.dimension, "languages": list(spec.languages),
+            "schemaVersion": SCHEMA_VERSION})})
+    client.load_collection(name)
+    return name
+
+
+def published_collection(client: MilvusClient, alias: str) -> str | None:
+    """The collection the alias points to, or None when nothing is published."""
+    if alias not in client.list_aliases().get("aliases", []):
+        return None
+    return client.describe_alias(alias)["collection_name"]
+
+
+def publish(client: MilvusClient, alias: str, collection: str) -> None:
+    """Point the alias at a collection (atomic alter when it already exists)."""
+    current = published_collection(client, alias)
+    if current is None:
+        client.create_alias(collection, alias)
+    elif current != collection:
+        client.alter_alias(collection, alias)
+
+
+def collection_spec(client: MilvusClient, collection: str) -> dict:
+    """The embedding spec stored with a collection (model, dimension, languages, schemaVersion)."""
+    properties = client.describe_collection(collection).get("properties") or {}
+    if SPEC_PROPERTY not in properties:
+        raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY})")
+    return json.loads(properties[SPEC_PROPERTY])
+
+
+def milvus_string(value: str) -> str:
+    """A Milvus filter string literal; values from requests never become expression syntax."""
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def in_filter(field: str, values: list[str]) -> str:
+    if field not in SCALAR_FIELDS and field != "chunk_id":
+        raise ValueError(f"not a filterable field: {field}")
+    return f"{field} in [{', '.join(milvus_string(v) for v in values)}]"

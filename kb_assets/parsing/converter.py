@@ -1,0 +1,96 @@
+"""One docling ``DocumentConverter`` per process, built lazily (construction and pipeline set-up
+are not free), with docling's log noise turned down to warnings.
+
+PDFs go through docling's model-free ``NativePdfPipeline``: the layout and table models of the
+standard pipeline come from a model hub, which this project does not reach. Page images are not
+rendered here (callers that need them render with pypdfium2).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from docling.datamodel.document import ConversionResult
+    from docling.document_converter import DocumentConverter
+
+_LOCK = threading.Lock()
+_CONVERTER: "DocumentConverter | None" = None
+
+_NOISY_LOGGERS = ("docling", "docling_core", "docling_parse", "docling_ibm_models", "RapidOCR")
+
+
+def quiet_docling_logs(level: int = logging.WARNING) -> None:
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+
+
+def get_converter() -> "DocumentConverter":
+    """The process-wide converter for every docling format this package reads."""
+    global _CONVERTER
+    if _CONVERTER is not None:
+        return _CONVERTER
+    with _LOCK:
+        if _CONVERTER is None:
+            quiet_docling_logs()
+            from docling.datamodel.base_models import InputFormat
+            from docling.datamodel.pipeline_options import NativePdfPipelineOptions
+            from docling.document_converter import DocumentConverter, NativePdfFormatOption
+
+            pdf_options = NativePdfPipelineOptions(
+                generate_page_images=False,
+                generate_picture_images=False,
+            )
+            _CONVERTER = DocumentConverter(
+                allowed_formats=[
+                    InputFormat.PDF,
+                    InputFormat.DOCX,
+                    InputFormat.PPTX,
+                    InputFormat.XLSX,
+                    InputFormat.CSV,
+                    InputFormat.HTML,
+                    InputFormat.MD,
+                ],
+                format_options={InputFormat.PDF: NativePdfFormatOption(pipeline_options=pdf_options)},
+            )
+    return _CONVERTER
+
+
+def convert(path: Path, display_name: str, suffix: str | None = None) -> "ConversionResult":
+    """Convert one file with docling; raise ``DocumentParseError`` unless docling reports success.
+
+    docling returns a failed status instead of raising for most problems (``raises_on_error=False``
+    keeps its own exception types out of callers); a partial success (some PDF pages failed) is
+    returned and the caller decides per page.
+    """
+    from docling.datamodel.base_models import ConversionStatus
+
+    from kb_assets.parsing.model import DocumentParseError
+
+    converter = get_converter()
+    source: object = path
+    if suffix and path.suffix.lower() != suffix:
+        # a stored blob without the original extension: hand docling the bytes under a proper name,
+        # since it picks the backend from the name first
+        from io import BytesIO
+
+        from docling.datamodel.base_models import DocumentStream
+
+        source = DocumentStream(name=f"document{suffix}", stream=BytesIO(path.read_bytes()))
+    try:
+        result = converter.convert(source, raises_on_error=False)
+    except DocumentParseError:
+        raise
+    except Exception as exc:  # docling raises for unsupported/undetectable formats
+        raise DocumentParseError(display_name, f"docling could not convert the file ({type(exc).__name__}: {exc})") from exc
+    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
+        details = "; ".join(e.error_message for e in result.errors) or "no details"
+        if not result.input.valid:
+            reason = f"file is not a valid or readable document ({details})"
+        else:
+            reason = f"conversion {result.status.value} ({details})"
+        raise DocumentParseError(display_name, reason)
+    return result

@@ -1,0 +1,499 @@
+"""PDF: physical pages from docling's model-free ``NativePdfPipeline``, with a small layout pass.
+
+The standard docling PDF pipeline needs layout and table models from a model hub, which are not
+available here, so every page records ``mode="docling-native-pdf"``: docling-parse text lines, then
+the heuristics below (not a layout model).
+
+What the heuristics use: the text-line cells docling-parse reports per page
+(``ConversionResult.pages[i].parsed_page.textline_cells``): text, bounding box and the PDF font
+resource key (``/F1``...). docling-parse names no real font (no "Bold"), so "bold" is approximated
+by "a font other than the page's body font".
+
+- Lines on one baseline are merged into one row (docling-parse splits a line at wide gaps).
+- Body text height: the character-weighted median line height of the document.
+- Headings: short lines (<= 20 words, <= 150 chars, not ending in ``.``, ``,`` or ``;``, not a list
+  item or a "Figure/Table ..." caption) that are either taller than the body (>= 1.12x) or set in a
+  rare non-body font and are no more than two lines of that font in a row. Level: the numbering
+  depth for numbered headings ("2.1 Object Storage" -> 2), else the rank of the heading height
+  (largest = 1); body-size headings without numbers sit one level below the smallest size level.
+- Paragraphs: consecutive rows join until a vertical gap larger than the usual line gap, a change
+  of line height, a jump up (next column), or a short line ending a sentence.
+- Lists: rows starting with a bullet or ``1.``/``a)`` marker; continuation rows join the item;
+  consecutive items make one ``list`` block, one item per line.
+- Running headers/footers: lines among the 3 outermost of a page, within 12% of the top or bottom
+  edge, whose text (digits ignored) recurs in that zone on >= 50% of the pages with text and on at
+  least 3 pages. Lines that look like headings (taller or in another font) must recur verbatim.
+- Headings from the PDF outline (bookmarks, via pypdfium2) win: a line whose text equals a
+  bookmark title on the bookmark's page is a heading at the bookmark's depth.
+- Not done: tables (table rows come out as paragraph text, one row per line group), figures and
+  captions, OCR of scanned pages (a page without a text layer is recorded as
+  ``docling-native-pdf-no-text``), multi-column reading order beyond the parser's content order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_assets.parsing.converter import convert
+from kb_assets.parsing.model import (
+    Block,
+    DocumentParseError,
+    ParsedDocument,
+    ParsedPage,
+    clean_inline,
+    join_lines,
+)
+
+PARSER = "docling"
+MODE = "docling-native-pdf"
+MODE_FAILED = "docling-native-pdf-failed"  # docling-parse could not read this page
+MODE_NO_TEXT = "docling-native-pdf-no-text"  # no text layer (scanned page: would need OCR)
+
+HEADING_SIZE_RATIO = 1.12
+MARGIN_ZONE = 0.12  # fraction of the page height searched for running headers/footers
+ZONE_LINES = 3
+REPEAT_SHARE = 0.5
+REPEAT_MIN_PAGES = 3
+
+_NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?\s+(?=[^\W\d_])")
+_LIST_MARKER = re.compile(
+    r"^(?:[\u2022\u25e6\u25aa\u25ab\u25cf\u25cb\u25a0\u25a1\u27a2\u25ba\u25b8\u2023\u2043\u2219\u00b7\u2013\u2014*\-]\s*(?=\S)"
+    r"|\(?\d{1,2}[.)]\s+|\(?[a-z][.)]\s+)"
+)
+_CAPTION = re.compile(r"^(?:fig\.|figure|table|tab\.|source|note|图|表)\s*[\d:.\s]", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?:。！？：]$")
+_DIGITS = re.compile(r"\d+")
+_CJK_CHAR = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_NO_HEADING_END = ".,;。，；、"
+
+
+@dataclass
+class _Line:
+    text: str
+    l: float
+    t: float
+    r: float
+    b: float
+    font: str
+    heading: str | None = None  # "size" | "font" (after classification)
+    level: int | None = None
+    cells: int = 1
+
+    @property
+    def h(self) -> float:
+        return self.b - self.t
+
+
+@dataclass
+class _PageLines:
+    width: float
+    height: float
+    lines: list[_Line] = field(default_factory=list)
+    body_font: str | None = None
+    has_pictures: bool = False
+
+
+# ------------------------------------------------------------------------------------- entry
+
+
+def parse_pdf(path: Path, name: str) -> ParsedDocument:
+    page_count, meta_title, labels, outline = _pdfium_facts(path, name)
+    result = convert(path, name, ".pdf")
+    if result.input.page_count and result.input.page_count != page_count:
+        raise DocumentParseError(
+            name, f"page count disagreement: pdfium reads {page_count} pages, docling {result.input.page_count}"
+        )
+
+    pages: dict[int, _PageLines] = {}
+    for page in result.pages:
+        if page.parsed_page is None or page.size is None:
+            continue
+        pages[page.page_no - 1] = _read_lines(page.parsed_page, page.size.width, page.size.height)
+
+    body_h = _body_height(pages.values())
+    font_share = _font_shares(pages.values())
+    for pl in pages.values():
+        pl.lines = _merge_rows(pl.lines)
+        for line in pl.lines:
+            line.heading = _heading_kind(line, body_h, pl.body_font, font_share)
+        _limit_font_heading_runs(pl.lines)
+    for index, entries in outline.items():
+        for line in pages[index].lines if index in pages else []:
+            level = entries.get(line.text.lower())
+            if level is not None:
+                line.heading, line.level = "outline", level
+    _drop_running_lines(pages, body_h)
+    _assign_levels([ln for pl in pages.values() for ln in pl.lines])
+    gap = _paragraph_gap(pages.values(), body_h)
+
+    parsed: list[ParsedPage] = []
+    for index in range(page_count):
+        label = labels[index] if index < len(labels) else None
+        pl = pages.get(index)
+        if pl is None:
+            parsed.append(ParsedPage(index, [], PARSER, MODE_FAILED, label))
+            continue
+        blocks = _blocks(pl, body_h, gap)
+        mode = MODE if blocks or not pl.has_pictures else MODE_NO_TEXT
+        parsed.append(ParsedPage(index, blocks, PARSER, mode, label))
+
+    title = meta_title or _first_heading(parsed) or Path(name).stem
+    return ParsedDocument(title=title, mime="application/pdf", source_kind="pdf", pages=parsed)
+
+
+def _pdfium_facts(path: Path, name: str) -> tuple[int, str | None, list[str | None], dict[int, dict[str, int]]]:
+    """Page count, metadata title, page labels and the outline (bookmarks: page -> lowercased
+    title -> level, 1 = top), read with pypdfium2 (also a cheap validity check)."""
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as exc:
+        text = str(exc).lower()
+        if "password" in text:
+            raise DocumentParseError(name, "encrypted PDF (a password is required)") from exc
+        raise DocumentParseError(name, f"not a valid PDF (file is truncated or corrupt: {exc})") from exc
+    try:
+        count = len(pdf)
+        if count == 0:
+            raise DocumentParseError(name, "PDF has no pages")
+        try:
+            title = _clean_title(pdf.get_metadata_dict().get("Title", ""))
+        except Exception:
+            title = None
+        labels: list[str | None] = []
+        for i in range(count):
+            try:
+                label = clean_inline(pdf.get_page_label(i))
+            except Exception:
+                label = ""
+            labels.append(label or None)
+        return count, title, labels, _outline(pdf)
+    finally:
+        pdf.close()
+
+
+def _outline(pdf) -> dict[int, dict[str, int]]:
+    entries: dict[int, dict[str, int]] = defaultdict(dict)
+    try:
+        for n, bookmark in enumerate(pdf.get_toc(max_depth=6)):
+            if n >= 5000:
+                break
+            dest = bookmark.get_dest()
+            index = dest.get_index() if dest is not None else None
+            title = clean_inline(bookmark.get_title() or "").lower()
+            if index is not None and title:
+                entries[index].setdefault(title, min(bookmark.level + 1, 6))
+    except Exception:  # a broken outline is no reason to fail the document
+        return {}
+    return dict(entries)
+
+
+def _clean_title(raw: str) -> str | None:
+    title = clean_inline(raw or "")
+    title = re.sub(r"^Microsoft (Word|PowerPoint|Excel) - ", "", title)
+    if not title or title.lower() in {"untitled", "unknown", "title", "document", "anonymous", "(anonymous)"}:
+        return None
+    if re.search(r"\.(docx?|pptx?|xlsx?|pdf|odt|rtf|tex|indd)$", title, re.IGNORECASE):
+        return None
+    return title
+
+
+def _first_heading(pages: list[ParsedPage]) -> str | None:
+    headings = [b for p in pages[:3] for b in p.blocks if b.kind == "heading"]
+    if not headings:
+        return None
+    top = min(b.level or 99 for b in headings)
+    return next(b.text for b in headings if (b.level or 99) == top)
+
+
+# ------------------------------------------------------------------------------------- lines
+
+
+def _read_lines(parsed_page, width: float, height: float) -> _PageLines:
+    from docling_core.types.doc import CoordOrigin
+
+    pl = _PageLines(width=width, height=height)
+    pl.has_pictures = bool(getattr(parsed_page, "bitmap_resources", None))
+    fonts: Counter[str] = Counter()
+    for cell in parsed_page.textline_cells:
+        text = clean_inline(cell.text)
+        if not text:
+            continue
+        rect = cell.rect
+        if rect.coord_origin != CoordOrigin.TOPLEFT:
+            rect = rect.to_top_left_origin(page_height=height)
+        box = rect.to_bounding_box()
+        top, bottom = min(box.t, box.b), max(box.t, box.b)
+        font = getattr(cell, "font_key", "") or getattr(cell, "font_name", "") or ""
+        pl.lines.append(_Line(text=text, l=box.l, t=top, r=box.r, b=bottom, font=font))
+        fonts[font] += len(text)
+    if fonts:
+        pl.body_font = fonts.most_common(1)[0][0]
+    return pl
+
+
+def _merge_rows(lines: list[_Line]) -> list[_Line]:
+    """Consecutive cells on one baseline (left to right) become one row."""
+    rows: list[_Line] = []
+    for line in lines:
+        prev = rows[-1] if rows else None
+        if prev is not None and line.l >= prev.r - 1.0:
+            overlap = min(prev.b, line.b) - max(prev.t, line.t)
+            if overlap >= 0.5 * min(prev.h, line.h) > 0:
+                prev.text = join_lines(prev.text, line.text)
+                prev.r = max(prev.r, line.r)
+                prev.t = min(prev.t, line.t)
+                prev.b = max(prev.b, line.b)
+                prev.cells += 1
+                continue
+        rows.append(_Line(line.text, line.l, line.t, line.r, line.b, line.font))
+    return rows
+
+
+def _weighted_median(values: list[tuple[float, int]]) -> float:
+    values = sorted(values)
+    total = sum(w for _, w in values)
+    acc = 0
+    for value, weight in values:
+        acc += weight
+        if acc * 2 >= total:
+            return value
+    return values[-1][0] if values else 0.0
+
+
+def _body_height(pages) -> float:
+    weights: Counter[float] = Counter()
+    for pl in pages:
+        for line in pl.lines:
+            if line.h > 0:
+                weights[round(line.h * 4) / 4] += len(line.text)
+    return _weighted_median(list(weights.items())) if weights else 10.0
+
+
+def _font_shares(pages) -> dict[str, float]:
+    chars: Counter[str] = Counter()
+    for pl in pages:
+        for line in pl.lines:
+            chars[line.font] += len(line.text)
+    total = sum(chars.values()) or 1
+    return {font: n / total for font, n in chars.items()}
+
+
+# ----------------------------------------------------------------------------------- headings
+
+
+def _visual_length(text: str) -> float:
+    """Characters, with CJK ideographs counted double (they are about twice as wide)."""
+    return sum(2 if _CJK_CHAR.match(ch) else 1 for ch in text)
+
+
+def _heading_kind(line: _Line, body_h: float, body_font: str | None, font_share: dict[str, float]) -> str | None:
+    text = line.text
+    if len(text) > 150 or len(text.split()) > 20 or not any(ch.isalpha() for ch in text):
+        return None
+    if _LIST_MARKER.match(text) and not _NUMBERED.match(text):
+        return None
+    if _CAPTION.match(text) or text[-1] in _NO_HEADING_END or line.cells > 2:
+        return None
+    if line.h >= body_h * HEADING_SIZE_RATIO and line.h - body_h >= 0.8:
+        return "size"
+    if (
+        body_font is not None
+        and line.font != body_font
+        and font_share.get(line.font, 0.0) < 0.3
+        and line.cells == 1
+        and not text.endswith((":", "："))
+        and _visual_length(text) <= 80
+        and (_NUMBERED.match(text) or len(text.split()) <= 12)
+        and (text[0].isupper() or text[0].isdigit() or not text[0].isascii())
+    ):
+        return "font"
+    return None
+
+
+def _limit_font_heading_runs(lines: list[_Line]) -> None:
+    """A run of consecutive rows in one non-body font is a heading only when every row of it
+    qualifies and it has at most two rows; otherwise it is text set in that font (a quote, code,
+    a paragraph in another script)."""
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1].font == lines[i].font:
+            j += 1
+        run = lines[i : j + 1]
+        if len(run) >= 3 or any(line.heading != "font" for line in run):
+            for line in run:
+                if line.heading == "font":
+                    line.heading = None
+        i = j + 1
+
+
+def _assign_levels(lines: list[_Line]) -> None:
+    sizes = sorted({round(ln.h, 1) for ln in lines if ln.heading == "size"}, reverse=True)
+    clusters: list[float] = []
+    for size in sizes:
+        if not clusters or clusters[-1] - size > 0.6:
+            clusters.append(size)
+
+    def size_rank(h: float) -> int:
+        for rank, size in enumerate(clusters):
+            if h >= size - 0.6:
+                return rank + 1
+        return len(clusters)
+
+    for line in lines:
+        if line.heading is None or line.heading == "outline":
+            continue
+        numbered = _NUMBERED.match(line.text)
+        if numbered:
+            level = numbered.group(1).count(".") + 1
+        elif line.heading == "size":
+            level = size_rank(line.h)
+        else:
+            level = len(clusters) + 1
+        line.level = min(max(level, 1), 6)
+
+
+# -------------------------------------------------------------------- running headers/footers
+
+
+def _drop_running_lines(pages: dict[int, _PageLines], body_h: float) -> None:
+    text_pages = [pl for pl in pages.values() if pl.lines]
+    if len(text_pages) < REPEAT_MIN_PAGES:
+        return
+    threshold = max(REPEAT_MIN_PAGES, math.ceil(REPEAT_SHARE * len(text_pages)))
+
+    def zone_lines(pl: _PageLines):
+        ordered = sorted(pl.lines, key=lambda ln: ln.t)
+        for line in ordered[:ZONE_LINES]:
+            if line.t <= MARGIN_ZONE * pl.height:
+                yield "top", line
+        for line in ordered[-ZONE_LINES:]:
+            if line.b >= (1 - MARGIN_ZONE) * pl.height:
+                yield "bottom", line
+
+    def key(zone: str, line: _Line, pl: _PageLines) -> tuple[str, str]:
+        emphasized = line.heading is not None or line.h >= body_h * HEADING_SIZE_RATIO
+        text = line.text.lower()
+        return zone, ("=" + text if emphasized else _DIGITS.sub("#", text))
+
+    counts: Counter[tuple[str, str]] = Counter()
+    for pl in text_pages:
+        counts.update({key(zone, line, pl) for zone, line in zone_lines(pl)})
+    repeated = {k for k, n in counts.items() if n >= threshold}
+    if not repeated:
+        return
+    for pl in text_pages:
+        drop = {id(line) for zone, line in zone_lines(pl) if key(zone, line, pl) in repeated}
+        pl.lines = [ln for ln in pl.lines if id(ln) not in drop]
+
+
+# ------------------------------------------------------------------------------------- blocks
+
+
+def _paragraph_gap(pages, body_h: float) -> float:
+    """Vertical gap above which a row starts a new paragraph: well above the usual line gap."""
+    gaps = []
+    for pl in pages:
+        for prev, line in zip(pl.lines, pl.lines[1:]):
+            if prev.heading or line.heading:
+                continue
+            gap = line.t - prev.b
+            if -0.2 * body_h <= gap <= 1.5 * body_h and abs(line.h - prev.h) < 0.2 * body_h:
+                gaps.append(gap)
+    # the tight end of the gaps is the line spacing inside paragraphs (documents made of one-line
+    # paragraphs have mostly paragraph gaps, so not the median); a gap of a full body line height
+    # is a paragraph break whatever the statistics say
+    usual = sorted(gaps)[len(gaps) // 5] if gaps else 0.3 * body_h
+    return min(max(usual * 1.8, usual + 0.45 * body_h), 1.0 * body_h)
+
+
+def _continues(prev: _Line, line: _Line, gap_limit: float, right_edge: float, left_edge: float) -> bool:
+    gap = line.t - prev.b
+    if gap > gap_limit or gap < -0.5 * max(prev.h, line.h):
+        return False
+    if abs(line.h - prev.h) > 0.25 * max(prev.h, line.h):
+        return False
+    if line.font != prev.font and abs(line.h - prev.h) > 0.05 * max(prev.h, line.h):
+        return False  # another font at another size: another block
+    width = max(right_edge - left_edge, 1.0)
+    if _SENTENCE_END.search(prev.text) and prev.r < right_edge - 0.15 * width:
+        return False
+    return True
+
+
+def _blocks(pl: _PageLines, body_h: float, gap_limit: float) -> list[Block]:
+    if not pl.lines:
+        return []
+    body = [ln for ln in pl.lines if ln.heading is None]
+    right_edge = max((ln.r for ln in body), default=pl.width)
+    left_edge = min((ln.l for ln in body), default=0.0)
+
+    blocks: list[Block] = []
+    kind: str | None = None  # "heading" | "paragraph" | "list"
+    parts: list[str] = []  # heading/paragraph: text so far; list: one entry per item
+    level: int | None = None
+    last: _Line | None = None
+    item_left = 0.0
+    cont_left: float | None = None
+
+    def flush() -> None:
+        nonlocal kind, parts
+        if kind == "list":
+            text = "\n".join(p for p in parts if p)
+        else:
+            text = parts[0] if parts else ""
+        if text:
+            blocks.append(Block(kind=kind, text=text, level=level if kind == "heading" else None))
+        kind, parts = None, []
+
+    for line in pl.lines:
+        if line.heading is not None:
+            if (
+                kind == "heading"
+                and level == line.level
+                and last is not None
+                and last.heading is not None
+                and 0 <= line.t - last.b <= gap_limit
+                and abs(line.h - last.h) < 0.5
+                and len(parts[0]) + len(line.text) <= 200
+            ):
+                parts[0] = join_lines(parts[0], line.text)  # a heading wrapped over two lines
+            else:
+                flush()
+                kind, parts, level = "heading", [line.text], line.level
+        elif _LIST_MARKER.match(line.text):
+            if not (kind == "list" and last is not None and line.t - last.b <= gap_limit * 1.5):
+                flush()
+                kind, parts = "list", []
+            parts.append(line.text)
+            item_left, cont_left = line.l, None
+        elif (
+            kind == "list"
+            and last is not None
+            and line.cells == 1
+            and item_left + 1.0 < line.l < item_left + 4 * body_h
+            and (cont_left is None or abs(line.l - cont_left) <= 3.0)
+            and _continues(last, line, gap_limit, right_edge, left_edge)
+        ):
+            parts[-1] = join_lines(parts[-1], line.text)
+            cont_left = line.l
+        elif (
+            kind == "paragraph"
+            and last is not None
+            and line.cells == 1
+            and last.cells == 1
+            and _continues(last, line, gap_limit, right_edge, left_edge)
+        ):
+            parts[0] = join_lines(parts[0], line.text)
+        else:
+            flush()
+            kind, parts = "paragraph", [line.text]
+        last = line
+    flush()
+    return blocks

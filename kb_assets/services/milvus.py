@@ -1,0 +1,256 @@
+"""A Milvus Lite gRPC server that the code starts itself, with all its state under ``home``.
+
+Layout under ``home``::
+
+    milvus.lock     flock held while starting or stopping
+    milvus/         the data dir (Milvus Lite allows one process per data dir)
+    milvus.json     {"pid": ..., "port": ...} of the running server (pid null once stopped; the
+                    port is reused at the next start when still free)
+    milvus.log      the server's stdout and stderr
+
+After a restart collections are not loaded: callers call ``load_collection()`` before searching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pymilvus import MilvusClient
+
+PORT_RANGE = (15000, 32767)  # the Linux ephemeral range starts at 32768
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 10
+
+
+# ---------------------------------------------------------------- public API
+
+
+def ensure_milvus(home: Path) -> str:
+    """Start (or reuse) the Milvus Lite server for ``home/"milvus"``; return ``http://127.0.0.1:PORT``.
+    Idempotent and safe across processes."""
+    home = Path(home).absolute()
+    with _locked(home / "milvus.lock"):
+        state = _running(home)
+        if state is not None:
+            uri = _uri(state["port"])
+            _wait_ready(uri, state["pid"], home / "milvus.log")
+            return uri
+        port = _choose_port(home / "milvus.json")
+        pid = _spawn(home, port)
+        (home / "milvus.json").write_text(json.dumps({"pid": pid, "port": port}) + "\n")
+        uri = _uri(port)
+        try:
+            _wait_ready(uri, pid, home / "milvus.log")
+        except RuntimeError:
+            _terminate(pid)  # do not leave a half-started server holding the data dir
+            raise
+        return uri
+
+
+def stop_milvus(home: Path) -> bool:
+    """Stop the server for ``home`` (SIGTERM, then SIGKILL after a wait); False when it was not running."""
+    home = Path(home).absolute()
+    with _locked(home / "milvus.lock"):
+        state = _running(home)
+        if state is None:
+            return False
+        _terminate(state["pid"])
+        (home / "milvus.json").write_text(json.dumps({"pid": None, "port": state["port"]}) + "\n")
+        return True
+
+
+def milvus_status(home: Path) -> dict:
+    """Describe the server for ``home`` without starting or locking anything."""
+    home = Path(home).absolute()
+    state = _running(home)
+    return {
+        "running": state is not None,
+        "uri": _uri(state["port"]) if state else None,
+        "port": state["port"] if state else None,
+        "pid": state["pid"] if state else None,
+        "dataDir": str(home / "milvus"),
+        "log": str(home / "milvus.log"),
+    }
+
+
+# ---------------------------------------------------------------- process
+
+
+def _binary() -> str:
+    """The ``milvus-lite`` console script next to this interpreter, else the one on PATH."""
+    local = Path(sys.executable).parent / "milvus-lite"
+    if local.exists():
+        return str(local)
+    found = shutil.which("milvus-lite")
+    if found is None:
+        raise RuntimeError(f"milvus-lite not found next to {sys.executable} nor on PATH; "
+                           "install it with `pip install milvus-lite`.")
+    return found
+
+
+def _spawn(home: Path, port: int) -> int:
+    """Start the server detached (own session), logging to ``home/milvus.log``; return its pid."""
+    data = home / "milvus"
+    data.mkdir(parents=True, exist_ok=True)
+    cmd = [_binary(), "server", "--data-dir", str(data), "--host", "127.0.0.1", "--port", str(port)]
+    with open(home / "milvus.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=home, start_new_session=True)
+    return proc.pid
+
+
+def _running(home: Path) -> dict | None:
+    """The ``{"pid", "port"}`` from ``milvus.json`` when that server process is alive, else None."""
+    try:
+        state = json.loads((home / "milvus.json").read_text())
+        pid, port = int(state["pid"]), int(state["port"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    return {"pid": pid, "port": port} if _alive(pid, str(home / "milvus")) else None
+
+
+def _alive(pid: int, needle: str) -> bool:
+    """True when ``pid`` runs and (where /proc exists) is a milvus-lite whose command holds ``needle``."""
+    if _gone(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    return "milvus-lite" in cmdline and needle in cmdline
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie counts: its sockets are closed)."""
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return Path("/proc/self").exists()  # vanished meanwhile (without /proc, trust kill)
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    # a zombie main thread whose other threads still run has not closed its sockets yet
+    return fields.get("State", "").split()[:1] == ["Z"] and fields.get("Threads", "1").strip() in ("0", "1")
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our own child, so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM the server's process group, wait up to STOP_TIMEOUT_S, then SIGKILL."""
+    for sig, wait_s in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig) if os.getpgid(pid) == pid else os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if _gone(pid):
+                _reap(pid)  # it may have turned zombie after the first waitpid
+                return
+            time.sleep(0.05)
+    raise RuntimeError(f"milvus-lite (pid {pid}) survived SIGKILL")
+
+
+def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_S) -> None:
+    """Poll until a client can list collections; fail early, with the log tail, if the process dies."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        error = _probe(uri)
+        if error is None:
+            return
+        if _gone(pid):
+            raise RuntimeError(f"milvus-lite (pid {pid}) exited before serving {uri}" + _log_tail(log))
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: "
+                               f"{error}" + _log_tail(log))
+        time.sleep(0.2)
+
+
+def _probe(uri: str) -> str | None:
+    """None when the server answers ``list_collections``, else the error text. A plain TCP connect
+    comes first: pymilvus logs a traceback per failed call on a cached connection to a dead server."""
+    try:
+        socket.create_connection(("127.0.0.1", int(uri.rsplit(":", 1)[1])), timeout=1).close()
+    except OSError as exc:
+        return f"TCP connect to {uri}: {exc}"
+    try:
+        client = MilvusClient(uri=uri, timeout=5)
+    except Exception as exc:  # pymilvus raises MilvusException (and others) while the server starts
+        return str(exc)
+    try:
+        client.list_collections()
+        return None
+    except Exception as exc:
+        return str(exc)
+    finally:
+        client.close()
+
+
+def _uri(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _choose_port(state_file: Path) -> int:
+    """The port remembered in ``state_file`` when still free, else a random free one below the
+    ephemeral range."""
+    try:
+        port = int(json.loads(state_file.read_text())["port"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        port = None
+    if port is not None and _port_free(port):
+        return port
+    for _ in range(200):
+        port = random.randint(*PORT_RANGE)
+        if _port_free(port):
+            return port
+    raise RuntimeError(f"no free TCP port on 127.0.0.1 in {PORT_RANGE}")
+
+
+def _port_free(port: int) -> bool:
+    """Bind-probe without SO_REUSEPORT: the gRPC server sets it, so a second milvus-lite started on
+    a taken port would share it silently (requests split between two data dirs)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does: TIME_WAIT is fine
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive flock on ``path`` for the duration of the block (shared across processes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _log_tail(log: Path, lines: int = 20) -> str:
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+    except FileNotFoundError:
+        return f"\n(no log at {log})"
+    return f"\n--- last lines of {log} ---\n" + "\n".join(tail)

@@ -1,0 +1,221 @@
+"""The work of each asset for one document, as plain functions over the stores.
+
+Each step is idempotent and skips a document whose output is already current for its version, so a
+re-materialization of unchanged content costs nothing. A step that cannot handle a document raises
+:class:`DocumentFailed` with the reason; the asset marks that document failed and goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import mimetypes
+import tempfile
+from pathlib import Path, PurePosixPath
+
+import polars as pl
+from pymilvus import MilvusClient
+from upath import UPath
+
+from kb_assets.chunking.chunker import DocumentContext, chunk_document
+from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.index.collections import milvus_string, publish, published_collection
+from kb_assets.index.entities import chunk_entities, count_entities, delete_document, sync_document
+from kb_assets.parsing import DocumentParseError, parse_document
+from kb_assets.storage.catalog import Catalog, Document
+from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
+from kb_assets.storage.objects import ObjectStore
+from kb_assets.structure.pageindex import build_tree, summarize_pages
+
+MAX_FILE_BYTES = 200 * 1024 * 1024
+
+
+class DocumentFailed(Exception):
+    """One document cannot go on; the message says why (shown to users as the document's error)."""
+
+
+def document_id_for(knowledge_base_id: str, source_path: str) -> str:
+    """Stable per (knowledge base, source path relative to the ingested folder)."""
+    digest = hashlib.sha256(f"{knowledge_base_id}\x00{source_path}".encode()).hexdigest()
+    return f"doc-{digest[:24]}"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# raw_files -----------------------------------------------------------------------------------
+def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
+    """Copy the source bytes into the content-addressed object store and record their version."""
+    try:
+        data = UPath(doc.source_uri).read_bytes()
+    except FileNotFoundError:
+        raise DocumentFailed(f"{doc.source_uri}: source file not found") from None
+    except OSError as error:
+        raise DocumentFailed(f"{doc.source_uri}: cannot read source file ({error})") from None
+    if not data:
+        raise DocumentFailed(f"{doc.source_path}: empty file")
+    if len(data) > MAX_FILE_BYTES:
+        raise DocumentFailed(f"{doc.source_path}: {len(data)} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
+    version = sha256_bytes(data)
+    suffix = PurePosixPath(doc.source_path).suffix
+    key = store.put(ObjectStore.original_key(version, suffix), data)
+    mime = mimetypes.guess_type(doc.source_path)[0] or "application/octet-stream"
+    with catalog.connect() as conn:
+        catalog.update_document(conn, doc.document_id, version=version, object_key=key, size_bytes=len(data),
+                                mime=mime, last_run_id=run_id)
+    return {"version": version, "bytes": len(data), "skipped": False}
+
+
+# parsed_pages --------------------------------------------------------------------------------
+def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
+    """Parse the stored original into page records (text, blocks, summary, keywords, parser, mode)."""
+    existing = catalog.read_pages(doc.document_id)
+    if existing and all(p["version"] == doc.version for p in existing):
+        return {"pages": len(existing), "skipped": True, "mode": existing[0]["mode"]}
+    suffix = PurePosixPath(doc.source_path).suffix
+    name = PurePosixPath(doc.source_path).name
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / f"source{suffix.lower()}"
+        local.write_bytes(store.get(doc.object_key))
+        try:
+            parsed = parse_document(local, name=name)
+        except DocumentParseError as error:
+            raise DocumentFailed(str(error)) from None
+    if not parsed.pages or not any(page.text.strip() for page in parsed.pages):
+        raise DocumentFailed(f"{name}: no text found (empty document or scanned pages without OCR)")
+    pages = [{
+        "page_index": page.page_index, "page_label": page.label, "text": page.text,
+        "blocks": [{k: v for k, v in dataclasses.asdict(b).items() if v is not None} for b in page.blocks],
+        "parser": page.parser, "mode": page.mode,
+    } for page in parsed.pages]
+    summarize_pages(pages)
+    with catalog.connect() as conn:
+        catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id)
+        catalog.update_document(conn, doc.document_id, title=parsed.title or name, mime=parsed.mime,
+                                source_kind=parsed.source_kind, page_count=len(pages), last_run_id=run_id)
+    return {"pages": len(pages), "skipped": False, "mode": pages[0]["mode"]}
+
+
+# pageindex_trees -----------------------------------------------------------------------------
+def build_pageindex(doc: Document, catalog: Catalog, run_id: str) -> dict:
+    nodes = catalog.read_nodes(doc.document_id)
+    if nodes and all(n["version"] == doc.version for n in nodes):
+        return {"nodes": len(nodes), "skipped": True}
+    pages = catalog.read_pages(doc.document_id)
+    nodes = build_tree(doc.title or doc.source_path, pages)
+    with catalog.connect() as conn:
+        catalog.replace_nodes(conn, doc.document_id, doc.version, nodes, run_id)
+    return {"nodes": len(nodes), "depth": max(n["depth"] for n in nodes), "skipped": False}
+
+
+# chunks --------------------------------------------------------------------------------------
+def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingModel, run_id: str) -> dict:
+    current = lake.read("chunks", doc.document_id)
+    if current.height and (current["document_version"] == doc.version).all():
+        return {"chunks": current.height, "skipped": True}
+    pages = catalog.read_pages(doc.document_id)
+    context = DocumentContext(
+        document_id=doc.document_id, knowledge_base_id=doc.knowledge_base_id, version=doc.version,
+        title=doc.title or doc.source_path, source_uri=doc.source_uri, source_kind=doc.source_kind or "",
+        mime=doc.mime or "", run_id=run_id,
+    )
+    frame = chunk_document(pages, context, model.count_tokens, model.max_tokens)
+    if frame.is_empty():
+        raise DocumentFailed(f"{doc.source_path}: no chunks (the document has no text)")
+    lake.write("chunks", doc.document_id, frame)
+    return {"chunks": frame.height, "skipped": False}
+
+
+# embeddings ----------------------------------------------------------------------------------
+def embed_chunks(docs: list[Document], lake: Lake, model: EmbeddingModel, model_id: str,
+                 run_id: str) -> dict[str, dict]:
+    """Embed the chunks of many documents in one batch; a vector is reused while its input is unchanged."""
+    plans = {}
+    to_encode: list[str] = []
+    for doc in docs:
+        chunks = lake.read("chunks", doc.document_id)
+        previous = lake.read("embeddings", doc.document_id).filter(
+            (pl.col("model") == model_id) & (pl.col("dimension") == model.dimension))
+        reusable = dict(zip(previous["embedding_input_sha"].to_list(), previous["vector"].to_list()))
+        missing = chunks.filter(~pl.col("embedding_input_sha").is_in(list(reusable)))
+        plans[doc.document_id] = (chunks, reusable, len(to_encode), missing)
+        to_encode.extend(missing["embedding_input"].to_list())
+    vectors = model.encode(to_encode)
+    stats = {}
+    for doc_id, (chunks, reusable, offset, missing) in plans.items():
+        fresh = dict(zip(missing["embedding_input_sha"].to_list(),
+                         (vectors[offset + i].tolist() for i in range(missing.height))))
+        lookup = {**reusable, **fresh}
+        frame = pl.DataFrame({
+            "chunk_id": chunks["chunk_id"],
+            "document_id": chunks["document_id"],
+            "embedding_input_sha": chunks["embedding_input_sha"],
+            "model": [model_id] * chunks.height,
+            "dimension": [model.dimension] * chunks.height,
+            "vector": [lookup[sha] for sha in chunks["embedding_input_sha"].to_list()],
+            "run_id": [run_id] * chunks.height,
+        }, schema=EMBEDDINGS_SCHEMA)
+        unchanged = (missing.height == 0 and lake.exists("embeddings", doc_id)
+                     and lake.read("embeddings", doc_id)["chunk_id"].to_list() == frame["chunk_id"].to_list())
+        if not unchanged:
+            lake.write("embeddings", doc_id, frame)
+        stats[doc_id] = {"embedded": missing.height, "reused": chunks.height - missing.height,
+                         "skipped": unchanged}
+    return stats
+
+
+# milvus_collection ---------------------------------------------------------------------------
+def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: MilvusClient, collection: str,
+                     run_id: str) -> dict:
+    """Make the collection hold exactly this document's current chunks, then mark it published."""
+    chunks = lake.read("chunks", doc.document_id)
+    embeddings = lake.read("embeddings", doc.document_id)
+    counts = sync_document(client, collection, doc.document_id, chunk_entities(chunks, embeddings))
+    in_milvus = count_entities(client, collection, f"document_id == {milvus_string(doc.document_id)}")
+    if in_milvus != chunks.height:
+        raise DocumentFailed(f"{doc.source_path}: Milvus holds {in_milvus} entities for {chunks.height} chunks")
+    with catalog.connect() as conn:
+        catalog.update_document(conn, doc.document_id, status="published", error=None,
+                                chunk_count=chunks.height, published_version=doc.version,
+                                collection_name=collection, last_run_id=run_id)
+    return {**counts, "entities": in_milvus}
+
+
+def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: Lake, client: MilvusClient,
+                   collections: list[str]) -> None:
+    """Remove a deleted document from Milvus, the lake and the object store; keep a tombstone row."""
+    for collection in collections:
+        delete_document(client, collection, doc.document_id)
+    lake.delete("embeddings", doc.document_id)
+    lake.delete("chunks", doc.document_id)
+    with catalog.connect() as conn:
+        with conn.cursor() as cur:
+            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (doc.document_id,))
+            cur.execute("DELETE FROM pages WHERE document_id = %s", (doc.document_id,))
+            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
+                        "AND status <> 'deleted'", (doc.object_key, doc.document_id))
+            shared = cur.fetchone()[0]
+        catalog.update_document(conn, doc.document_id, status="deleted", error=None, chunk_count=0,
+                                published_version=None)
+    if doc.object_key and not shared:
+        store.delete(doc.object_key)
+
+
+
+def publish_if_unpublished(client: MilvusClient, catalog: Catalog, alias: str, collection: str) -> str | None:
+    """Publish the collection through the alias when nothing is published yet (first build).
+
+    When the alias already serves this collection it stays; when it serves another one (a different
+    embedding spec), publishing waits for ``kb-assets migrate``, which validates before it swaps.
+    Returns the collection the alias now serves when that is ``collection``, else None.
+    """
+    current = published_collection(client, alias)
+    if current not in (None, collection):
+        return None
+    if current is None:
+        publish(client, alias, collection)
+    with catalog.connect() as conn:
+        catalog.set_collection_state(conn, collection, "published",
+                                     entity_count=count_entities(client, collection))
+    return collection

@@ -1,0 +1,86 @@
+"""The lake: one Parquet file per table and document partition (polars), local or on S3.
+
+The schemas of the lake tables are declared here, once.
+"""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from kb_assets.storage.paths import root_path, write_atomically
+
+CHUNKS_SCHEMA = pl.Schema({
+    "chunk_id": pl.String,
+    "document_id": pl.String,
+    "knowledge_base_id": pl.String,
+    "document_version": pl.String,
+    "document_title": pl.String,
+    "source_uri": pl.String,
+    "source_kind": pl.String,
+    "mime": pl.String,
+    "page_index": pl.Int32,
+    "page_end": pl.Int32,
+    "page_label": pl.String,
+    "chunk_index": pl.Int32,
+    "kind": pl.String,              # paragraph | heading | list | table | figure | code
+    "section_title": pl.String,
+    "content": pl.String,           # what users see
+    "embedding_input": pl.String,   # content with a locating prefix
+    "embedding_input_sha": pl.String,
+    "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
+    "image_key": pl.String,
+    "run_id": pl.String,
+})
+
+EMBEDDINGS_SCHEMA = pl.Schema({
+    "chunk_id": pl.String,
+    "document_id": pl.String,
+    "embedding_input_sha": pl.String,
+    "model": pl.String,
+    "dimension": pl.Int32,
+    "vector": pl.List(pl.Float32),
+    "run_id": pl.String,
+})
+
+TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
+
+
+class Lake:
+    def __init__(self, url: str, storage_options: dict | None = None):
+        self.url = url
+        self.root = root_path(url, storage_options)
+
+    def _path(self, table: str, document_id: str):
+        return self.root / table / f"{document_id}.parquet"
+
+    def write(self, table: str, document_id: str, frame: pl.DataFrame) -> None:
+        """Replace one document's rows of a table (validated against the table's schema)."""
+        expected = TABLES[table]
+        if frame.schema != expected:
+            raise ValueError(f"lake table {table}: frame schema {dict(frame.schema)} is not {dict(expected)}")
+        buffer = io.BytesIO()
+        frame.write_parquet(buffer)
+        write_atomically(self._path(table, document_id), buffer.getvalue())
+
+    def read(self, table: str, document_id: str) -> pl.DataFrame:
+        """One document's rows, or an empty frame of the table's schema."""
+        path = self._path(table, document_id)
+        if not path.exists():
+            return pl.DataFrame(schema=TABLES[table])
+        return pl.read_parquet(io.BytesIO(path.read_bytes())).cast(TABLES[table])
+
+    def exists(self, table: str, document_id: str) -> bool:
+        return self._path(table, document_id).exists()
+
+    def delete(self, table: str, document_id: str) -> None:
+        path = self._path(table, document_id)
+        if path.exists():
+            path.unlink()
+
+    def document_ids(self, table: str) -> list[str]:
+        folder = self.root / table
+        if not folder.exists():
+            return []
+        return sorted(p.name.removesuffix(".parquet") for p in folder.iterdir() if p.name.endswith(".parquet"))

@@ -1,0 +1,160 @@
+"""Real embedded Postgres and Milvus Lite servers started under a temporary KB_HOME (no mocks)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg2
+import pytest
+from pymilvus import MilvusClient
+
+from kb_assets.services import (
+    ensure_milvus,
+    ensure_postgres,
+    milvus_status,
+    postgres_status,
+    stop_milvus,
+    stop_postgres,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pg_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("pg")
+    yield home
+    stop_postgres(home)
+
+
+@pytest.fixture(scope="module")
+def milvus_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("milvus")
+    yield home
+    stop_milvus(home)
+
+
+@pytest.fixture
+def home(tmp_path):
+    """A fresh KB_HOME whose servers are stopped whatever the test does."""
+    yield tmp_path
+    stop_postgres(tmp_path)
+    stop_milvus(tmp_path)
+
+
+def _query(dsn: str, sql: str):
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchone()
+
+
+# ---------------------------------------------------------------- postgres
+
+
+def test_ensure_postgres_starts_a_local_server_that_answers_queries(pg_home):
+    dsn = ensure_postgres(pg_home)
+
+    assert _query(dsn, "select 1") == (1,)
+    assert _query(dsn, "select current_user, current_database(), host(inet_server_addr())") == ("kb", "kb", "127.0.0.1")
+    status = postgres_status(pg_home)
+    assert status["running"] and status["dsn"] == dsn
+    assert status["port"] < 32768
+    assert Path(status["dataDir"]) == pg_home / "postgres" / "data"
+    assert (pg_home / "postgres" / "server.log").exists()
+
+
+def test_ensure_postgres_reuses_the_running_server(pg_home):
+    dsn = ensure_postgres(pg_home)
+    pid = postgres_status(pg_home)["pid"]
+
+    assert ensure_postgres(pg_home) == dsn
+    assert postgres_status(pg_home)["pid"] == pid
+
+
+def test_stop_postgres_stops_it_and_a_restart_keeps_port_and_data(home):
+    dsn = ensure_postgres(home)
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("create table t (x int); insert into t values (42)")
+
+    assert stop_postgres(home) is True
+    assert postgres_status(home)["running"] is False
+    assert stop_postgres(home) is False
+
+    assert ensure_postgres(home) == dsn
+    assert _query(dsn, "select x from t") == (42,)
+
+
+def test_a_deep_home_gets_a_short_socket_dir(home):
+    deep = home / ("d" * 60) / ("e" * 60)
+    ensure_postgres(deep)
+    socket_dir = Path(postgres_status(deep)["socketDir"])
+    try:
+        assert socket_dir.parent == Path(tempfile.gettempdir())
+        sockets = list(socket_dir.glob(f".s.PGSQL.{postgres_status(deep)['port']}"))
+        assert len(sockets) == 1 and len(str(sockets[0])) <= 107
+    finally:
+        stop_postgres(deep)
+    assert not socket_dir.exists()
+
+
+# ---------------------------------------------------------------- milvus
+
+
+def test_ensure_milvus_starts_a_local_server_that_creates_and_lists_collections(milvus_home):
+    uri = ensure_milvus(milvus_home)
+    client = MilvusClient(uri=uri)
+    client.create_collection("chunks", dimension=4)
+
+    assert "chunks" in client.list_collections()
+    status = milvus_status(milvus_home)
+    assert status["running"] and status["uri"] == uri
+    assert uri.startswith("http://127.0.0.1:") and status["port"] < 32768
+    assert Path(status["dataDir"]) == milvus_home / "milvus"
+
+
+def test_ensure_milvus_reuses_the_running_server(milvus_home):
+    uri = ensure_milvus(milvus_home)
+    pid = milvus_status(milvus_home)["pid"]
+
+    assert ensure_milvus(milvus_home) == uri
+    assert milvus_status(milvus_home)["pid"] == pid
+
+
+def test_stop_milvus_stops_it_and_a_restart_keeps_uri_and_collections(home):
+    uri = ensure_milvus(home)
+    MilvusClient(uri=uri).create_collection("kept", dimension=4)
+    pid = milvus_status(home)["pid"]
+
+    assert stop_milvus(home) is True
+    status = milvus_status(home)
+    assert status["running"] is False and status["pid"] is None
+    assert stop_milvus(home) is False
+
+    assert ensure_milvus(home) == uri
+    assert milvus_status(home)["pid"] != pid
+    assert "kept" in MilvusClient(uri=uri).list_collections()
+
+
+# ---------------------------------------------------------------- both
+
+
+def test_two_processes_ensuring_at_once_share_one_server_each(home):
+    code = (
+        "import json, sys; from pathlib import Path; from kb_assets.services import *; h = Path(sys.argv[1]);"
+        "print(json.dumps([ensure_postgres(h), postgres_status(h)['pid'], ensure_milvus(h), milvus_status(h)['pid']]))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(home)], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+
+    assert results[0] == results[1]
+    assert results[0][1] == postgres_status(home)["pid"]
+    assert results[0][3] == milvus_status(home)["pid"]

@@ -1,0 +1,71 @@
+-- kb-assets source of record. Applied by the code at start-up; every statement is idempotent.
+
+CREATE TABLE IF NOT EXISTS documents (
+    document_id        text PRIMARY KEY,
+    knowledge_base_id  text NOT NULL,
+    source_path        text NOT NULL,          -- relative to the folder given to ingest
+    source_uri         text NOT NULL,          -- full path or URI
+    title              text,
+    version            text,                   -- sha256 of the bytes
+    size_bytes         bigint,
+    mime               text,
+    source_kind        text,
+    object_key         text,                   -- original bytes in the object store
+    status             text NOT NULL DEFAULT 'pending'
+                       CHECK (status IN ('pending', 'published', 'failed', 'deleted')),
+    error              text,
+    page_count         integer,
+    chunk_count        integer,
+    published_version  text,                   -- version whose chunks are in the published collection
+    collection_name    text,
+    last_run_id        text,
+    created_at         timestamptz NOT NULL DEFAULT now(),
+    updated_at         timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (knowledge_base_id, source_path)
+);
+CREATE INDEX IF NOT EXISTS documents_kb_status ON documents (knowledge_base_id, status);
+
+CREATE TABLE IF NOT EXISTS pages (
+    document_id  text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    version      text NOT NULL,
+    page_index   integer NOT NULL,             -- 0-based; people see page_index + 1
+    page_label   text,                         -- printed label when the PDF has one
+    text         text NOT NULL,
+    blocks       jsonb NOT NULL,               -- parsed blocks: kind, text, level, rows
+    summary      text,
+    keywords     text[],
+    parser       text NOT NULL,
+    mode         text NOT NULL,
+    image_key    text,
+    run_id       text,
+    PRIMARY KEY (document_id, page_index)
+);
+
+CREATE TABLE IF NOT EXISTS pageindex_nodes (
+    document_id  text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    node_id      text NOT NULL,
+    parent_id    text,
+    ordinal      integer NOT NULL,             -- document order
+    title        text NOT NULL,
+    depth        integer NOT NULL,             -- 0 = root
+    start_page   integer NOT NULL,
+    end_page     integer NOT NULL,
+    summary      text,
+    keywords     text[],
+    version      text NOT NULL,
+    run_id       text,
+    PRIMARY KEY (document_id, node_id)
+);
+
+CREATE TABLE IF NOT EXISTS collection_versions (
+    name            text PRIMARY KEY,
+    alias           text NOT NULL,
+    schema_version  integer NOT NULL,
+    model           text NOT NULL,
+    dimension       integer NOT NULL,
+    languages       text[] NOT NULL,
+    state           text NOT NULL CHECK (state IN ('building', 'published', 'retired', 'failed')),
+    entity_count    bigint,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    published_at    timestamptz
+);
