@@ -22,6 +22,8 @@ from kb_assets.index.collections import published_collection
 from kb_assets.settings import Settings
 
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
+# step events still go to the instance (the UI shows them); the terminal shows progress lines
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @dataclass
@@ -142,7 +144,7 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings | None 
         done = 0
         for start, end, count in contiguous_ranges(ordered, set(to_run), settings.run_batch_size):
             result = job.execute_in_process(
-                instance=instance, raise_on_error=False,
+                instance=instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG,
                 tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
                       "kb/knowledge_base_id": knowledge_base_id},
             )

@@ -7,6 +7,7 @@ asset carries a blocking data-quality check (see ``checks.py``).
 
 
 import time
+import warnings
 from typing import Callable
 
 import dagster as dg
@@ -18,6 +19,9 @@ from kb_assets.defs.resources import (CatalogResource, EmbeddingModelResource, L
                                       ObjectStoreResource)
 from kb_assets.index.collections import ensure_collection
 from kb_assets.storage.catalog import Catalog, Document
+
+# BackfillPolicy.single_run is what batches many documents into one run; its beta notice is known
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 COMMON = dict(
     partitions_def=documents_partitions,

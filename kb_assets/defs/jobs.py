@@ -3,12 +3,10 @@
 import dagster as dg
 
 from kb_assets.defs.assets import ASSETS
-from kb_assets.defs.partitions import documents_partitions
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",
     selection=dg.AssetSelection.assets(*ASSETS),
-    partitions_def=documents_partitions,
     description="Materialize every asset for a range of document partitions in one run.",
     executor_def=dg.in_process_executor,
 )

@@ -45,21 +45,30 @@ class CatalogResource(dg.ConfigurableResource):
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
-    """Original files and images: a folder or s3://bucket/prefix (KB_OBJECT_STORE_URL)."""
+    """Original files and images: a folder or s3://bucket/prefix (KB_OBJECT_STORE_URL).
+
+    S3 credentials come from the standard AWS_* variables; AWS_ENDPOINT_URL names a non-AWS server.
+    """
 
     url: str
+    endpoint_url: str = ""
 
     def store(self) -> ObjectStore:
-        return ObjectStore(self.url)
+        return ObjectStore(self.url, s3_options(self.endpoint_url))
 
 
 class LakeResource(dg.ConfigurableResource):
     """Parquet tables per document partition: a folder or s3://bucket/prefix (KB_LAKE_URL)."""
 
     url: str
+    endpoint_url: str = ""
 
     def lake(self) -> Lake:
-        return Lake(self.url)
+        return Lake(self.url, s3_options(self.endpoint_url))
+
+
+def s3_options(endpoint_url: str) -> dict:
+    return {"endpoint_url": endpoint_url} if endpoint_url else {}
 
 
 class MilvusResource(dg.ConfigurableResource):
@@ -93,8 +102,9 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     home = str(settings.home)
     return {
         "catalog": CatalogResource(home=home, postgres_url=settings.postgres_url or ""),
-        "object_store": ObjectStoreResource(url=settings.object_store_url),
-        "lake": LakeResource(url=settings.lake_url),
+        "object_store": ObjectStoreResource(url=settings.object_store_url,
+                                            endpoint_url=settings.storage_options.get("endpoint_url", "")),
+        "lake": LakeResource(url=settings.lake_url, endpoint_url=settings.storage_options.get("endpoint_url", "")),
         "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias),
         "embedding_model": EmbeddingModelResource(model=settings.embedding_model,
                                                   batch_size=settings.embedding_batch_size),

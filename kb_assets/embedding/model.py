@@ -62,6 +62,9 @@ class EmbeddingModel:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
         return SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
 

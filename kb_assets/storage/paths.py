@@ -8,9 +8,13 @@ from upath import UPath
 
 
 def root_path(url: str, storage_options: dict | None = None) -> UPath:
-    """The root of a store; local folders are created, s3:// URLs get the AWS_* options."""
+    """The root of a store; local folders are created, s3:// URLs get the AWS_* options.
+
+    On S3 the listing cache is off: other processes (parallel runs, the API) write and delete lake and
+    object-store files, and s3fs would otherwise answer listings and ``exists`` from a stale cache forever.
+    """
     if url.startswith(("s3://", "s3a://")):
-        return UPath(url, **(storage_options or {}))
+        return UPath(url, **{"use_listings_cache": False, **(storage_options or {})})
     path = UPath(url)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -1,0 +1,80 @@
+"""Session fixtures: one isolated KB_HOME with real Postgres and Milvus Lite, the model loaded once,
+and the sample corpus ingested once through Dagster."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "examples" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def kb_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("kb_home")
+    os.environ["KB_HOME"] = str(home)
+    os.environ["DAGSTER_HOME"] = str(home / "dagster")
+    os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
+    for name in ("KB_POSTGRES_URL", "KB_MILVUS_URI", "KB_OBJECT_STORE_URL", "KB_LAKE_URL", "KB_API_KEYS"):
+        os.environ.pop(name, None)
+    yield home
+    from kb_assets.services import stop_milvus, stop_postgres
+
+    stop_milvus(home)
+    stop_postgres(home)
+
+
+@pytest.fixture(scope="session")
+def settings(kb_home):
+    from kb_assets.settings import Settings
+
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def resources(settings):
+    from kb_assets.defs.resources import build_resources
+
+    return build_resources(settings)
+
+
+@pytest.fixture(scope="session")
+def catalog(resources):
+    return resources["catalog"].catalog()
+
+
+@pytest.fixture(scope="session")
+def milvus_client(resources):
+    return resources["milvus"].client()
+
+
+@pytest.fixture(scope="session")
+def lake(resources):
+    return resources["lake"].lake()
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory) -> Path:
+    """A copy of the sample corpus that tests may not change (the handbook knowledge base)."""
+    target = tmp_path_factory.mktemp("corpus") / "handbook"
+    shutil.copytree(CORPUS, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def handbook(settings, corpus_dir):
+    """The sample corpus ingested into the knowledge base ``handbook``: the ingest report."""
+    from kb_assets.ingest import ingest
+
+    return ingest([corpus_dir], "handbook", settings)
+
+
+@pytest.fixture(scope="session")
+def searcher(settings, handbook):
+    from kb_assets.retrieval.api import make_searcher
+
+    return make_searcher(settings)
