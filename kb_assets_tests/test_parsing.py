@@ -54,7 +54,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     out["csv"].write_text("id,name,score\n" + "".join(f"{i},name{i},{i * 2}\n" for i in range(120)))
     out["html"] = root / "runbook.html"
     out["html"].write_text(
-        "<html><head><title>Replica Runbook</title></head><body>"
+        "<html><head><title>Replica Runbook</title></head><body><p>Read this first.</p>"
         "<h1>Restore</h1><p>Restore the <b>replica</b> from backup.</p>"
         "<h2>Steps</h2><ol><li>Stop the service.</li><li>Restore the volume.</li></ol>"
         "<h2>Checks</h2><table><tr><th>Check</th><th>Expected</th></tr>"
@@ -199,6 +199,35 @@ def test_pdf_pages_headings_and_running_lines(parsed):
         assert "ACME Handbook" not in page.text and "Internal use" not in page.text and "Page " not in page.text
 
 
+def test_pdf_labels_image_only_page_and_encryption(tmp_path):
+    from PIL import Image
+    from reportlab.pdfgen import canvas
+
+    Image.new("RGB", (60, 60), (200, 30, 30)).save(tmp_path / "red.png")
+    c = canvas.Canvas(str(tmp_path / "labels.pdf"))
+    c.addPageLabel(0, style="ROMAN_LOWER")
+    c.addPageLabel(2, style="ARABIC", start=1)
+    for i in range(3):
+        if i == 1:
+            c.drawImage(str(tmp_path / "red.png"), 50, 200, 400, 400)  # a "scanned" page: no text layer
+        else:
+            c.drawString(72, 700, f"Text on sheet {i}")
+        c.showPage()
+    c.save()
+    doc = parse_document(tmp_path / "labels.pdf")
+    assert [p.label for p in doc.pages] == ["i", "ii", "1"]
+    assert [p.mode for p in doc.pages] == ["docling-native-pdf", "docling-native-pdf-no-text", "docling-native-pdf"]
+    assert doc.pages[1].blocks == [] and doc.pages[2].text == "Text on sheet 2"
+    assert doc.title == "labels"  # no metadata title, no heading: the file stem
+
+    c = canvas.Canvas(str(tmp_path / "locked.pdf"), encrypt="secret")
+    c.drawString(72, 700, "secret")
+    c.showPage()
+    c.save()
+    with pytest.raises(DocumentParseError, match=r"^locked\.pdf: encrypted PDF"):
+        parse_document(tmp_path / "locked.pdf")
+
+
 def test_pdf_corrupt_and_fake_raise(tmp_path, files):
     truncated = tmp_path / "report.pdf"
     truncated.write_bytes(files["pdf"].read_bytes()[:700])
@@ -267,7 +296,8 @@ def test_html(parsed):
     assert doc.title == "Replica Runbook" and doc.source_kind == "html"
     assert {p.mode for p in doc.pages} == {"docling-html"}
     assert [b.text for p in doc.pages for b in p.blocks if b.kind == "heading"] == ["Restore", "Steps", "Checks"]
-    assert _page_with(doc, "Restore the replica from backup.") == [0]  # inline <b> joined
+    assert doc.pages[0].blocks == [Block("paragraph", "Read this first.")]  # text before the first heading is kept
+    assert _page_with(doc, "Restore the replica from backup.") == [1]  # inline <b> joined
     steps = next(b for p in doc.pages for b in p.blocks if b.kind == "list")
     assert steps.text == "1. Stop the service.\n2. Restore the volume."
     table = next(b for p in doc.pages for b in p.blocks if b.kind == "table")

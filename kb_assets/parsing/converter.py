@@ -36,9 +36,10 @@ def get_converter() -> "DocumentConverter":
     with _LOCK:
         if _CONVERTER is None:
             quiet_docling_logs()
+            from docling.datamodel.backend_options import HTMLBackendOptions
             from docling.datamodel.base_models import InputFormat
             from docling.datamodel.pipeline_options import NativePdfPipelineOptions
-            from docling.document_converter import DocumentConverter, NativePdfFormatOption
+            from docling.document_converter import DocumentConverter, HTMLFormatOption, NativePdfFormatOption
 
             pdf_options = NativePdfPipelineOptions(
                 generate_page_images=False,
@@ -54,17 +55,25 @@ def get_converter() -> "DocumentConverter":
                     InputFormat.HTML,
                     InputFormat.MD,
                 ],
-                format_options={InputFormat.PDF: NativePdfFormatOption(pipeline_options=pdf_options)},
+                format_options={
+                    InputFormat.PDF: NativePdfFormatOption(pipeline_options=pdf_options),
+                    # docling would file everything before the first heading as furniture (site
+                    # navigation); in a knowledge base that is usually the introduction
+                    InputFormat.HTML: HTMLFormatOption(backend_options=HTMLBackendOptions(infer_furniture=False)),
+                },
             )
     return _CONVERTER
 
 
-def convert(path: Path, display_name: str, suffix: str | None = None) -> "ConversionResult":
+def convert(
+    path: Path, display_name: str, suffix: str | None = None, page_range: tuple[int, int] | None = None
+) -> "ConversionResult":
     """Convert one file with docling; raise ``DocumentParseError`` unless docling reports success.
 
     docling returns a failed status instead of raising for most problems (``raises_on_error=False``
     keeps its own exception types out of callers); a partial success (some PDF pages failed) is
-    returned and the caller decides per page.
+    returned and the caller decides per page. ``page_range`` (1-based, inclusive) converts part of
+    a PDF.
     """
     from docling.datamodel.base_models import ConversionStatus
 
@@ -81,7 +90,10 @@ def convert(path: Path, display_name: str, suffix: str | None = None) -> "Conver
 
         source = DocumentStream(name=f"document{suffix}", stream=BytesIO(path.read_bytes()))
     try:
-        result = converter.convert(source, raises_on_error=False)
+        if page_range is None:
+            result = converter.convert(source, raises_on_error=False)
+        else:  # 1-based, inclusive
+            result = converter.convert(source, raises_on_error=False, page_range=page_range)
     except DocumentParseError:
         raise
     except Exception as exc:  # docling raises for unsupported/undetectable formats
@@ -89,7 +101,8 @@ def convert(path: Path, display_name: str, suffix: str | None = None) -> "Conver
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
         details = "; ".join(e.error_message for e in result.errors) or "no details"
         if not result.input.valid:
-            reason = f"file is not a valid or readable document ({details})"
+            kind = (suffix or path.suffix or "").lstrip(".").upper() or "document"
+            reason = f"not a valid {kind} file (file is truncated or corrupt; docling: {details})"
         else:
             reason = f"conversion {result.status.value} ({details})"
         raise DocumentParseError(display_name, reason)

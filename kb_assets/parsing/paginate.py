@@ -63,7 +63,8 @@ def _split_lines(text: str, limit: int) -> list[str]:
     pieces: list[str] = []
     current: list[str] = []
     size = 0
-    for line in text.split("\n"):
+    lines = [part for line in text.split("\n") for part in _hard_cut(line, limit)]
+    for line in lines:
         if current and size + len(line) + 1 > limit:
             pieces.append("\n".join(current))
             current, size = [], 0
@@ -72,6 +73,13 @@ def _split_lines(text: str, limit: int) -> list[str]:
     if current:
         pieces.append("\n".join(current))
     return pieces
+
+
+def _hard_cut(line: str, limit: int) -> list[str]:
+    """A single line longer than the limit (minified code, a giant cell) is cut where it must be."""
+    if len(line) <= limit:
+        return [line]
+    return [line[i : i + limit].strip() for i in range(0, len(line), limit) if line[i : i + limit].strip()]
 
 
 def split_huge(block: Block, limit: int = PAGE_CHARS) -> list[Block]:

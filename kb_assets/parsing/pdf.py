@@ -58,6 +58,7 @@ MARGIN_ZONE = 0.12  # fraction of the page height searched for running headers/f
 ZONE_LINES = 3
 REPEAT_SHARE = 0.5
 REPEAT_MIN_PAGES = 3
+PAGES_PER_BATCH = 50
 
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?\s+(?=[^\W\d_])")
 _LIST_MARKER = re.compile(
@@ -102,24 +103,29 @@ class _PageLines:
 
 def parse_pdf(path: Path, name: str) -> ParsedDocument:
     page_count, meta_title, labels, outline = _pdfium_facts(path, name)
-    result = convert(path, name, ".pdf")
-    if result.input.page_count and result.input.page_count != page_count:
-        raise DocumentParseError(
-            name, f"page count disagreement: pdfium reads {page_count} pages, docling {result.input.page_count}"
-        )
-
+    warnings: list[str] = []
+    # docling keeps every parsed page (all its word and line cells, ~4 MB a page) until the
+    # conversion ends: convert in batches and keep only the light line records
     pages: dict[int, _PageLines] = {}
-    for page in result.pages:
-        if page.parsed_page is None or page.size is None:
-            continue
-        pages[page.page_no - 1] = _read_lines(page.parsed_page, page.size.width, page.size.height)
+    for start in range(1, page_count + 1, PAGES_PER_BATCH):
+        end = min(start + PAGES_PER_BATCH - 1, page_count)
+        result = convert(path, name, ".pdf", page_range=(start, end))
+        if result.input.page_count and result.input.page_count != page_count:
+            warnings.append(f"page count: pdfium reads {page_count} pages, docling {result.input.page_count}")
+        for page in result.pages:
+            if page.parsed_page is not None and page.size is not None:
+                pages[page.page_no - 1] = _read_lines(page.parsed_page, page.size.width, page.size.height)
+        del result
 
     body_h = _body_height(pages.values())
     font_share = _font_shares(pages.values())
+    doc_font = max(font_share, key=font_share.get) if font_share else None
     for pl in pages.values():
         pl.lines = _merge_rows(pl.lines)
+        # a page with little text (a title page) says little about its body font
+        body_font = pl.body_font if sum(len(ln.text) for ln in pl.lines) >= 300 else doc_font
         for line in pl.lines:
-            line.heading = _heading_kind(line, body_h, pl.body_font, font_share)
+            line.heading = _heading_kind(line, body_h, body_font, font_share)
         _limit_font_heading_runs(pl.lines)
     for index, entries in outline.items():
         for line in pages[index].lines if index in pages else []:
@@ -136,13 +142,16 @@ def parse_pdf(path: Path, name: str) -> ParsedDocument:
         pl = pages.get(index)
         if pl is None:
             parsed.append(ParsedPage(index, [], PARSER, MODE_FAILED, label))
+            warnings.append(f"page {index + 1}: docling-parse could not read the page")
             continue
         blocks = _blocks(pl, body_h, gap)
         mode = MODE if blocks or not pl.has_pictures else MODE_NO_TEXT
+        if mode == MODE_NO_TEXT:
+            warnings.append(f"page {index + 1}: images but no text layer (OCR is not available)")
         parsed.append(ParsedPage(index, blocks, PARSER, mode, label))
 
     title = meta_title or _first_heading(parsed) or Path(name).stem
-    return ParsedDocument(title=title, mime="application/pdf", source_kind="pdf", pages=parsed)
+    return ParsedDocument(title=title, mime="application/pdf", source_kind="pdf", pages=parsed, warnings=warnings)
 
 
 def _pdfium_facts(path: Path, name: str) -> tuple[int, str | None, list[str | None], dict[int, dict[str, int]]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kb_assets.parsing.model import Block, DocumentParseError, ParsedDocument, ParsedPage, clean_inline, join_lines
+from kb_assets.parsing.paginate import split_huge
 
 PARSER = "plain-text"
 MODE = "text-lines"
@@ -87,7 +88,9 @@ def parse_text(path: Path, name: str, source_kind: str, mime: str) -> ParsedDocu
     make = _code_block if source_kind == "code" else _text_block
     pages: list[ParsedPage] = []
     for start, end in _page_ranges(lines):
-        blocks = [b for b in (make(g) for g in _groups(lines[start:end])) if b is not None]
+        blocks = [
+            piece for b in (make(g) for g in _groups(lines[start:end])) if b is not None for piece in split_huge(b)
+        ]
         if blocks:
             pages.append(ParsedPage(len(pages), blocks, PARSER, MODE))
     if not pages:
