@@ -87,6 +87,51 @@ def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
     emit(response.as_json(), as_json, render)
 
 
+@main.command("eval")
+@click.argument("questions", type=click.Path(exists=True, path_type=Path))
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.")
+@click.option("--strategy", default="hybrid", show_default=True)
+@click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
+@click.option("--json", "as_json", is_flag=True)
+def evaluate(questions, knowledge_base_ids, strategy, baseline, as_json):
+    """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
+    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.retrieval.evaluation import evaluate as score, load_questions
+    from kb_assets.retrieval.search import SearchRequest
+
+    rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
+    searcher = make_searcher(Settings.from_env())
+    data = {"strategy": strategy, "scores": score(
+        lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows)}
+    if baseline:
+        naive = _naive_baseline(sorted({q["kb"] for q in rows}))
+        data["baseline"] = score(lambda q: naive.search(q["query"], [q["kb"]], 10), rows)
+
+    def render(d):
+        for name in ("scores", "baseline"):
+            if name not in d:
+                continue
+            click.echo(f"{'kb-assets ' + d['strategy'] if name == 'scores' else 'naive baseline'}:")
+            for kb, s in d[name].items():
+                if s.get("questions"):
+                    click.echo(f"  {kb:<12} n={s['questions']:<4} hit@1 {s['hit@1']:.3f}  hit@5 {s['hit@5']:.3f}  "
+                               f"MRR {s['mrr']:.3f}  p50 {s['latencyP50Ms']} ms  p95 {s['latencyP95Ms']} ms")
+
+    emit(data, as_json, render)
+
+
+def _naive_baseline(knowledge_base_ids: list[str]):
+    from kb_assets.defs.resources import build_resources
+    from kb_assets.retrieval.baseline import NaiveBaseline
+
+    settings = Settings.from_env()
+    resources = build_resources(settings)
+    catalog = resources["catalog"].catalog()
+    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri}, catalog.read_pages(d.document_id))
+                 for d in catalog.list_documents(knowledge_base_ids) if d.status == "published"]
+    return NaiveBaseline(resources["embedding_model"].load(), documents)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)

@@ -9,22 +9,32 @@ What the heuristics use: the text-line cells docling-parse reports per page
 resource key (``/F1``...). docling-parse names no real font (no "Bold"), so "bold" is approximated
 by "a font other than the page's body font".
 
-- Lines on one baseline are merged into one row (docling-parse splits a line at wide gaps).
-- Body text height: the character-weighted median line height of the document.
+- Lines on one baseline are merged into one row (docling-parse splits a line at wide gaps);
+  rows that were several cells (table-like) never merge into paragraphs.
+- Body text height: the character-weighted median line height of the document; body font: the
+  page's most used font key (the document's on pages with under 300 characters).
 - Headings: short lines (<= 20 words, <= 150 chars, not ending in ``.``, ``,`` or ``;``, not a list
   item or a "Figure/Table ..." caption) that are either taller than the body (>= 1.12x) or set in a
-  rare non-body font and are no more than two lines of that font in a row. Level: the numbering
+  rare non-body font (<30% of characters, <= 80 characters with CJK counted double) and are no
+  more than two lines of that font in a row, all qualifying. Level: the numbering
   depth for numbered headings ("2.1 Object Storage" -> 2), else the rank of the heading height
   (largest = 1); body-size headings without numbers sit one level below the smallest size level.
-- Paragraphs: consecutive rows join until a vertical gap larger than the usual line gap, a change
-  of line height, a jump up (next column), or a short line ending a sentence.
+- Paragraphs: consecutive rows join until a vertical gap larger than the usual line gap (1.8x the
+  tight-end gap, at most one body line height), a change of line height (or of font together
+  with height), a jump up (next column), or a short line ending a sentence. Wrapped lines join
+  with a space, without one between CJK characters, and ``infor-``/``mation`` de-hyphenated.
 - Lists: rows starting with a bullet or ``1.``/``a)`` marker; continuation rows join the item;
   consecutive items make one ``list`` block, one item per line.
 - Running headers/footers: lines among the 3 outermost of a page, within 12% of the top or bottom
-  edge, whose text (digits ignored) recurs in that zone on >= 50% of the pages with text and on at
-  least 3 pages. Lines that look like headings (taller or in another font) must recur verbatim.
+  edge, whose text (digits and roman numerals ignored) recurs in that zone on >= 50% of the pages
+  with text and on at least 3 pages, or (plain lines only) on >= 3 pages making up >= 50% of the
+  pages from its first to its last occurrence (per-chapter headers). Lines taller than body text
+  (headings) must recur verbatim, and only the first rule applies to them. This runs on docling's
+  cells before rows are merged, so a page number set apart on a header line is a line of its own.
 - Headings from the PDF outline (bookmarks, via pypdfium2) win: a line whose text equals a
   bookmark title on the bookmark's page is a heading at the bookmark's depth.
+- PDFs are converted ``PAGES_PER_BATCH`` pages at a time (docling holds ~4 MB of cell objects a
+  page until a conversion ends).
 - Not done: tables (table rows come out as paragraph text, one row per line group), figures and
   captions, OCR of scanned pages (a page without a text layer is recorded as
   ``docling-native-pdf-no-text``), multi-column reading order beyond the parser's content order.
@@ -62,12 +72,14 @@ PAGES_PER_BATCH = 50
 
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?\s+(?=[^\W\d_])")
 _LIST_MARKER = re.compile(
-    r"^(?:[\u2022\u25e6\u25aa\u25ab\u25cf\u25cb\u25a0\u25a1\u27a2\u25ba\u25b8\u2023\u2043\u2219\u00b7\u2013\u2014*\-]\s*(?=\S)"
-    r"|\(?\d{1,2}[.)]\s+|\(?[a-z][.)]\s+)"
+    r"^(?:[\u2022\u25e6\u25aa\u25ab\u25cf\u25cb\u25a0\u25a1\u27a2\u25ba\u25b8\u2023\u2043\u2219\u00b7]\s*(?=\S)"
+    r"|[*\-\u2013\u2014]\s+(?=\S)|\(?\d{1,2}[.)]\s+|\(?[a-z][.)]\s+)"
 )
 _CAPTION = re.compile(r"^(?:fig\.|figure|table|tab\.|source|note|图|表)\s*[\d:.\s]", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?:。！？：]$")
 _DIGITS = re.compile(r"\d+")
+_ROMAN = re.compile(r"\b[ivxlc]+\b")
+_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*[\divxlcIVXLC]+$")  # "2.1 Storage . . . . . 14"
 _CJK_CHAR = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _NO_HEADING_END = ".,;。，；、"
 
@@ -80,13 +92,14 @@ class _Line:
     r: float
     b: float
     font: str
-    heading: str | None = None  # "size" | "font" (after classification)
+    size: float = 0.0  # the tallest cell's height (a merged row's box can be taller than its text)
+    heading: str | None = None  # "size" | "font" | "outline" (after classification)
     level: int | None = None
     cells: int = 1
 
-    @property
-    def h(self) -> float:
-        return self.b - self.t
+    def __post_init__(self) -> None:
+        if not self.size:
+            self.size = self.b - self.t
 
 
 @dataclass
@@ -118,23 +131,30 @@ def parse_pdf(path: Path, name: str) -> ParsedDocument:
         del result
 
     body_h = _body_height(pages.values())
+    _drop_running_lines(pages, body_h)  # on the cells: a page number is its own cell
+    for pl in pages.values():
+        pl.lines = _merge_rows(pl.lines)
+    line_gap = _line_gap(pages.values(), body_h)
     font_share = _font_shares(pages.values())
     doc_font = max(font_share, key=font_share.get) if font_share else None
     for pl in pages.values():
-        pl.lines = _merge_rows(pl.lines)
         # a page with little text (a title page) says little about its body font
         body_font = pl.body_font if sum(len(ln.text) for ln in pl.lines) >= 300 else doc_font
+        prev: _Line | None = None
         for line in pl.lines:
-            line.heading = _heading_kind(line, body_h, body_font, font_share)
+            kind = _heading_kind(line, body_h, body_font, font_share)
+            if kind is not None and not _space_above(prev, line, line_gap, body_h):
+                kind = None
+            line.heading = kind
+            prev = line
         _limit_font_heading_runs(pl.lines)
     for index, entries in outline.items():
         for line in pages[index].lines if index in pages else []:
             level = entries.get(line.text.lower())
             if level is not None:
                 line.heading, line.level = "outline", level
-    _drop_running_lines(pages, body_h)
     _assign_levels([ln for pl in pages.values() for ln in pl.lines])
-    gap = _paragraph_gap(pages.values(), body_h)
+    gap = min(max(line_gap * 1.8, line_gap + 0.45 * body_h), 1.0 * body_h)
 
     parsed: list[ParsedPage] = []
     for index in range(page_count):
@@ -253,14 +273,15 @@ def _merge_rows(lines: list[_Line]) -> list[_Line]:
         prev = rows[-1] if rows else None
         if prev is not None and line.l >= prev.r - 1.0:
             overlap = min(prev.b, line.b) - max(prev.t, line.t)
-            if overlap >= 0.5 * min(prev.h, line.h) > 0:
+            if overlap >= 0.5 * min(prev.size, line.size) > 0:
                 prev.text = join_lines(prev.text, line.text)
                 prev.r = max(prev.r, line.r)
                 prev.t = min(prev.t, line.t)
                 prev.b = max(prev.b, line.b)
+                prev.size = max(prev.size, line.size)
                 prev.cells += 1
                 continue
-        rows.append(_Line(line.text, line.l, line.t, line.r, line.b, line.font))
+        rows.append(_Line(line.text, line.l, line.t, line.r, line.b, line.font, size=line.size))
     return rows
 
 
@@ -279,8 +300,8 @@ def _body_height(pages) -> float:
     weights: Counter[float] = Counter()
     for pl in pages:
         for line in pl.lines:
-            if line.h > 0:
-                weights[round(line.h * 4) / 4] += len(line.text)
+            if line.size > 0:
+                weights[round(line.size * 4) / 4] += len(line.text)
     return _weighted_median(list(weights.items())) if weights else 10.0
 
 
@@ -307,9 +328,11 @@ def _heading_kind(line: _Line, body_h: float, body_font: str | None, font_share:
         return None
     if _LIST_MARKER.match(text) and not _NUMBERED.match(text):
         return None
-    if _CAPTION.match(text) or text[-1] in _NO_HEADING_END or line.cells > 2:
+    if _CAPTION.match(text) or text[-1] in _NO_HEADING_END or line.cells > 2 or _TOC_ENTRY.search(text):
         return None
-    if line.h >= body_h * HEADING_SIZE_RATIO and line.h - body_h >= 0.8:
+    if text[0].isascii() and text[0].islower():  # a heading does not start mid-sentence
+        return None
+    if line.size >= body_h * HEADING_SIZE_RATIO and line.size - body_h >= 0.8:
         return "size"
     if (
         body_font is not None
@@ -343,7 +366,7 @@ def _limit_font_heading_runs(lines: list[_Line]) -> None:
 
 
 def _assign_levels(lines: list[_Line]) -> None:
-    sizes = sorted({round(ln.h, 1) for ln in lines if ln.heading == "size"}, reverse=True)
+    sizes = sorted({round(ln.size, 1) for ln in lines if ln.heading == "size"}, reverse=True)
     clusters: list[float] = []
     for size in sizes:
         if not clusters or clusters[-1] - size > 0.6:
@@ -362,7 +385,7 @@ def _assign_levels(lines: list[_Line]) -> None:
         if numbered:
             level = numbered.group(1).count(".") + 1
         elif line.heading == "size":
-            level = size_rank(line.h)
+            level = size_rank(line.size)
         else:
             level = len(clusters) + 1
         line.level = min(max(level, 1), 6)
@@ -372,7 +395,11 @@ def _assign_levels(lines: list[_Line]) -> None:
 
 
 def _drop_running_lines(pages: dict[int, _PageLines], body_h: float) -> None:
-    text_pages = [pl for pl in pages.values() if pl.lines]
+    """Drop running headers/footers: see the module docstring. Besides lines on >= 50% of all text
+    pages, a plain (non-heading) line also goes when it recurs on >= 3 pages and on >= 50% of the
+    pages between its first and last occurrence (per-chapter headers such as "Chapter 3: Storage
+    17")."""
+    text_pages = sorted((i, pl) for i, pl in pages.items() if pl.lines)
     if len(text_pages) < REPEAT_MIN_PAGES:
         return
     threshold = max(REPEAT_MIN_PAGES, math.ceil(REPEAT_SHARE * len(text_pages)))
@@ -386,49 +413,67 @@ def _drop_running_lines(pages: dict[int, _PageLines], body_h: float) -> None:
             if line.b >= (1 - MARGIN_ZONE) * pl.height:
                 yield "bottom", line
 
-    def key(zone: str, line: _Line, pl: _PageLines) -> tuple[str, str]:
-        emphasized = line.heading is not None or line.h >= body_h * HEADING_SIZE_RATIO
+    def key(zone: str, line: _Line) -> tuple[str, str]:
         text = line.text.lower()
-        return zone, ("=" + text if emphasized else _DIGITS.sub("#", text))
+        if line.size >= body_h * HEADING_SIZE_RATIO:
+            return zone, "=" + text  # heading-size text: must recur verbatim
+        return zone, _ROMAN.sub("#", _DIGITS.sub("#", text))
 
-    counts: Counter[tuple[str, str]] = Counter()
-    for pl in text_pages:
-        counts.update({key(zone, line, pl) for zone, line in zone_lines(pl)})
-    repeated = {k for k, n in counts.items() if n >= threshold}
+    seen: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, pl in text_pages:
+        for k in {key(zone, line) for zone, line in zone_lines(pl)}:
+            seen[k].append(index)
+    repeated = set()
+    for k, where in seen.items():
+        if len(where) >= threshold:
+            repeated.add(k)
+        elif not k[1].startswith("=") and len(where) >= REPEAT_MIN_PAGES:
+            if len(where) >= REPEAT_SHARE * (where[-1] - where[0] + 1):
+                repeated.add(k)
     if not repeated:
         return
-    for pl in text_pages:
-        drop = {id(line) for zone, line in zone_lines(pl) if key(zone, line, pl) in repeated}
+    for _, pl in text_pages:
+        drop = {id(line) for zone, line in zone_lines(pl) if key(zone, line) in repeated}
         pl.lines = [ln for ln in pl.lines if id(ln) not in drop]
 
 
 # ------------------------------------------------------------------------------------- blocks
 
 
-def _paragraph_gap(pages, body_h: float) -> float:
-    """Vertical gap above which a row starts a new paragraph: well above the usual line gap."""
+def _line_gap(pages, body_h: float) -> float:
+    """The usual gap between two lines of one paragraph: the tight end (20th percentile) of the gaps
+    between consecutive body-size rows (documents of one-line paragraphs have mostly paragraph
+    gaps, so not the median). A row starts a new paragraph at a gap of 1.8x this (at most one body
+    line height)."""
     gaps = []
     for pl in pages:
         for prev, line in zip(pl.lines, pl.lines[1:]):
-            if prev.heading or line.heading:
+            if abs(prev.size - body_h) > 0.2 * body_h or abs(line.size - body_h) > 0.2 * body_h:
                 continue
             gap = line.t - prev.b
-            if -0.2 * body_h <= gap <= 1.5 * body_h and abs(line.h - prev.h) < 0.2 * body_h:
+            if -0.2 * body_h <= gap <= 1.5 * body_h:
                 gaps.append(gap)
-    # the tight end of the gaps is the line spacing inside paragraphs (documents made of one-line
-    # paragraphs have mostly paragraph gaps, so not the median); a gap of a full body line height
-    # is a paragraph break whatever the statistics say
-    usual = sorted(gaps)[len(gaps) // 5] if gaps else 0.3 * body_h
-    return min(max(usual * 1.8, usual + 0.45 * body_h), 1.0 * body_h)
+    return sorted(gaps)[len(gaps) // 5] if gaps else 0.3 * body_h
+
+
+def _space_above(prev: _Line | None, line: _Line, line_gap: float, body_h: float) -> bool:
+    """Headings stand apart: first on the page (or in a new column), below a heading of the same
+    size (a wrapped heading), or with more space above than between the lines of a paragraph. A
+    tall formula or superscript line inside a paragraph has less."""
+    if prev is None or line.t < prev.t - 0.5 * prev.size:
+        return True
+    if prev.heading is not None and abs(prev.size - line.size) < 0.5:
+        return True
+    return line.t - prev.b >= line_gap + 0.3 * body_h
 
 
 def _continues(prev: _Line, line: _Line, gap_limit: float, right_edge: float, left_edge: float) -> bool:
     gap = line.t - prev.b
-    if gap > gap_limit or gap < -0.5 * max(prev.h, line.h):
+    if gap > gap_limit or gap < -0.5 * max(prev.size, line.size):
         return False
-    if abs(line.h - prev.h) > 0.25 * max(prev.h, line.h):
+    if abs(line.size - prev.size) > 0.25 * max(prev.size, line.size):
         return False
-    if line.font != prev.font and abs(line.h - prev.h) > 0.05 * max(prev.h, line.h):
+    if line.font != prev.font and abs(line.size - prev.size) > 0.05 * max(prev.size, line.size):
         return False  # another font at another size: another block
     width = max(right_edge - left_edge, 1.0)
     if _SENTENCE_END.search(prev.text) and prev.r < right_edge - 0.15 * width:
@@ -469,13 +514,19 @@ def _blocks(pl: _PageLines, body_h: float, gap_limit: float) -> list[Block]:
                 and last is not None
                 and last.heading is not None
                 and 0 <= line.t - last.b <= gap_limit
-                and abs(line.h - last.h) < 0.5
+                and abs(line.size - last.size) < 0.5
                 and len(parts[0]) + len(line.text) <= 200
             ):
                 parts[0] = join_lines(parts[0], line.text)  # a heading wrapped over two lines
             else:
                 flush()
                 kind, parts, level = "heading", [line.text], line.level
+        elif _TOC_ENTRY.search(line.text):  # table-of-contents entries: one list line each
+            if kind != "list":
+                flush()
+                kind, parts = "list", []
+            parts.append(line.text)
+            item_left, cont_left = line.l, None
         elif _LIST_MARKER.match(line.text):
             if not (kind == "list" and last is not None and line.t - last.b <= gap_limit * 1.5):
                 flush()

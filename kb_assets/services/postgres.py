@@ -93,7 +93,10 @@ def stop_postgres(home: Path) -> bool:
         if _postmaster(data)[0] is None:
             return False
         bindir = _binaries(data)
-        result = _pg_ctl(bindir, root, _run_as(data), ["stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"])
+        run_as = _run_as(data)
+        if run_as.uid is not None:  # another process (a new pytest session, say) may have tightened a parent
+            _allow_traversal(root, run_as.uid)
+        result = _pg_ctl(bindir, root, run_as, ["stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"])
         if result.returncode != 0:
             raise RuntimeError(f"pg_ctl stop failed for {data} (exit {result.returncode}): {result.output}"
                                + _log_tail(root / "server.log"))
