@@ -13,8 +13,10 @@ by "a font other than the page's body font".
   rows that were several cells (table-like) never merge into paragraphs.
 - Body text height: the character-weighted median line height of the document; body font: the
   page's most used font key (the document's on pages with under 300 characters).
-- Headings: short lines (<= 20 words, <= 150 chars, not ending in ``.``, ``,`` or ``;``, not a list
-  item or a "Figure/Table ..." caption) that are either taller than the body (>= 1.12x) or set in a
+- Headings: short lines (<= 20 words, <= 100 characters with CJK counted double, not starting
+  with a lowercase letter, not ending in ``.``, ``,``, ``;`` or a word like "the"/"and", not a
+  list item, a table-of-contents entry or a "Figure/Table ..." caption) with space above them
+  (more than between the lines of a paragraph) that are either taller than the body (>= 1.12x) or set in a
   rare non-body font (<30% of characters, <= 80 characters with CJK counted double) and are no
   more than two lines of that font in a row, all qualifying. Level: the numbering
   depth for numbered headings ("2.1 Object Storage" -> 2), else the rank of the heading height
@@ -33,8 +35,8 @@ by "a font other than the page's body font".
   cells before rows are merged, so a page number set apart on a header line is a line of its own.
 - Headings from the PDF outline (bookmarks, via pypdfium2) win: a line whose text equals a
   bookmark title on the bookmark's page is a heading at the bookmark's depth.
-- PDFs are converted ``PAGES_PER_BATCH`` pages at a time (docling holds ~4 MB of cell objects a
-  page until a conversion ends).
+- PDFs are converted ``PAGES_PER_BATCH`` pages at a time (docling holds every page's cell objects
+  until a conversion ends: ~4.5 MB a page with word cells, less with lines only).
 - Not done: tables (table rows come out as paragraph text, one row per line group), figures and
   captions, OCR of scanned pages (a page without a text layer is recorded as
   ``docling-native-pdf-no-text``), multi-column reading order beyond the parser's content order.
@@ -82,6 +84,7 @@ _ROMAN = re.compile(r"\b[ivxlc]+\b")
 _TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*[\divxlcIVXLC]+$")  # "2.1 Storage . . . . . 14"
 _CJK_CHAR = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _NO_HEADING_END = ".,;。，；、"
+_DANGLING_END = re.compile(r"\b(?:a|an|the|and|or|of|to|in|for|with|by|from|as|at|is|are)$", re.IGNORECASE)
 
 
 @dataclass
@@ -117,7 +120,7 @@ class _PageLines:
 def parse_pdf(path: Path, name: str) -> ParsedDocument:
     page_count, meta_title, labels, outline = _pdfium_facts(path, name)
     warnings: list[str] = []
-    # docling keeps every parsed page (all its word and line cells, ~4 MB a page) until the
+    # docling keeps every parsed page (all its cells as pydantic objects) until the
     # conversion ends: convert in batches and keep only the light line records
     pages: dict[int, _PageLines] = {}
     for start in range(1, page_count + 1, PAGES_PER_BATCH):
@@ -331,6 +334,8 @@ def _heading_kind(line: _Line, body_h: float, body_font: str | None, font_share:
     if _CAPTION.match(text) or text[-1] in _NO_HEADING_END or line.cells > 2 or _TOC_ENTRY.search(text):
         return None
     if text[0].isascii() and text[0].islower():  # a heading does not start mid-sentence
+        return None
+    if _visual_length(text) > 100 or _DANGLING_END.search(text):  # nor end mid-sentence
         return None
     if line.size >= body_h * HEADING_SIZE_RATIO and line.size - body_h >= 0.8:
         return "size"
