@@ -24,9 +24,14 @@ def _catalog(home: str, postgres_url: str) -> Catalog:
     return catalog
 
 
+# pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
+# 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
+
+
 @lru_cache(maxsize=8)
 def _milvus(home: str, uri: str) -> MilvusClient:
-    return MilvusClient(uri=uri or ensure_milvus(Path(home)), timeout=30)
+    return MilvusClient(uri=uri or ensure_milvus(Path(home)), timeout=30, grpc_options=GRPC_OPTIONS)
 
 
 @lru_cache(maxsize=4)

@@ -82,7 +82,7 @@ class EmbeddingModel:
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens each text takes in the model's window (special tokens included)."""
-        encoded = self.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+        encoded = self.tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
         return [len(ids) for ids in encoded]
 
     def encode(self, texts: list[str]) -> np.ndarray:
