@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,11 @@ CORPUS = REPO / "examples" / "corpus"
 
 
 @pytest.fixture(scope="session")
-def kb_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("kb_home")
+def kb_home() -> Path:
+    # not under pytest's basetemp: pytest resets /tmp/pytest-of-USER to 0700 at every session start,
+    # which locks out the postgres user that the embedded server runs as when tests run as root
+    home = Path(tempfile.mkdtemp(prefix="kb-test-"))
+    home.chmod(0o755)
     os.environ["KB_HOME"] = str(home)
     os.environ["DAGSTER_HOME"] = str(home / "dagster")
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
@@ -26,6 +30,7 @@ def kb_home(tmp_path_factory) -> Path:
 
     stop_milvus(home)
     stop_postgres(home)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -206,3 +206,10 @@ def test_cli_ingest_json_prints_only_json_and_docs_lists_documents(handbook, cor
     documents = json.loads(out.stdout)["documents"]
     assert {d["status"] for d in documents} == {"published"}
     assert {"documentId", "knowledgeBaseId", "sourceUri", "version", "status", "error", "pages", "chunks"} <= set(documents[0])
+
+
+def test_dagster_definitions_validate_for_the_workspace(kb_home):
+    result = subprocess.run([str(CORPUS.parents[1] / ".venv" / "bin" / "dagster"), "definitions", "validate",
+                             "-w", "workspace.yaml"], cwd=CORPUS.parents[1], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "All code locations passed validation" in result.stderr + result.stdout
