@@ -22,6 +22,7 @@ def kb_home() -> Path:
     home.chmod(0o755)
     os.environ["KB_HOME"] = str(home)
     os.environ["DAGSTER_HOME"] = str(home / "dagster")
+    (home / "dagster").mkdir()
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
     for name in ("KB_POSTGRES_URL", "KB_MILVUS_URI", "KB_OBJECT_STORE_URL", "KB_LAKE_URL", "KB_API_KEYS"):
         os.environ.pop(name, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -209,7 +210,8 @@ def test_cli_ingest_json_prints_only_json_and_docs_lists_documents(handbook, cor
 
 
 def test_dagster_definitions_validate_for_the_workspace(kb_home):
-    result = subprocess.run([str(CORPUS.parents[1] / ".venv" / "bin" / "dagster"), "definitions", "validate",
+    dagster = Path(sys.executable).parent / "dagster"
+    result = subprocess.run([str(dagster), "definitions", "validate",
                              "-w", "workspace.yaml"], cwd=CORPUS.parents[1], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "All code locations passed validation" in result.stderr + result.stdout
