@@ -101,6 +101,44 @@ def contiguous_ranges(ordered_keys: list[str], selected: set[str], max_size: int
     return ranges
 
 
+@dataclass
+class Changes:
+    """What a scan found against the catalog; changed and new documents are registered pending."""
+
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def to_run(self) -> list[str]:
+        return [*self.new, *self.changed]
+
+
+def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog) -> Changes:
+    """Compare scanned files with the catalog and register the new and changed ones (status pending)."""
+    known = catalog.get_documents([f.document_id for f in files])
+    changes = Changes()
+    with catalog.connect() as conn:
+        for source in files:
+            previous = known.get(source.document_id)
+            if previous is None or previous.status == "deleted":
+                changes.new.append(source.document_id)
+            elif previous.version == source.sha256 and previous.status == "published":
+                changes.unchanged.append(source.document_id)
+                continue
+            else:
+                changes.changed.append(source.document_id)
+            catalog.register_document(conn, document_id=source.document_id, knowledge_base_id=knowledge_base_id,
+                                      source_path=source.source_path, source_uri=str(source.path),
+                                      version=source.sha256, size_bytes=source.size)
+    return changes
+
+
+def range_tags(start: str, end: str, knowledge_base_id: str) -> dict[str, str]:
+    return {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
+            "kb/knowledge_base_id": knowledge_base_id}
+
+
 def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings | None = None,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
@@ -109,25 +147,11 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings | None 
     resources = build_resources(settings)
     catalog = resources["catalog"].catalog()
     instance = dagster_instance(settings)
-    report = IngestReport()
 
     files, roots = scan(paths, knowledge_base_id)
-    known = catalog.get_documents([f.document_id for f in files])
-    to_run = []
-    with catalog.connect() as conn:
-        for source in files:
-            previous = known.get(source.document_id)
-            if previous is None or previous.status == "deleted":
-                report.new.append(source.document_id)
-            elif previous.version == source.sha256 and previous.status == "published":
-                report.unchanged.append(source.document_id)
-                continue
-            else:
-                report.changed.append(source.document_id)
-            catalog.register_document(conn, document_id=source.document_id, knowledge_base_id=knowledge_base_id,
-                                      source_path=source.source_path, source_uri=str(source.path),
-                                      version=source.sha256, size_bytes=source.size)
-            to_run.append(source.document_id)
+    changes = register_changes(files, knowledge_base_id, catalog)
+    report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged)
+    to_run = changes.to_run
 
     existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
     new_keys = [key for key in to_run if key not in existing_keys]
@@ -143,11 +167,8 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings | None 
         ordered = instance.get_dynamic_partitions(documents_partitions.name)
         done = 0
         for start, end, count in contiguous_ranges(ordered, set(to_run), settings.run_batch_size):
-            result = job.execute_in_process(
-                instance=instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG,
-                tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
-                      "kb/knowledge_base_id": knowledge_base_id},
-            )
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG,
+                                            tags=range_tags(start, end, knowledge_base_id))
             report.run_ids.append(result.run_id)
             done += count
             docs = catalog.get_documents(to_run)

@@ -27,6 +27,14 @@ class Settings:
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
     storage_options: dict = field(default_factory=dict)  # from AWS_* for s3:// URLs
+    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=/path/b" folders the sensor keeps current
+    watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
+    refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
+    parse_max_file_bytes: int = 200 * 1024 * 1024   # KB_PARSE_MAX_FILE_BYTES: larger files are refused
+    parse_max_pages: int = 5000            # KB_PARSE_MAX_PAGES: PDFs with more pages are refused
+    parse_max_unpacked_bytes: int = 1024 ** 3  # KB_PARSE_MAX_UNPACKED_BYTES: DOCX/PPTX/XLSX unpacked size
+    ocr_languages: str = "eng+chi_sim"     # KB_OCR_LANGUAGES: tesseract languages for pages without text
+    docling_artifacts_path: str | None = None  # DOCLING_ARTIFACTS_PATH: docling's layout/table models
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -47,11 +55,29 @@ class Settings:
             run_batch_size=int(env.get("KB_RUN_BATCH_SIZE") or cls.run_batch_size),
             api_keys=env.get("KB_API_KEYS") or "",
             storage_options=_s3_storage_options(env),
+            watch=env.get("KB_WATCH") or "",
+            watch_interval_seconds=int(env.get("KB_WATCH_INTERVAL_SECONDS") or cls.watch_interval_seconds),
+            refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,
+            parse_max_file_bytes=int(env.get("KB_PARSE_MAX_FILE_BYTES") or cls.parse_max_file_bytes),
+            parse_max_pages=int(env.get("KB_PARSE_MAX_PAGES") or cls.parse_max_pages),
+            parse_max_unpacked_bytes=int(env.get("KB_PARSE_MAX_UNPACKED_BYTES") or cls.parse_max_unpacked_bytes),
+            ocr_languages=env.get("KB_OCR_LANGUAGES") or cls.ocr_languages,
+            docling_artifacts_path=env.get("DOCLING_ARTIFACTS_PATH") or None,
         )
 
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
+
+    def watched_folders(self) -> list[tuple[str, Path]]:
+        """(knowledge base, folder) pairs of KB_WATCH."""
+        pairs = []
+        for item in filter(None, (part.strip() for part in self.watch.split(";"))):
+            kb, _, folder = item.partition("=")
+            if not kb.strip() or not folder.strip():
+                raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER")
+            pairs.append((kb.strip(), Path(folder.strip()).expanduser()))
+        return pairs
 
 
 def _s3_storage_options(env: dict[str, str]) -> dict:

@@ -1,0 +1,21 @@
+"""The scheduled incremental update: the same plan as the sensor, on a cron (KB_REFRESH_CRON)."""
+
+import dagster as dg
+
+from kb_assets.defs.jobs import ingest_documents
+from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.sensors import plan_watched_folders
+from kb_assets.settings import Settings
+
+
+@dg.schedule(job=ingest_documents, cron_schedule=Settings.from_env().refresh_cron,
+             default_status=dg.DefaultScheduleStatus.STOPPED)
+def incremental_update_schedule(context: dg.ScheduleEvaluationContext):
+    """Re-scans the KB_WATCH folders: changed files are re-materialized, unchanged ones cost nothing."""
+    settings = Settings.from_env()
+    if not settings.watch:
+        return dg.SkipReason("KB_WATCH is not set: no folder to refresh")
+    plan = plan_watched_folders(context.instance, settings)
+    if plan.new_keys:  # schedules cannot return partition requests: add them before the runs start
+        context.instance.add_dynamic_partitions(documents_partitions.name, plan.new_keys)
+    return plan.run_requests or dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
