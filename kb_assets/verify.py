@@ -1,0 +1,76 @@
+"""Consistency of the stores, per document: Postgres rows vs lake rows vs Milvus entities.
+
+``verify`` reports problems; with ``repair`` it fixes what it can from the source of record and the
+lake: re-syncs a published document's entities from its lake rows, removes entities and lake files of
+deleted or unknown documents. What needs a re-run (missing lake rows) is reported, not guessed.
+"""
+
+from __future__ import annotations
+
+from pymilvus import MilvusClient
+
+from kb_assets import steps
+from kb_assets.index.collections import milvus_string, published_collection
+from kb_assets.index.entities import count_entities, delete_document
+from kb_assets.storage.catalog import Catalog
+from kb_assets.storage.lake import Lake
+
+
+def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False) -> dict:
+    problems: list[dict] = []
+
+    def problem(document_id: str | None, text: str, repaired: bool = False):
+        problems.append({"documentId": document_id, "problem": text, "repaired": repaired})
+
+    collection = published_collection(client, alias)
+    documents = {d.document_id: d for d in catalog.list_documents()}
+    for doc in documents.values():
+        chunks = lake.read("chunks", doc.document_id)
+        vectors = lake.read("embeddings", doc.document_id)
+        entities = count_entities(client, collection, f"document_id == {milvus_string(doc.document_id)}") \
+            if collection else 0
+        if doc.status == "deleted":
+            if entities or chunks.height or vectors.height:
+                if repair:
+                    delete_document(client, collection, doc.document_id)
+                    lake.delete("chunks", doc.document_id)
+                    lake.delete("embeddings", doc.document_id)
+                problem(doc.document_id, f"deleted document still has {entities} entities, {chunks.height} chunk "
+                        f"rows, {vectors.height} vectors", repair)
+            continue
+        if doc.status != "published":
+            continue
+        if not chunks.height:
+            problem(doc.document_id, "published document has no chunk rows in the lake: re-ingest it")
+            continue
+        if doc.published_version and (chunks["document_version"] != doc.published_version).any():
+            problem(doc.document_id, "lake chunks are not of the published version: re-ingest it")
+        if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
+            problem(doc.document_id, f"{chunks.height} chunk rows but {vectors.height} vectors: re-ingest it")
+            continue
+        if collection is None:
+            continue
+        if doc.chunk_count != chunks.height or entities != chunks.height:
+            repaired = False
+            if repair:
+                steps.publish_document(doc, catalog, lake, client, collection, run_id="verify-repair")
+                repaired = True
+            problem(doc.document_id, f"{chunks.height} chunk rows, {entities} Milvus entities, "
+                    f"{doc.chunk_count} recorded chunks", repaired)
+    if collection:
+        known = ", ".join(milvus_string(d) for d in documents)
+        orphans = client.query(collection, filter=f"not (document_id in [{known}])" if documents else "",
+                               output_fields=["document_id"], limit=16384)
+        for document_id in sorted({row["document_id"] for row in orphans}):
+            if repair:
+                delete_document(client, collection, document_id)
+            problem(document_id, "Milvus entities of a document Postgres does not know", repair)
+    for table in ("chunks", "embeddings"):
+        for document_id in lake.document_ids(table):
+            if document_id not in documents:
+                if repair:
+                    lake.delete(table, document_id)
+                problem(document_id, f"lake {table} of a document Postgres does not know", repair)
+    if repair and collection:
+        client.flush(collection)
+    return {"consistent": not problems, "collection": collection, "problems": problems}
