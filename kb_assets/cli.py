@@ -268,6 +268,27 @@ def collections(as_json):
 
 
 @main.command()
+@click.option("--repair", is_flag=True, help="Fix what can be fixed from Postgres and the lake.")
+@click.option("--json", "as_json", is_flag=True)
+def verify(repair, as_json):
+    """Consistency per document: Postgres rows vs lake rows vs Milvus entities; exit 1 if inconsistent."""
+    from kb_assets.verify import verify as run_verify
+
+    resources = _resources()
+    data = run_verify(resources["catalog"].catalog(), resources["lake"].lake(), resources["milvus"].client(),
+                      Settings.from_env().alias, repair=repair)
+
+    def render(d):
+        click.echo("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
+        for p in d["problems"]:
+            click.echo(f"  {p['documentId']}: {p['problem']}" + (" (repaired)" if p["repaired"] else ""))
+
+    emit(data, as_json, render)
+    unrepaired = [p for p in data["problems"] if not p["repaired"]]
+    sys.exit(1 if unrepaired else 0)
+
+
+@main.command()
 @click.argument("action", type=click.Choice(["up", "down", "status"]))
 @click.option("--json", "as_json", is_flag=True)
 def services(action, as_json):
