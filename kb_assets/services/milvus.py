@@ -14,10 +14,8 @@ After a restart collections are not loaded: callers call ``load_collection()`` b
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -28,7 +26,8 @@ from pathlib import Path
 
 from pymilvus import MilvusClient
 
-PORT_RANGE = (15000, 32767)  # the Linux ephemeral range starts at 32768
+from kb_assets.services.local import free_port, locked, log_tail, port_free
+
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 10
 
@@ -40,7 +39,7 @@ def ensure_milvus(home: Path) -> str:
     """Start (or reuse) the Milvus Lite server for ``home/"milvus"``; return ``http://127.0.0.1:PORT``.
     Idempotent and safe across processes."""
     home = Path(home).absolute()
-    with _locked(home / "milvus.lock"):
+    with locked(home / "milvus.lock"):
         state = _running(home)
         if state is not None:
             uri = _uri(state["port"])
@@ -61,7 +60,7 @@ def ensure_milvus(home: Path) -> str:
 def stop_milvus(home: Path) -> bool:
     """Stop the server for ``home`` (SIGTERM, then SIGKILL after a wait); False when it was not running."""
     home = Path(home).absolute()
-    with _locked(home / "milvus.lock"):
+    with locked(home / "milvus.lock"):
         state = _running(home)
         if state is None:
             return False
@@ -177,10 +176,10 @@ def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_
         if error is None:
             return
         if _gone(pid):
-            raise RuntimeError(f"milvus-lite (pid {pid}) exited before serving {uri}" + _log_tail(log))
+            raise RuntimeError(f"milvus-lite (pid {pid}) exited before serving {uri}" + log_tail(log))
         if time.monotonic() > deadline:
             raise RuntimeError(f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: "
-                               f"{error}" + _log_tail(log))
+                               f"{error}" + log_tail(log))
         time.sleep(0.2)
 
 
@@ -218,39 +217,11 @@ def _choose_port(state_file: Path) -> int:
         port = int(json.loads(state_file.read_text())["port"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         port = None
-    if port is not None and _port_free(port):
+    if port is not None and port_free(port):
         return port
-    for _ in range(200):
-        port = random.randint(*PORT_RANGE)
-        if _port_free(port):
-            return port
-    raise RuntimeError(f"no free TCP port on 127.0.0.1 in {PORT_RANGE}")
+    return free_port()
 
 
-def _port_free(port: int) -> bool:
-    """Bind-probe without SO_REUSEPORT: the gRPC server sets it, so a second milvus-lite started on
-    a taken port would share it silently (requests split between two data dirs)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does: TIME_WAIT is fine
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """An exclusive flock on ``path`` for the duration of the block (shared across processes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
-
-def _log_tail(log: Path, lines: int = 20) -> str:
-    try:
-        tail = log.read_text(errors="replace").splitlines()[-lines:]
-    except FileNotFoundError:
-        return f"\n(no log at {log})"
-    return f"\n--- last lines of {log} ---\n" + "\n".join(tail)

@@ -16,15 +16,12 @@ server runs as the data dir's owner, or the ``postgres`` system user (created wh
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import os
 import pwd
-import random
 import shlex
 import shutil
-import socket
 import stat
 import subprocess
 import tempfile
@@ -32,13 +29,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb_assets.services.local import free_port, locked, log_tail, port_free
+
 import psycopg2
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 SYSTEM_USER = "postgres"
 ROLE = "kb"
 DATABASE = "kb"
-PORT_RANGE = (15000, 32767)  # the Linux ephemeral range starts at 32768
 SOCKET_PATH_MAX = 107  # AF_UNIX sun_path is 108 bytes including the NUL
 START_TIMEOUT_S = 60
 
@@ -68,7 +66,7 @@ def ensure_postgres(home: Path) -> str:
     ``postgresql://kb@127.0.0.1:PORT/kb``. Idempotent and safe across processes."""
     home = Path(home).absolute()
     root = home / "postgres"
-    with _locked(home / "postgres.lock"):
+    with locked(home / "postgres.lock"):
         data = root / "data"
         bindir = _binaries(data)
         run_as = _run_as(data)
@@ -89,7 +87,7 @@ def stop_postgres(home: Path) -> bool:
     home = Path(home).absolute()
     root = home / "postgres"
     data = root / "data"
-    with _locked(home / "postgres.lock"):
+    with locked(home / "postgres.lock"):
         if _postmaster(data)[0] is None:
             return False
         bindir = _binaries(data)
@@ -99,7 +97,7 @@ def stop_postgres(home: Path) -> bool:
         result = _pg_ctl(bindir, root, run_as, ["stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"])
         if result.returncode != 0:
             raise RuntimeError(f"pg_ctl stop failed for {data} (exit {result.returncode}): {result.output}"
-                               + _log_tail(root / "server.log"))
+                               + log_tail(root / "server.log"))
         if _socket_dir(root).parent != root:
             with contextlib.suppress(OSError):
                 _socket_dir(root).rmdir()  # the short /tmp fallback: do not leave it behind
@@ -265,7 +263,7 @@ def _start(bindir: Path, root: Path, run_as: _RunAs) -> int:
         result = _pg_ctl(bindir, root, run_as, args)
         if result.returncode == 0:
             return port
-        tail = _log_tail(root / "server.log")
+        tail = log_tail(root / "server.log")
         if "could not bind" not in tail:
             break
     raise RuntimeError(f"Postgres failed to start from {root / 'data'} (pg_ctl exit {result.returncode}): "
@@ -275,8 +273,8 @@ def _start(bindir: Path, root: Path, run_as: _RunAs) -> int:
 def _choose_port(port_file: Path, fresh: bool) -> int:
     """The remembered port when still free, else a new free one (remembered from now on)."""
     port = None if fresh else _remembered_port(port_file)
-    if port is None or not _port_free(port, reuse_addr=True):
-        port = _free_port()
+    if port is None or not port_free(port):
+        port = free_port()
         port_file.write_text(f"{port}\n")
     return port
 
@@ -288,23 +286,8 @@ def _remembered_port(port_file: Path) -> int | None:
         return None
 
 
-def _free_port() -> int:
-    for _ in range(200):
-        port = random.randint(*PORT_RANGE)
-        if _port_free(port, reuse_addr=False):
-            return port
-    raise RuntimeError(f"no free TCP port on 127.0.0.1 in {PORT_RANGE}")
 
 
-def _port_free(port: int, reuse_addr: bool) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        if reuse_addr:  # the server sets it too, so TIME_WAIT leftovers do not block a restart
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 # ---------------------------------------------------------------- running state
@@ -371,7 +354,7 @@ def _wait_accepting(port: int, log: Path, timeout_s: float = START_TIMEOUT_S) ->
         except psycopg2.OperationalError as exc:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Postgres on 127.0.0.1:{port} does not accept connections after "
-                                   f"{timeout_s:.0f} s: {exc}".rstrip() + _log_tail(log)) from exc
+                                   f"{timeout_s:.0f} s: {exc}".rstrip() + log_tail(log)) from exc
             time.sleep(0.1)
 
 
@@ -411,18 +394,4 @@ def _run(cmd: list[str], cwd: Path, run_as: _RunAs) -> _Result:
         return _Result(proc.returncode, out.read().strip())
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """An exclusive flock on ``path`` for the duration of the block (shared across processes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
-
-def _log_tail(log: Path, lines: int = 20) -> str:
-    try:
-        tail = log.read_text(errors="replace").splitlines()[-lines:]
-    except FileNotFoundError:
-        return f"\n(no log at {log})"
-    return f"\n--- last lines of {log} ---\n" + "\n".join(tail)
