@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_assets.services.local import free_port, locked, log_tail, port_free
-
 import psycopg2
+
+from kb_assets.services.local import free_port, locked, log_tail, port_free
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 SYSTEM_USER = "postgres"
