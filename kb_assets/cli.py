@@ -246,14 +246,26 @@ def lineage(chunk_id, as_json):
 
 
 @main.command()
+@click.argument("action", required=False, type=click.Choice(["rollback"]))
 @click.option("--json", "as_json", is_flag=True)
-def collections(as_json):
-    """Collection versions: name, model, dimension, state, count, and the published alias."""
+def collections(action, as_json):
+    """Collection versions (name, model, dimension, state, count, published); `rollback` re-publishes
+    the previous version."""
     from kb_assets.index.collections import published_collection
 
     resources = _resources()
     settings = Settings.from_env()
-    current = published_collection(resources["milvus"].client(), settings.alias)
+    client = resources["milvus"].client()
+    if action == "rollback":
+        from kb_assets.migration import rollback
+
+        try:
+            rolled = rollback(resources["catalog"].catalog(), client, settings.alias)
+        except LookupError as error:
+            raise click.ClickException(str(error)) from None
+        if not as_json:
+            click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
+    current = published_collection(client, settings.alias)
     data = {"alias": settings.alias, "published": current, "collections": [{
         "name": c["name"], "model": c["model"], "dimension": c["dimension"], "languages": c["languages"],
         "state": c["state"], "count": c["entity_count"], "published": c["name"] == current}
@@ -265,6 +277,32 @@ def collections(as_json):
             click.echo(f"{mark} {c['name']}  {c['model']} d{c['dimension']}  {c['state']}  {c['count']} entities")
 
     emit(data, as_json, render)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def migrate(as_json):
+    """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL)."""
+    from kb_assets.migration import migrate as run_migrate
+    from kb_assets.retrieval.api import _model
+
+    resources = _resources()
+    settings = Settings.from_env()
+    embedding = resources["embedding_model"]
+    progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
+    data = run_migrate(resources["catalog"].catalog(), resources["lake"].lake(), resources["milvus"].client(),
+                       embedding.load(), embedding.spec(), settings.alias, _model, progress)
+
+    def render(d):
+        click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
+        if "quality" in d:
+            click.echo(f"  {d['entities']} entities for {d['chunkRows']} chunk rows; golden-query hit@5 "
+                       f"new {d['quality']['new']} vs published {d['quality']['published']}")
+        for problem in d.get("problems", []):
+            click.echo(f"  problem: {problem}")
+
+    emit(data, as_json, render)
+    sys.exit(1 if data["status"] == "failed" else 0)
 
 
 @main.command()

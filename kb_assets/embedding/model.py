@@ -19,8 +19,17 @@ PACKAGED_MODELS = {
 }
 
 
+def split_model_id(model: str) -> tuple[str, int | None]:
+    """``all-MiniLM-L6-v2@256`` -> (``all-MiniLM-L6-v2``, 256): the model truncated to 256 dimensions."""
+    name, at, dimension = model.rpartition("@")
+    if at and dimension.isdigit():
+        return name, int(dimension)
+    return model, None
+
+
 def resolve_model_path(model: str) -> tuple[Path, tuple[str, ...]]:
     """The local directory of a model id or path, and the languages it covers."""
+    model, _ = split_model_id(model)
     if model in PACKAGED_MODELS:
         module_name, languages = PACKAGED_MODELS[model]
         module = __import__(module_name)
@@ -38,6 +47,7 @@ def resolve_model_path(model: str) -> tuple[Path, tuple[str, ...]]:
 
 def short_model_name(model: str) -> str:
     """A Milvus-safe short name of a model for collection names, e.g. ``minilm_l6``."""
+    model, _ = split_model_id(model)
     stem = Path(model).name.lower()
     known = {"all-minilm-l6-v2": "minilm_l6"}
     if stem in known:
@@ -66,7 +76,8 @@ class EmbeddingModel:
 
         transformers_logging.disable_progress_bar()
 
-        return SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        return SentenceTransformer(str(self.path), device="cpu", local_files_only=True,
+                                   truncate_dim=split_model_id(self.model_id)[1])
 
     @cached_property
     def dimension(self) -> int:
