@@ -50,6 +50,8 @@ def ingest(paths, knowledge_base_id, as_json):
         for failure in d["failures"]:
             click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}")
         click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
+        for warning in d["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
 
     emit(data, as_json, render)
     sys.exit(1 if report.failures else 0)

@@ -44,6 +44,7 @@ class IngestReport:
     failures: list[dict] = field(default_factory=list)
     published: dict = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {
@@ -52,6 +53,7 @@ class IngestReport:
             "failures": self.failures,
             "published": self.published,
             "runIds": self.run_ids,
+            "warnings": self.warnings,
         }
 
 
@@ -183,6 +185,12 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings | None 
                                     "reason": doc.error or f"not published (status {doc.status})"})
     client = resources["milvus"].client()
     report.published = {"alias": settings.alias, "collection": published_collection(client, settings.alias)}
+    if to_run:  # the runs loaded the model: knowing its collection costs nothing now
+        target = resources["embedding_model"].spec().collection_name()
+        if report.published["collection"] != target:
+            report.warnings.append(f"the configured embedding spec writes to {target}, but the alias "
+                                   f"{settings.alias} publishes {report.published['collection']}: "
+                                   "run kb-assets migrate to publish it")
     return report
 
 
