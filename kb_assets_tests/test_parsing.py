@@ -216,8 +216,10 @@ def test_pdf_labels_image_only_page_and_encryption(tmp_path):
     c.save()
     doc = parse_document(tmp_path / "labels.pdf")
     assert [p.label for p in doc.pages] == ["i", "ii", "1"]
-    assert [p.mode for p in doc.pages] == ["docling-native-pdf", "docling-native-pdf-no-text", "docling-native-pdf"]
-    assert doc.pages[1].blocks == [] and doc.pages[2].text == "Text on sheet 2"
+    assert [p.mode for p in doc.pages] == ["docling-native-pdf"] * 3
+    # a picture smaller than a page scan is a figure (no caption: a placeholder text), not OCRed
+    assert doc.pages[1].blocks == [Block("figure", "[Figure]")] and doc.pages[2].text == "Text on sheet 2"
+    assert doc.pages[1].blocks[0].image_png.startswith(b"\x89PNG")
     assert doc.title == "labels"  # no metadata title, no heading: the file stem
 
     c = canvas.Canvas(str(tmp_path / "locked.pdf"), encrypt="secret")
@@ -254,9 +256,9 @@ def test_empty_unsupported_and_missing_files(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(DocumentParseError, match=r"^empty\.docx: file is empty"):
         parse_document(empty)
-    odd = tmp_path / "picture.bmp"
-    odd.write_bytes(b"BM....")
-    with pytest.raises(DocumentParseError, match=r"^picture\.bmp: unsupported file type '\.bmp'"):
+    odd = tmp_path / "archive.7z"
+    odd.write_bytes(b"7z\xbc\xaf\x27\x1c....")
+    with pytest.raises(DocumentParseError, match=r"^archive\.7z: unsupported file type '\.7z'"):
         parse_document(odd)
     with pytest.raises(DocumentParseError, match=r"^gone\.md: file not found"):
         parse_document(tmp_path / "gone.md")
@@ -362,7 +364,8 @@ def test_code_and_text(parsed):
     code = parsed["py"]
     _check_invariants(code)
     assert code.source_kind == "code" and code.mime == "text/x-python"
-    assert {(p.parser, p.mode) for p in code.pages} == {("plain-text", "text-lines")}
+    assert {(p.parser, p.mode) for p in code.pages} == {("plain-text", "code-definitions")}
+    assert [p.label for p in code.pages] == ["lines 1-59", "lines 61-119", "lines 121-121"]
     assert len(code.pages) == 3  # 122 lines, ~60 a page, cut at blank lines
     assert all(b.kind == "code" for p in code.pages for b in p.blocks)
     assert code.pages[0].blocks[0].text == "def f0(x):\n    return x + 0"  # indentation kept

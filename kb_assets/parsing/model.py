@@ -26,6 +26,8 @@ class Block:
     text: str  # exactly the text this block contributes to the page text
     level: int | None = None  # heading level (1 = top)
     rows: tuple[tuple[str, ...], ...] | None = None  # tables: first row is the header
+    # figures: the crop as PNG (PDF pictures; stored by ``parse_pages`` as the block's image_key)
+    image_png: bytes | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in BLOCK_KINDS:
@@ -38,7 +40,9 @@ class ParsedPage:
     blocks: list[Block]
     parser: str  # "docling" | "plain-text"
     mode: str  # how the page was read, e.g. "docling-native-pdf", "docling-docx", "text-lines"
-    label: str | None = None  # printed page label when the PDF has one
+    label: str | None = None  # printed page label (PDF), or the line range of a text/code page
+    image_png: bytes | None = field(default=None, compare=False, repr=False)  # page render (PDF, images)
+    removed: tuple[str, ...] = field(default=(), compare=False)  # running header/footer lines left out
 
     @property
     def text(self) -> str:

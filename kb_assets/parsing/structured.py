@@ -28,6 +28,7 @@ from kb_assets.parsing.paginate import paginate, split_table
 
 PARSER = "docling"
 CSV_ROWS_PER_PAGE = 50
+XLSX_ROWS_PER_PAGE = 50
 
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,;:!?)\]}%])")
 _SPACE_AFTER_OPEN = re.compile(r"(?<=[(\[{]) ")
@@ -207,9 +208,12 @@ def _furniture_title(doc) -> str | None:
 # --------------------------------------------------------------------------------- formats
 
 
-def parse_flowing(path: Path, name: str, source_kind: str, mime: str, suffix: str) -> ParsedDocument:
-    """DOCX / HTML / Markdown: no page provenance, logical pages cut at top-level headings."""
-    result = convert(path, name, suffix)
+def parse_flowing(
+    path: Path, name: str, source_kind: str, mime: str, suffix: str, data: bytes | None = None
+) -> ParsedDocument:
+    """DOCX / HTML / Markdown: no page provenance, logical pages cut at top-level headings.
+    ``data``: the file's text re-encoded as UTF-8 when it was not."""
+    result = convert(path, name, suffix, data=data)
     blocks = [block for block, _, _ in _walk(result.document)]
     if not blocks:
         raise DocumentParseError(name, "no text content found")
@@ -251,7 +255,9 @@ def parse_pptx(path: Path, name: str, mime: str) -> ParsedDocument:
 
 
 def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> ParsedDocument:
-    """One page per sheet: the sheet name as a level-1 heading, then its tables."""
+    """One page per sheet: the sheet name as a level-1 heading, then its tables; a sheet whose table
+    has more than ``XLSX_ROWS_PER_PAGE`` data rows continues on further pages by row range, each
+    starting with the sheet heading and the table's header row (label ``Sheet rows 2-51``)."""
     from docling_core.types.doc import GroupItem
     from docling_core.types.doc.labels import GroupLabel
 
@@ -278,12 +284,39 @@ def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> Parse
             pages[index].blocks = blocks
     if not any(p.blocks for p in pages):
         raise DocumentParseError(name, "workbook has no cell content")
+    pages = _split_large_sheets(pages)
     return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="xlsx", pages=pages)
 
 
-def parse_csv(path: Path, name: str, mime: str) -> ParsedDocument:
+def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
+    out: list[ParsedPage] = []
+    for page in pages:
+        big = [b for b in page.blocks if b.kind == "table" and b.rows and len(b.rows) - 1 > XLSX_ROWS_PER_PAGE]
+        heading = [b for b in page.blocks[:1] if b.kind == "heading"]
+        sheet = heading[0].text if heading else ""
+        if not big:
+            out.append(ParsedPage(len(out), page.blocks, page.parser, page.mode, sheet or None))
+            continue
+        current: list[Block] = []
+        for block in page.blocks[len(heading):]:
+            if block in big:
+                if current:
+                    out.append(ParsedPage(len(out), heading + current, page.parser, page.mode, sheet or None))
+                    current = []
+                for n, piece in enumerate(split_table(block.rows, XLSX_ROWS_PER_PAGE)):
+                    first = 2 + n * XLSX_ROWS_PER_PAGE
+                    label = f"{sheet} rows {first}-{first + len(piece.rows) - 2}".strip()
+                    out.append(ParsedPage(len(out), heading + [piece], page.parser, page.mode, label))
+            else:
+                current.append(block)
+        if current:
+            out.append(ParsedPage(len(out), heading + current, page.parser, page.mode, sheet or None))
+    return out
+
+
+def parse_csv(path: Path, name: str, mime: str, data: bytes | None = None) -> ParsedDocument:
     """Row ranges of ``CSV_ROWS_PER_PAGE`` data rows a page, each with the header row first."""
-    result = convert(path, name, ".csv")
+    result = convert(path, name, ".csv", data=data)
     tables = [b for b, _, _ in _walk(result.document) if b.kind == "table"]
     if not tables or not tables[0].rows:
         raise DocumentParseError(name, "no rows found")

@@ -3,14 +3,25 @@
 Decoding: UTF-8 (a BOM is dropped); otherwise charset-normalizer's best guess; otherwise latin-1.
 A non-UTF-8 decoding is reported in ``ParsedDocument.warnings``.
 
-Pages are ~``PAGE_LINES`` source lines (cut at a blank line in the last quarter of the window when
-there is one). Text: paragraphs (blank-line separated) whose lines are joined by single spaces.
-Code: blank-line separated ``code`` blocks that keep their lines and indentation (tabs expanded,
-trailing spaces dropped).
+Code (mode ``code-definitions``): a page holds whole top-level definitions: a definition starts at
+a non-indented line after a blank line (so a comment or decorator right above a ``def`` stays with
+it; closing ``}``/``end`` lines never start one), and consecutive definitions share a page up to
+``PAGE_LINES`` lines; a longer definition continues on further pages by line range. Blocks are
+blank-line separated ``code`` blocks that keep their lines and indentation (tabs expanded, trailing
+spaces dropped).
+
+Text (mode ``text-lines``): a page starts at every top-level heading (a line underlined with
+``===``/``---``/``~~~``, or a Markdown ``#`` line; "top" as for DOCX: the smallest level used at least
+twice), and a long section continues every ~``PAGE_LINES`` lines (cut at a blank line in the last
+quarter of the window when there is one). Paragraphs are blank-line separated, their lines joined by
+single spaces; headings are ``heading`` blocks (the underline itself is not text).
+
+Every page's ``label`` is its line range in the file, ``lines 12-58`` (1-based, inclusive).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from kb_assets.parsing.model import Block, DocumentParseError, ParsedDocument, ParsedPage, clean_inline, join_lines
@@ -18,6 +29,7 @@ from kb_assets.parsing.paginate import split_huge
 
 PARSER = "plain-text"
 MODE = "text-lines"
+MODE_CODE = "code-definitions"
 PAGE_LINES = 60
 
 
@@ -40,18 +52,89 @@ def decode(data: bytes, name: str) -> tuple[str, str | None]:
     return data.decode("latin-1"), "not UTF-8: decoded as latin-1 (no better guess)"
 
 
-def _page_ranges(lines: list[str]) -> list[tuple[int, int]]:
+def _page_ranges(lines: list[str], start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+    """Windows of ~PAGE_LINES lines over lines[start:stop], cut at a blank line when one is near."""
+    stop = len(lines) if stop is None else stop
     ranges = []
-    start = 0
-    while start < len(lines):
-        end = min(start + PAGE_LINES, len(lines))
-        if end < len(lines):
+    while start < stop:
+        end = min(start + PAGE_LINES, stop)
+        if end < stop:
             for cut in range(end, start + (PAGE_LINES * 3) // 4, -1):
                 if not lines[cut - 1].strip():
                     end = cut
                     break
         ranges.append((start, end))
         start = end
+    return ranges
+
+
+_CLOSING = re.compile(r"^(?:[}\])]|end\b|fi\b|esac\b|done\b|#endif)")
+_UNDERLINE = re.compile(r"^(=+|-+|~+)\s*$")
+_ATX = re.compile(r"^(#{1,6})\s+\S")
+_UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3}
+
+
+def _definition_starts(lines: list[str]) -> list[int]:
+    """Indexes of lines that start a top-level definition (see the module docstring)."""
+    starts = [0]
+    for i in range(1, len(lines)):
+        line = lines[i]
+        if line.strip() and not line[0].isspace() and not lines[i - 1].strip() and not _CLOSING.match(line):
+            starts.append(i)
+    return starts
+
+
+def _code_ranges(lines: list[str]) -> list[tuple[int, int]]:
+    """Pages of whole definitions, up to PAGE_LINES lines; a longer definition by line windows."""
+    starts = _definition_starts(lines)
+    units = list(zip(starts, [*starts[1:], len(lines)]))
+    ranges: list[tuple[int, int]] = []
+    current: tuple[int, int] | None = None
+    for start, end in units:
+        if end - start > PAGE_LINES:
+            if current:
+                ranges.append(current)
+                current = None
+            ranges.extend(_page_ranges(lines, start, end))
+        elif current and end - current[0] <= PAGE_LINES:
+            current = (current[0], end)
+        else:
+            if current:
+                ranges.append(current)
+            current = (start, end)
+    if current:
+        ranges.append(current)
+    return ranges
+
+
+def _headings(lines: list[str]) -> dict[int, tuple[int, int]]:
+    """Heading lines of a text file: index -> (level, number of lines it takes)."""
+    found: dict[int, tuple[int, int]] = {}
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text:
+            continue
+        atx = _ATX.match(text)
+        if atx:
+            found[i] = (len(atx.group(1)), 1)
+            continue
+        if i + 1 < len(lines) and not line[0].isspace() and len(text) <= 120:
+            under = _UNDERLINE.match(lines[i + 1].strip())
+            if under and len(under.group(1)) >= max(3, int(len(text) * 0.6)) and not _UNDERLINE.match(text):
+                found[i] = (_UNDERLINE_LEVEL[under.group(1)[0]], 2)
+    return found
+
+
+def _text_ranges(lines: list[str], headings: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+    from collections import Counter
+
+    levels = Counter(level for level, _ in headings.values())
+    repeated = [level for level, n in levels.items() if n >= 2]
+    top = min(repeated) if repeated else (min(levels) if levels else 0)
+    cuts = sorted({0, *(i for i, (level, _) in headings.items() if level <= top), len(lines)})
+    ranges: list[tuple[int, int]] = []
+    for start, end in zip(cuts, cuts[1:]):
+        ranges.extend(_page_ranges(lines, start, end))
     return ranges
 
 
@@ -81,22 +164,68 @@ def _code_block(group: list[str]) -> Block | None:
     return Block("code", text) if text.strip() else None
 
 
+def _text_blocks(lines: list[str], start: int, end: int, headings: dict[int, tuple[int, int]]) -> list[Block]:
+    blocks: list[Block] = []
+    group: list[str] = []
+
+    def flush() -> None:
+        if group:
+            block = _text_block(group)
+            if block is not None:
+                blocks.extend(split_huge(block))
+            group.clear()
+
+    i = start
+    while i < end:
+        if i in headings:
+            flush()
+            level, span = headings[i]
+            text = clean_inline(lines[i].strip().lstrip("#")) if span == 1 else clean_inline(lines[i])
+            if text:
+                blocks.append(Block("heading", text, level=level))
+            i += span
+            continue
+        if lines[i].strip():
+            group.append(lines[i])
+        else:
+            flush()
+        i += 1
+    flush()
+    return blocks
+
+
+def _label(lines: list[str], start: int, end: int) -> str:
+    while start < end - 1 and not lines[start].strip():
+        start += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return f"lines {start + 1}-{end}"
+
+
 def parse_text(path: Path, name: str, source_kind: str, mime: str) -> ParsedDocument:
     data = path.read_bytes()
     text, warning = decode(data, name)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    make = _code_block if source_kind == "code" else _text_block
     pages: list[ParsedPage] = []
-    for start, end in _page_ranges(lines):
-        blocks = [
-            piece for b in (make(g) for g in _groups(lines[start:end])) if b is not None for piece in split_huge(b)
-        ]
-        if blocks:
-            pages.append(ParsedPage(len(pages), blocks, PARSER, MODE))
+    if source_kind == "code":
+        for start, end in _code_ranges(lines):
+            blocks = [
+                piece
+                for b in (_code_block(g) for g in _groups(lines[start:end]))
+                if b is not None
+                for piece in split_huge(b)
+            ]
+            if blocks:
+                pages.append(ParsedPage(len(pages), blocks, PARSER, MODE_CODE, _label(lines, start, end)))
+    else:
+        headings = _headings(lines)
+        for start, end in _text_ranges(lines, headings):
+            blocks = _text_blocks(lines, start, end, headings)
+            if blocks:
+                pages.append(ParsedPage(len(pages), blocks, PARSER, MODE, _label(lines, start, end)))
     if not pages:
         raise DocumentParseError(name, "file has no text (only whitespace)")
     title = Path(name).name if source_kind == "code" else Path(name).stem
     return ParsedDocument(
         title=title, mime=mime, source_kind=source_kind, pages=pages, warnings=[warning] if warning else []
     )
-

@@ -1,0 +1,66 @@
+"""Image files (PNG, JPEG, TIFF, ...): one page per frame, read by tesseract (mode ``ocr-tesseract``).
+
+The OCR cells go through the PDF layout pass (pdf.py: running lines, tables, headings, paragraphs),
+in pixel units. The pixel count is checked before anything is decoded (decompression bombs:
+``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. Each page keeps the
+frame as its page image (PNG, at most ``PAGE_IMAGE_MAX_SIDE`` pixels a side).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kb_assets.parsing.model import DocumentParseError, ParsedDocument, ParsedPage
+from kb_assets.parsing.options import ParseOptions
+
+PAGE_IMAGE_MAX_SIDE = 1400
+
+
+def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> ParsedDocument:
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable
+    from kb_assets.parsing.pdf import _layout_pages, _Line, _PageLines, png_bytes
+
+    reason = ocr_unavailable(options.ocr_languages) if options.ocr else "OCR is switched off"
+    if reason:
+        raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
+    try:
+        image = Image.open(path)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
+    except Image.DecompressionBombError as exc:
+        raise DocumentParseError(name, f"image refused as a decompression bomb ({exc})") from exc
+    with image:
+        width, height = image.size
+        if width * height > options.max_image_pixels:
+            raise DocumentParseError(
+                name,
+                f"image of {width}x{height} pixels is over the limit of {options.max_image_pixels} pixels: "
+                "refused as a possible decompression bomb",
+            )
+        frames = getattr(image, "n_frames", 1)
+        if frames > options.max_pages:
+            raise DocumentParseError(name, f"image has {frames} frames, over the limit of {options.max_pages} pages")
+        pages: dict[int, _PageLines] = {}
+        renders: dict[int, bytes] = {}
+        try:
+            for index, frame in enumerate(ImageSequence.Iterator(image)):
+                if frame.size[0] * frame.size[1] > options.max_image_pixels:
+                    raise DocumentParseError(name, f"frame {index + 1} is over the pixel limit: refused")
+                gray = frame.convert("L")
+                pl = _PageLines(width=float(gray.width), height=float(gray.height), body_font="ocr", ocr=True)
+                pl.lines = [_Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in ocr_lines(gray, options.ocr_languages)]
+                pages[index] = pl
+                if options.images:
+                    preview = frame.convert("RGB")
+                    preview.thumbnail((PAGE_IMAGE_MAX_SIDE, PAGE_IMAGE_MAX_SIDE))
+                    renders[index] = png_bytes(preview)
+        except (OSError, ValueError, EOFError) as exc:
+            raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
+    blocks = _layout_pages(pages, {})
+    parsed = [
+        ParsedPage(i, blocks.get(i, []), "tesseract", "ocr-tesseract", image_png=renders.get(i)) for i in sorted(pages)
+    ]
+    warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]
+    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="image", pages=parsed, warnings=warnings)
