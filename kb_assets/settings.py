@@ -35,6 +35,10 @@ class Settings:
     parse_max_unpacked_bytes: int = 1024 ** 3  # KB_PARSE_MAX_UNPACKED_BYTES: DOCX/PPTX/XLSX unpacked size
     ocr_languages: str = "eng+chi_sim"     # KB_OCR_LANGUAGES: tesseract languages for pages without text
     docling_artifacts_path: str | None = None  # DOCLING_ARTIFACTS_PATH: docling's layout/table models
+    summarizer_url: str = ""               # KB_SUMMARIZER_URL: OpenAI-compatible API base; unset: rule-based summaries
+    summarizer_model: str = ""             # KB_SUMMARIZER_MODEL
+    summarizer_api_key: str = ""           # KB_SUMMARIZER_API_KEY (optional)
+    summarizer_timeout_seconds: float = 10.0  # KB_SUMMARIZER_TIMEOUT_SECONDS: per page request
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -63,6 +67,11 @@ class Settings:
             parse_max_unpacked_bytes=int(env.get("KB_PARSE_MAX_UNPACKED_BYTES") or cls.parse_max_unpacked_bytes),
             ocr_languages=env.get("KB_OCR_LANGUAGES") or cls.ocr_languages,
             docling_artifacts_path=env.get("DOCLING_ARTIFACTS_PATH") or None,
+            summarizer_url=env.get("KB_SUMMARIZER_URL") or "",
+            summarizer_model=env.get("KB_SUMMARIZER_MODEL") or "",
+            summarizer_api_key=env.get("KB_SUMMARIZER_API_KEY") or "",
+            summarizer_timeout_seconds=float(env.get("KB_SUMMARIZER_TIMEOUT_SECONDS")
+                                             or cls.summarizer_timeout_seconds),
         )
 
     @property

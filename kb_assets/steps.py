@@ -17,7 +17,8 @@ import polars as pl
 from pymilvus import MilvusClient
 from upath import UPath
 
-from kb_assets.chunking.chunker import DocumentContext, chunk_document
+from kb_assets.chunking.chunker import DocumentContext, chunk_with_fallback
+from kb_assets.chunking.text import sha256_text
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.index.collections import milvus_string, publish, published_collection
 from kb_assets.index.entities import chunk_entities, count_entities, delete_document, sync_document
@@ -25,7 +26,9 @@ from kb_assets.parsing import DocumentParseError, parse_document
 from kb_assets.storage.catalog import Catalog, Document
 from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
 from kb_assets.storage.objects import ObjectStore
-from kb_assets.structure.pageindex import build_tree, summarize_pages
+from kb_assets.structure.outline import read_outline
+from kb_assets.structure.pageindex import build_document_tree, summarize_pages
+from kb_assets.structure.summaries import RULES_SUMMARIZER, PageSummarizer, summarize_document
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
@@ -69,62 +72,130 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: 
 
 # parsed_pages --------------------------------------------------------------------------------
 def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
-    """Parse the stored original into page records (text, blocks, summary, keywords, parser, mode)."""
+    """Parse the stored original into page records (text, blocks, summary, keywords, parser, mode,
+    label) and store page renders and figure crops (PDF, images) in the object store:
+    ``pages/{document_id}/{version}/{page_index}.png`` (key on the page record) and
+    ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block).
+
+    Images are written before the page rows (one transaction); a failed parse writes nothing, and
+    the images of earlier versions are removed once the new pages are committed.
+    """
+    from kb_assets.parsing import ParseOptions
+    from kb_assets.settings import Settings
+
     existing = catalog.read_pages(doc.document_id)
     if existing and all(p["version"] == doc.version for p in existing):
         return {"pages": len(existing), "skipped": True, "mode": existing[0]["mode"]}
     suffix = PurePosixPath(doc.source_path).suffix
     name = PurePosixPath(doc.source_path).name
+    options = ParseOptions.from_settings(Settings.from_env())
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / f"source{suffix.lower()}"
         local.write_bytes(store.get(doc.object_key))
         try:
-            parsed = parse_document(local, name=name)
+            parsed = parse_document(local, name=name, options=options)
         except DocumentParseError as error:
             raise DocumentFailed(str(error)) from None
     if not parsed.pages or not any(page.text.strip() for page in parsed.pages):
-        raise DocumentFailed(f"{name}: no text found (empty document or scanned pages without OCR)")
-    pages = [{
-        "page_index": page.page_index, "page_label": page.label, "text": page.text,
-        "blocks": [{k: v for k, v in dataclasses.asdict(b).items() if v is not None} for b in page.blocks],
-        "parser": page.parser, "mode": page.mode,
-    } for page in parsed.pages]
+        no_text = "; ".join(parsed.warnings[-3:]) or "empty document"
+        raise DocumentFailed(f"{name}: no text found ({no_text})")
+    pages, images = [], 0
+    for page in parsed.pages:
+        image_key = None
+        if page.image_png:
+            image_key = store.put(f"pages/{doc.document_id}/{doc.version}/{page.page_index}.png", page.image_png)
+            images += 1
+        blocks, figure = [], 0
+        for block in page.blocks:
+            record = {k: v for k, v in dataclasses.asdict(block).items() if v is not None and k != "image_png"}
+            if block.kind == "figure" and block.image_png:
+                figure += 1
+                key = f"figures/{doc.document_id}/{doc.version}/{page.page_index}-{figure}.png"
+                record["image_key"] = store.put(key, block.image_png)
+                images += 1
+            blocks.append(record)
+        pages.append({
+            "page_index": page.page_index, "page_label": page.label, "text": page.text, "blocks": blocks,
+            "parser": page.parser, "mode": page.mode, "image_key": image_key,
+        })
     summarize_pages(pages)
     with catalog.connect() as conn:
         catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id)
         catalog.update_document(conn, doc.document_id, title=parsed.title or name, mime=parsed.mime,
                                 source_kind=parsed.source_kind, page_count=len(pages), last_run_id=run_id)
-    return {"pages": len(pages), "skipped": False, "mode": pages[0]["mode"]}
+    for old_version in {p["version"] for p in existing} - {doc.version}:
+        store.delete_prefix(f"pages/{doc.document_id}/{old_version}")
+        store.delete_prefix(f"figures/{doc.document_id}/{old_version}")
+    modes: dict[str, int] = {}
+    for page in pages:
+        modes[page["mode"]] = modes.get(page["mode"], 0) + 1
+    return {"pages": len(pages), "skipped": False, "mode": pages[0]["mode"], "modes": modes,
+            "images": images, "warnings": parsed.warnings[:20]}
 
 
 # pageindex_trees -----------------------------------------------------------------------------
-def build_pageindex(doc: Document, catalog: Catalog, run_id: str) -> dict:
+def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectStore | None = None,
+                    summarizer: PageSummarizer | None = None) -> dict:
+    """The document's PageIndex tree, its page summaries/keywords and its table-of-contents pages.
+
+    The tree comes from the PDF outline of the stored original (``store``) when it has one, else from
+    a printed table of contents, headings or page groups. Summaries are cached by page-text hash; the
+    optional ``summarizer`` is best-effort (its failure leaves rule-based summaries, never a failure).
+    """
     nodes = catalog.read_nodes(doc.document_id)
     if nodes and all(n["version"] == doc.version for n in nodes):
         return {"nodes": len(nodes), "skipped": True}
     pages = catalog.read_pages(doc.document_id)
-    nodes = build_tree(doc.title or doc.source_path, pages)
+    title = doc.title or doc.source_path
+    summarizers = [RULES_SUMMARIZER] + ([summarizer.summarizer_id] if summarizer is not None else [])
+    cached = catalog.cached_summaries([sha256_text(p["text"]) for p in pages], summarizers)
+    summaries = summarize_document(pages, cached, title, summarizer)
+    for page, summary in zip(pages, summaries.pages):
+        page.update(summary=summary["summary"], keywords=summary["keywords"])
+    tree = build_document_tree(title, pages, _pdf_outline(doc, store))
+    navigation = set(tree.navigation_pages)
     with catalog.connect() as conn:
-        catalog.replace_nodes(conn, doc.document_id, doc.version, nodes, run_id)
-    return {"nodes": len(nodes), "depth": max(n["depth"] for n in nodes), "skipped": False}
+        catalog.store_summaries(conn, summaries.new_cache)
+        catalog.update_page_structure(conn, doc.document_id,
+                                      [{**s, "is_toc": s["page_index"] in navigation} for s in summaries.pages])
+        catalog.replace_nodes(conn, doc.document_id, doc.version, tree.nodes, run_id)
+    return {"nodes": len(tree.nodes), "depth": max(n["depth"] for n in tree.nodes), "source": tree.source,
+            "toc_pages": len(navigation), "summaries_computed": sum(map(len, summaries.new_cache.values())),
+            "warnings": summaries.warnings, "skipped": False}
+
+
+def _pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
+    """The bookmarks of a stored PDF original ([] for other formats or when it cannot be read)."""
+    if store is None or not doc.object_key or not doc.object_key.lower().endswith(".pdf"):
+        return []
+    try:
+        return read_outline(store.get(doc.object_key))
+    except OSError:
+        return []
 
 
 # chunks --------------------------------------------------------------------------------------
 def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingModel, run_id: str) -> dict:
+    """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails)."""
     current = lake.read("chunks", doc.document_id)
     if current.height and (current["document_version"] == doc.version).all():
         return {"chunks": current.height, "skipped": True}
     pages = catalog.read_pages(doc.document_id)
+    nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc.version]
     context = DocumentContext(
         document_id=doc.document_id, knowledge_base_id=doc.knowledge_base_id, version=doc.version,
         title=doc.title or doc.source_path, source_uri=doc.source_uri, source_kind=doc.source_kind or "",
         mime=doc.mime or "", run_id=run_id,
     )
-    frame = chunk_document(pages, context, model.count_tokens, model.max_tokens)
+    try:
+        frame, fallback = chunk_with_fallback(pages, context, model.count_tokens, model.max_tokens, nodes,
+                                              catalog.toc_pages(doc.document_id))
+    except ValueError as error:
+        raise DocumentFailed(f"{doc.source_path}: cannot chunk ({error})") from None
     if frame.is_empty():
         raise DocumentFailed(f"{doc.source_path}: no chunks (the document has no text)")
     lake.write("chunks", doc.document_id, frame)
-    return {"chunks": frame.height, "skipped": False}
+    return {"chunks": frame.height, "skipped": False, "fallback": fallback}
 
 
 # embeddings ----------------------------------------------------------------------------------

@@ -69,3 +69,19 @@ CREATE TABLE IF NOT EXISTS collection_versions (
     created_at      timestamptz NOT NULL DEFAULT now(),
     published_at    timestamptz
 );
+
+-- PageIndex structure (pageindex_trees): navigation pages (tables of contents, lists of tables,
+-- indexes) are marked so search can demote them; text_sha is the sha256 of the page text that the
+-- page's summary was made from.
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS is_toc boolean NOT NULL DEFAULT false;
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS text_sha text;
+
+-- Page summary bodies by page-text hash and summarizer ("rules-v1", "llm:<model>"): an unchanged
+-- page text is never summarized again, in any document.
+CREATE TABLE IF NOT EXISTS page_summaries (
+    text_sha    text NOT NULL,
+    summarizer  text NOT NULL,
+    summary     text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (text_sha, summarizer)
+);

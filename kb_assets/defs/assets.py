@@ -16,7 +16,7 @@ from kb_assets import steps
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.defs.resources import (CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource,
-                                      ObjectStoreResource)
+                                      ObjectStoreResource, SummarizerResource)
 from kb_assets.index.collections import ensure_collection
 from kb_assets.storage.catalog import Catalog, Document
 
@@ -100,15 +100,21 @@ def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, ob
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "postgres"},
           check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)])
-def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource):
-    """A PageIndex tree per document: heading nodes with page ranges, summaries and keywords."""
-    started, cat = time.monotonic(), catalog.catalog()
+def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
+                    summarizer: SummarizerResource):
+    """A PageIndex tree per document (from the PDF outline, a printed table of contents, headings or page
+    groups): nodes with page ranges, summaries and keywords; page summaries; table-of-contents pages marked."""
+    started, cat, store, page_summarizer = time.monotonic(), catalog.catalog(), object_store.store(), summarizer.summarizer()
     docs = active_documents(context, cat)
-    results, failures = for_each_document(context, cat, docs,
-                                          lambda d: steps.build_pageindex(d, cat, context.run.run_id))
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer))
+    for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
+        context.log.warning(warning)
     check = checks.check_trees(cat, list(results), context.run.run_id)
+    sources = sorted({r["source"] for r in results.values() if r.get("source")})
     return dg.MaterializeResult(
-        metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values())),
+        metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values()),
+                        tree_sources=", ".join(sources) or "none"),
         check_results=[check])
 
 
@@ -121,9 +127,13 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
     docs = active_documents(context, cat)
     results, failures = for_each_document(
         context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id))
+    for document_id, result in results.items():
+        if result.get("fallback"):
+            context.log.warning(f"document {document_id}: {result['fallback']}")
     check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id)
     return dg.MaterializeResult(
-        metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values())),
+        metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values()),
+                        fallback_chunked=sum(1 for r in results.values() if r.get("fallback"))),
         check_results=[check])
 
 

@@ -11,6 +11,7 @@ import dagster as dg
 import polars as pl
 from pymilvus import MilvusClient
 
+from kb_assets.chunking.chunker import CHUNK_KINDS
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.index.collections import milvus_string
 from kb_assets.index.entities import count_entities, delete_document
@@ -81,27 +82,37 @@ def check_pages(catalog: Catalog, document_ids: list[str], run_id: str):
 
 
 def check_trees(catalog: Catalog, document_ids: list[str], run_id: str):
+    """One root per tree, every parent in the tree, every node within the document's pages."""
     gxe = _expectations()
     docs = catalog.get_documents(document_ids)
     rows = []
     for document_id in document_ids:
         last_page = (docs[document_id].page_count or 1) - 1
-        for node in catalog.read_nodes(document_id):
+        nodes = catalog.read_nodes(document_id)
+        ids = {n["node_id"] for n in nodes}
+        roots = sum(1 for n in nodes if n["parent_id"] is None)
+        for node in nodes:
             rows.append({"document_id": document_id, "depth": node["depth"],
                          "span": node["end_page"] - node["start_page"],
-                         "pages_past_end": node["end_page"] - last_page, "start_page": node["start_page"]})
+                         "pages_past_end": node["end_page"] - last_page, "start_page": node["start_page"],
+                         "roots": roots, "parent_known": node["parent_id"] is None or node["parent_id"] in ids})
     frame = pl.DataFrame(rows, schema={"document_id": pl.String, "depth": pl.Int64, "span": pl.Int64,
-                                       "pages_past_end": pl.Int64, "start_page": pl.Int64})
+                                       "pages_past_end": pl.Int64, "start_page": pl.Int64, "roots": pl.Int64,
+                                       "parent_known": pl.Boolean})
     violations = validate(frame, [
         gxe.ExpectColumnValuesToBeBetween(column="depth", min_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="span", min_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="pages_past_end", max_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="start_page", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="roots", min_value=1, max_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="parent_known", value_set=[True]),
     ])
     return result("tree_within_pages", catalog, document_ids, violations, run_id, nodes=frame.height)
 
 
 def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: EmbeddingModel, run_id: str):
+    """Unique ids; content found in its pages (lineage); embedding input within the model window;
+    table chunks start with the header they repeat; known kinds."""
     gxe = _expectations()
     frames = []
     for document_id in document_ids:
@@ -109,12 +120,15 @@ def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: E
         page_texts = {p["page_index"]: p["text"] for p in catalog.read_pages(document_id)}
         found = [chunk_found_in_pages(c, page_texts) for c in chunks.iter_rows(named=True)]
         tokens = model.count_tokens(chunks["embedding_input"].to_list()) if chunks.height else []
-        frames.append(chunks.select("chunk_id", "document_id", "page_index", "page_end", "content").with_columns(
+        frames.append(chunks.select("chunk_id", "document_id", "page_index", "page_end", "content", "kind",
+                                    "table_header").with_columns(
             found_in_page=pl.Series(found, dtype=pl.Boolean),
             window_overflow=pl.Series(tokens, dtype=pl.Int64) - model.max_tokens,
             page_span=pl.col("page_end") - pl.col("page_index"),
             content_chars=pl.col("content").str.len_chars(),
-        ).drop("content"))
+            header_in_front=pl.col("table_header").is_null()
+            | pl.col("content").str.starts_with(pl.col("table_header").fill_null("")),
+        ).drop("content", "table_header"))
     frame = pl.concat(frames) if frames else pl.DataFrame()
     violations = validate(frame, [
         gxe.ExpectColumnValuesToBeUnique(column="chunk_id"),
@@ -122,6 +136,8 @@ def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: E
         gxe.ExpectColumnValuesToBeBetween(column="window_overflow", max_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="page_span", min_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="content_chars", min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="header_in_front", value_set=[True]),
+        gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=list(CHUNK_KINDS)),
     ])
     for document_id in failed_documents(violations):
         lake.delete("chunks", document_id)

@@ -15,6 +15,7 @@ from kb_assets.settings import Settings
 from kb_assets.storage.catalog import Catalog
 from kb_assets.storage.lake import Lake
 from kb_assets.storage.objects import ObjectStore
+from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_settings
 
 
 @lru_cache(maxsize=8)
@@ -102,6 +103,20 @@ class EmbeddingModelResource(dg.ConfigurableResource):
                              short_name=short_model_name(self.model))
 
 
+class SummarizerResource(dg.ConfigurableResource):
+    """The optional page summarizer behind an OpenAI-compatible endpoint (KB_SUMMARIZER_URL,
+    KB_SUMMARIZER_MODEL, KB_SUMMARIZER_API_KEY); unset: rule-based summaries only."""
+
+    url: str = ""
+    model: str = ""
+    api_key: str = ""
+    timeout_seconds: float = 10.0
+
+    def summarizer(self) -> EndpointSummarizer | None:
+        """A fresh summarizer per run: a failure stops its calls for the rest of that run only."""
+        return summarizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds)
+
+
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
     settings = settings or Settings.from_env()
     home = str(settings.home)
@@ -113,4 +128,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias),
         "embedding_model": EmbeddingModelResource(model=settings.embedding_model,
                                                   batch_size=settings.embedding_batch_size),
+        "summarizer": SummarizerResource(url=settings.summarizer_url, model=settings.summarizer_model,
+                                         api_key=settings.summarizer_api_key,
+                                         timeout_seconds=settings.summarizer_timeout_seconds),
     }

@@ -6,6 +6,7 @@ The DDL lives in ``sql/schema.sql`` and is applied idempotently on first use.
 from __future__ import annotations
 
 import json
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,27 +168,33 @@ class Catalog:
             return [dict(row) for row in cur.fetchall()]
 
     def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
-        """Published pages ranked by how many of the terms they contain (substring match: works for Chinese)."""
+        """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
+
+        Ties go to pages whose summary holds more of the terms, then document order; table-of-contents
+        pages (``pages.is_toc``) come after the others. Postgres full-text search has no
+        Chinese parser and pg_trgm ignores CJK characters under the C locale, so this is a scan with
+        ILIKE: fine for a fallback (~554 pages, a few ms), not for a primary search path.
+        """
         if not terms:
             return []
-        patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
-        hits = " + ".join(["(p.text ILIKE %s)::int"] * len(patterns))
-        kb_filter = "AND d.knowledge_base_id = ANY(%s)" if knowledge_base_ids else ""
-        params = [*patterns, *([list(knowledge_base_ids)] if knowledge_base_ids else []), limit]
-        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 f"""
+                WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern)
                 SELECT * FROM (
                     SELECT p.document_id, d.knowledge_base_id, d.title AS document_title, d.source_uri,
-                           p.page_index, p.page_label, p.summary, p.text, ({hits}) AS matched_terms
+                           p.page_index, p.page_label, p.summary, p.text, p.image_key, p.is_toc,
+                           (SELECT count(*) FROM terms WHERE p.text ILIKE terms.pattern) AS matched_terms,
+                           (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern) AS summary_terms
                     FROM pages p JOIN documents d USING (document_id)
                     WHERE d.status = 'published' {kb_filter}
                 ) ranked
                 WHERE matched_terms > 0
-                ORDER BY matched_terms DESC, document_id, page_index
-                LIMIT %s
+                ORDER BY is_toc, matched_terms DESC, summary_terms DESC, document_id, page_index
+                LIMIT %(limit)s
                 """,
-                params,
+                {"patterns": [_like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
             )
             return [dict(row) for row in cur.fetchall()]
 
@@ -208,6 +215,48 @@ class Catalog:
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute("SELECT * FROM pageindex_nodes WHERE document_id = %s ORDER BY ordinal", (document_id,))
             return [dict(row) for row in cur.fetchall()]
+
+    # page structure: summaries, keywords, table-of-contents flags ------------------------------
+    def update_page_structure(self, conn, document_id: str, pages: list[dict]) -> None:
+        """Set summary, keywords, is_toc and text_sha of a document's pages (by page_index)."""
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur,
+                "UPDATE pages SET summary = v.summary, keywords = v.keywords, is_toc = v.is_toc, "
+                "text_sha = v.text_sha FROM (VALUES %s) AS v (document_id, page_index, summary, keywords, is_toc, "
+                "text_sha) WHERE pages.document_id = v.document_id AND pages.page_index = v.page_index",
+                [(document_id, p["page_index"], p["summary"], p["keywords"] or [], bool(p["is_toc"]), p["text_sha"])
+                 for p in pages],
+                template="(%s, %s, %s, %s::text[], %s, %s)",
+            )
+
+    def toc_pages(self, document_id: str) -> set[int]:
+        """page_index of the document's table-of-contents (navigation) pages."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT page_index FROM pages WHERE document_id = %s AND is_toc", (document_id,))
+            return {row[0] for row in cur.fetchall()}
+
+    def cached_summaries(self, text_shas: list[str], summarizers: list[str]) -> dict[str, dict[str, str]]:
+        """Cached summary bodies: summarizer -> {page-text sha256: body}."""
+        out: dict[str, dict[str, str]] = {name: {} for name in summarizers}
+        if not text_shas or not summarizers:
+            return out
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT summarizer, text_sha, summary FROM page_summaries "
+                        "WHERE text_sha = ANY(%s) AND summarizer = ANY(%s)", (list(set(text_shas)), summarizers))
+            for summarizer, sha, summary in cur.fetchall():
+                out[summarizer][sha] = summary
+        return out
+
+    def store_summaries(self, conn, bodies: dict[str, dict[str, str]]) -> None:
+        """Cache summary bodies (summarizer -> {page-text sha256: body})."""
+        rows = [(sha, summarizer, body) for summarizer, by_sha in bodies.items() for sha, body in by_sha.items()]
+        if not rows:
+            return
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur, "INSERT INTO page_summaries (text_sha, summarizer, summary) VALUES %s "
+                     "ON CONFLICT (text_sha, summarizer) DO NOTHING", rows)
 
     # collection versions ---------------------------------------------------------------------
     def record_collection(self, conn, *, name: str, alias: str, schema_version: int, model: str,
@@ -236,3 +285,111 @@ class Catalog:
 
     def collection(self, name: str) -> dict | None:
         return next((c for c in self.collections() if c["name"] == name), None)
+
+    # retrieval (read-only, pooled connections) -------------------------------------------------
+    @contextmanager
+    def reader(self) -> Iterator[psycopg2.extensions.connection]:
+        """A pooled read-only connection for the retrieval service (a fresh connection costs ~7 ms).
+
+        Connecting and every statement are bounded by ``statement_timeout_ms``; a connection that saw an
+        error is discarded.
+        """
+        import psycopg2.pool
+
+        with self.__dict__.setdefault("_pool_lock", threading.Lock()):
+            if getattr(self, "_pool", None) is None:
+                # psycopg2 keeps at most ``minconn`` idle connections: 4 stay open, up to 32 in use at once
+                self._pool = psycopg2.pool.ThreadedConnectionPool(
+                    4, 32, self.dsn, connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
+                    options=f"-c statement_timeout={self.statement_timeout_ms}")
+        conn = self._pool.getconn()
+        broken = False
+        try:
+            if not conn.autocommit:
+                conn.set_session(readonly=True, autocommit=True)
+            yield conn
+        except Exception:
+            broken = True
+            raise
+        finally:
+            self._pool.putconn(conn, close=broken or conn.closed != 0)
+
+    def close_pool(self) -> None:
+        with self.__dict__.setdefault("_pool_lock", threading.Lock()):
+            if getattr(self, "_pool", None) is not None:
+                self._pool.closeall()
+                self._pool = None
+
+    def page_facts(self, pages: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+        """``is_toc`` and ``image_key`` of (document_id, page_index) pairs, for search results."""
+        if not pages:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT p.document_id, p.page_index, p.is_toc, p.image_key FROM pages p "
+                "JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) USING (document_id, page_index)",
+                ([d for d, _ in pages], [i for _, i in pages]),
+            )
+            return {(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in cur.fetchall()}
+
+    def locate_pages(self, terms: list[str], query: str, knowledge_base_ids: list[str] | None,
+                     limit: int) -> list[dict]:
+        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
+
+        A PageIndex node (not the root) scores by the share of the query's terms in its title
+        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
+        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
+        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
+        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count.
+        """
+        if not terms:
+            return []
+        patterns = [_like_pattern(t) for t in terms]
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        sql = f"""
+            WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
+            docs AS (
+                SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
+            ),
+            nodes AS (
+                SELECT n.document_id, n.start_page, n.end_page,
+                       (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
+                       + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
+                         AS score
+                FROM pageindex_nodes n JOIN docs USING (document_id)
+                WHERE n.depth > 0
+            ),
+            node_pages AS (
+                SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
+                FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
+                WHERE score > 0
+                GROUP BY document_id, page_index
+            ),
+            summary_pages AS (
+                SELECT p.document_id, p.page_index,
+                       0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
+                         AS score
+                FROM pages p JOIN docs USING (document_id)
+            )
+            SELECT p.document_id, p.page_index,
+                   coalesce(np.score, 0) + coalesce(sp.score, 0) AS score
+            FROM pages p
+            JOIN docs USING (document_id)
+            LEFT JOIN node_pages np ON np.document_id = p.document_id AND np.page_index = p.page_index
+            LEFT JOIN summary_pages sp ON sp.document_id = p.document_id AND sp.page_index = p.page_index
+            WHERE coalesce(np.score, 0) + coalesce(sp.score, 0) > 0 AND NOT p.is_toc
+            ORDER BY score DESC, p.document_id, p.page_index
+            LIMIT %(limit)s
+        """
+        params = {"patterns": patterns, "terms": terms, "n": len(terms), "exact": _like_pattern(" ".join(query.split())),
+                  "kbs": list(knowledge_base_ids or []), "limit": limit}
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(sql, params)
+            return [dict(row) for row in cur.fetchall()]
+
+
+def _like_pattern(term: str) -> str:
+    """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
