@@ -14,7 +14,7 @@ from pymilvus import MilvusClient
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.index.collections import EmbeddingSpec, ensure_collection, publish, published_collection
 from kb_assets.index.entities import chunk_entities, count_entities, sync_document
-from kb_assets.retrieval.search import SearchRequest, Searcher, Weights
+from kb_assets.retrieval.search import SearchRequest, Searcher
 from kb_assets.storage.catalog import Catalog
 from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
 
@@ -37,11 +37,29 @@ def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUER
 
 
 def document_hit_rate(searcher: Searcher, queries: list[tuple[str, str, str]]) -> float:
+    """Share of queries whose document is among the top 5 chunk results (page fallback never counts)."""
     hits = 0
     for query, document_id, kb in queries:
         results = searcher.search(SearchRequest(query, [kb], limit=5, min_score=-1.0)).results
-        hits += any(r["documentId"] == document_id for r in results)
+        hits += any(r["documentId"] == document_id and r["retrievalSource"] != "fallback_pages" for r in results)
     return hits / len(queries) if queries else 1.0
+
+
+def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, load_model,
+                       queries: list[tuple[str, str, str]]) -> float:
+    """The hit rate of a collection searched the way the service will search it: through an alias
+    (a temporary one, dropped afterwards)."""
+    alias = f"{collection}__candidate"
+    if alias in client.list_aliases().get("aliases", []):
+        client.alter_alias(collection, alias)
+    else:
+        client.create_alias(collection, alias)
+    searcher = Searcher(client, catalog, alias, load_model)
+    try:
+        return document_hit_rate(searcher, queries)
+    finally:
+        searcher.close()
+        client.drop_alias(alias)
 
 
 def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: EmbeddingModel, spec: EmbeddingSpec,
@@ -85,10 +103,8 @@ def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: Embedding
     if entities != expected:
         problems.append(f"{entities} entities for {expected} chunk rows")
     queries = golden_queries(lake, [d.document_id for d in documents])
-    weights = Weights()
-    new_quality = document_hit_rate(Searcher(client, catalog, target, weights, load_model), queries)
-    old_quality = document_hit_rate(Searcher(client, catalog, current, weights, load_model), queries) \
-        if current else 0.0
+    new_quality = candidate_hit_rate(client, catalog, target, load_model, queries)
+    old_quality = candidate_hit_rate(client, catalog, current, load_model, queries) if current else 0.0
     if new_quality < old_quality - QUALITY_TOLERANCE:
         problems.append(f"golden-query document hit@5 {new_quality:.3f} is worse than the published "
                         f"collection's {old_quality:.3f}")
