@@ -60,17 +60,24 @@ def ingest(paths, knowledge_base_id, as_json):
 @main.command()
 @click.argument("query")
 @click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.")
-@click.option("--limit", default=10, show_default=True)
-@click.option("--min-score", type=float, default=None)
-@click.option("--strategy", default="hybrid", show_default=True)
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
+@click.option("--strategy", type=click.Choice(["hybrid", "pageindex"]), default=None,
+              help="Default: KB_SEARCH_STRATEGY, else pageindex.")
 @click.option("--json", "as_json", is_flag=True)
 def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
-    """Search the published knowledge base(s)."""
-    from kb_assets.retrieval.api import make_searcher
+    """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
+    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
 
+    one_thread_per_query()
     searcher = make_searcher(Settings.from_env())
-    response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
+    try:
+        response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        searcher.close()
 
     def render(d):
         for warning in d["warnings"]:
@@ -92,19 +99,27 @@ def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
 @main.command("eval")
 @click.argument("questions", type=click.Path(exists=True, path_type=Path))
 @click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.")
-@click.option("--strategy", default="hybrid", show_default=True)
+@click.option("--strategy", type=click.Choice(["hybrid", "pageindex"]), default=None,
+              help="Default: KB_SEARCH_STRATEGY, else pageindex.")
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
 def evaluate(questions, knowledge_base_ids, strategy, baseline, as_json):
     """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate as score, load_questions
     from kb_assets.retrieval.search import SearchRequest
 
-    rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
+    try:
+        rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    one_thread_per_query()
     searcher = make_searcher(Settings.from_env())
+    strategy = strategy or searcher.config.strategy
+    searcher.warm_up()
     data = {"strategy": strategy, "scores": score(
         lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows)}
+    searcher.close()
     if baseline:
         naive = _naive_baseline(sorted({q["kb"] for q in rows}))
         data["baseline"] = score(lambda q: naive.search(q["query"], [q["kb"]], 10), rows)
@@ -138,14 +153,22 @@ def _naive_baseline(knowledge_base_ids: list[str]):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
 def serve(host, port):
-    """Serve POST /v1/kb/search and friends (OpenAPI at /docs)."""
-    import uvicorn
-
-    from kb_assets.retrieval.api import create_app
+    """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1."""
+    import ipaddress
 
     settings = Settings.from_env()
-    if not settings.api_keys and host not in ("127.0.0.1", "localhost", "::1"):
-        raise click.ClickException("without KB_API_KEYS the service binds to 127.0.0.1 only")
+    if not settings.api_keys:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
+    import uvicorn
+
+    from kb_assets.retrieval.api import create_app, one_thread_per_query
+
+    one_thread_per_query()
     uvicorn.run(create_app(settings), host=host, port=port)
 
 
@@ -211,6 +234,7 @@ def chunks(document, as_json):
         "chunkId": c["chunk_id"], "chunkIndex": c["chunk_index"], "pageIndex": c["page_index"],
         "pageEnd": c["page_end"], "pageLabel": c["page_label"], "kind": c["kind"],
         "sectionTitle": c["section_title"], "content": c["content"], "embeddingInput": c["embedding_input"],
+        "tableHeader": c["table_header"], "imageKey": c["image_key"],
         "documentVersion": c["document_version"], "runId": c["run_id"]} for c in frame.iter_rows(named=True)]}
 
     def render(d):

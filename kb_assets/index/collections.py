@@ -108,11 +108,29 @@ def collection_spec(client: MilvusClient, collection: str) -> dict:
 
 
 def milvus_string(value: str) -> str:
-    """A Milvus filter string literal; values from requests never become expression syntax."""
-    return json.dumps(str(value), ensure_ascii=False)
+    """A Milvus filter string literal; values from requests never become expression syntax.
+
+    Quotes and backslashes are escaped (JSON rules, which Milvus's parser shares); control characters
+    have no escape Milvus accepts, so they are refused.
+    """
+    value = str(value)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError(f"filter value {value!r} contains control characters")
+    return json.dumps(value, ensure_ascii=False)
 
 
 def in_filter(field: str, values: list[str]) -> str:
     if field not in SCALAR_FIELDS and field != "chunk_id":
         raise ValueError(f"not a filterable field: {field}")
     return f"{field} in [{', '.join(milvus_string(v) for v in values)}]"
+
+
+def pages_filter(ranges: dict[str, list[tuple[int, int]]]) -> str:
+    """Chunks of these documents that touch these page ranges: {document_id: [(first, last), ...]}."""
+    clauses = []
+    for document_id, spans in ranges.items():
+        touches = " or ".join(f"(page_index <= {int(last)} and page_end >= {int(first)})" for first, last in spans)
+        clauses.append(f"(document_id == {milvus_string(document_id)} and ({touches}))")
+    if not clauses:
+        raise ValueError("pages_filter needs at least one page range")
+    return " or ".join(clauses)

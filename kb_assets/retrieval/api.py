@@ -1,34 +1,74 @@
-"""The retrieval service (FastAPI): search, pages, lineage, assets, health. OpenAPI at /docs."""
+"""The retrieval service (FastAPI): search, pages, lineage, assets, health. OpenAPI at /docs.
+
+Auth: ``KB_API_KEYS="key1=kbA,kbB;key2=*"``, sent as ``Authorization: Bearer KEY``; a key reads only
+its knowledge bases. Without keys the service answers loopback clients only (and ``kb-assets serve``
+binds 127.0.0.1).
+"""
 
 from __future__ import annotations
 
-from functools import lru_cache
+import ipaddress
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import Annotated, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException
-from fastapi.responses import FileResponse
-from pydantic import BaseModel, Field
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
+from pydantic import BaseModel, Field, StringConstraints
 
-from kb_assets.defs.resources import build_resources
+from kb_assets.defs.resources import EmbeddingModelResource, build_resources
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
-from kb_assets.retrieval.search import SearchRequest, Searcher, Weights
+from kb_assets.retrieval.search import STRATEGIES, SearchConfig, SearchRequest, Searcher, Weights
 from kb_assets.settings import Settings
+from kb_assets.storage.catalog import Catalog
 
 
-@lru_cache(maxsize=4)
 def _model(model_id: str) -> EmbeddingModel:
-    return EmbeddingModel(model_id)
+    """The model a collection records, loaded once per process (shared with the ingest resources)."""
+    return EmbeddingModelResource(model=model_id).load()
 
 
-def make_searcher(settings: Settings) -> Searcher:
+def search_config(settings: Settings, env: dict[str, str] | None = None) -> SearchConfig:
+    """Search settings: weights from Settings; strategy, timeouts and candidates from KB_* variables."""
+    env = dict(os.environ if env is None else env)
+    defaults = SearchConfig()
+    return SearchConfig(
+        weights=Weights(settings.dense_weight, settings.lexical_weight, settings.exact_boost),
+        strategy=env.get("KB_SEARCH_STRATEGY") or defaults.strategy,
+        candidates=int(env.get("KB_SEARCH_CANDIDATES") or defaults.candidates),
+        milvus_timeout_s=float(env.get("KB_MILVUS_TIMEOUT_S") or defaults.milvus_timeout_s),
+    )
+
+
+def make_searcher(settings: Settings, config: SearchConfig | None = None, env: dict[str, str] | None = None) -> Searcher:
+    """A Searcher on the published alias; Postgres reads under KB_POSTGRES_TIMEOUT_MS (default 3000)."""
+    env = dict(os.environ if env is None else env)
+    config = config or search_config(settings, env)
+    if config.strategy not in STRATEGIES:
+        raise ValueError(f"KB_SEARCH_STRATEGY={config.strategy!r}: not one of {', '.join(STRATEGIES)}")
     resources = build_resources(settings)
+    catalog = resources["catalog"].catalog()
     return Searcher(
         client=resources["milvus"].client(),
-        catalog=resources["catalog"].catalog(),
+        catalog=Catalog(catalog.dsn, statement_timeout_ms=int(env.get("KB_POSTGRES_TIMEOUT_MS") or 3000)),
         alias=settings.alias,
-        weights=Weights(settings.dense_weight, settings.lexical_weight, settings.exact_boost),
         load_model=_model,
+        config=config,
+        owns_catalog=True,
     )
+
+
+def one_thread_per_query() -> None:
+    """Encode each query with one intra-op thread (processes that serve queries, not ingest).
+
+    Queries are one sentence: parallelism comes from concurrent requests. Measured on a busy 2-core
+    machine: 25 ms a query with one thread, ~490 ms with two (the threads wait for each other).
+    """
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
@@ -37,41 +77,106 @@ def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
     for item in filter(None, (part.strip() for part in spec.split(";"))):
         key, _, scope = item.partition("=")
         kbs = {kb.strip() for kb in scope.split(",") if kb.strip()}
-        keys[key.strip()] = None if "*" in kbs or not kbs else kbs
+        if not key.strip() or not kbs:
+            raise ValueError(f"KB_API_KEYS: {item!r} is not KEY=kbA,kbB or KEY=*")
+        keys[key.strip()] = None if "*" in kbs else kbs
     return keys
+
+
+KnowledgeBaseId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 class SearchBody(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
-    knowledgeBaseIds: list[str] | None = None
+    knowledgeBaseIds: list[KnowledgeBaseId] | None = Field(
+        None, max_length=100, description="Knowledge bases to search; none: every one the caller may read.")
     limit: int = Field(10, ge=1, le=100)
-    minScore: float | None = None
-    strategy: str = "hybrid"
+    minScore: float | None = Field(None, description="Drop hybrid results below this score (then no page fallback).")
+    strategy: Literal["hybrid", "pageindex"] | None = Field(None, description="None: the configured default.")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+class Scores(BaseModel):
+    dense: float | None
+    lexical: float | None
+    exactBoost: float | None
+
+
+class SearchResult(BaseModel):
+    chunkId: str | None
+    documentId: str
+    knowledgeBaseId: str
+    documentTitle: str | None
+    sourceUri: str | None
+    pageIndex: int
+    pageEnd: int
+    pageLabel: str | None = None
+    chunkIndex: int | None
+    sectionTitle: str | None
+    content: str
+    score: float | None = Field(description="null for fallback rows")
+    scores: Scores
+    retrievalSource: Literal["hybrid", "fallback_pages"]
+    pageImageUrl: str | None = None
+    figureImageUrl: str | None = None
+    pageSummary: str | None = None
+
+
+class SearchAnswer(BaseModel):
+    results: list[SearchResult]
+    warnings: list[str]
+
+
+def _loopback(host: str | None) -> bool:
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def create_app(settings: Settings | None = None, searcher: Searcher | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     api_keys = parse_api_keys(settings.api_keys)
-    searcher = make_searcher(settings)
+    own_searcher = searcher is None
+    searcher = searcher or make_searcher(settings)
     resources = build_resources(settings)
-    app = FastAPI(title="kb-assets retrieval", version="0.1.0")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        for problem in searcher.warm_up():
+            logging.getLogger("kb_assets.retrieval").warning("search is not ready yet: %s", problem)
+        yield
+        if own_searcher:
+            searcher.close()
+
+    app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan)
+
+    if not api_keys:
+        @app.middleware("http")
+        async def loopback_only(request: Request, call_next):
+            """Without KB_API_KEYS nobody is authenticated: answer this machine only."""
+            if not _loopback(request.client.host if request.client else None):
+                return JSONResponse({"detail": "no API keys are configured: this service answers 127.0.0.1 only"},
+                                    status_code=403)
+            return await call_next(request)
 
     def allowed_kbs(authorization: str | None = Header(default=None)) -> set[str] | None:
         """The knowledge bases the caller may read (None: all); 401 without a valid key when keys are set."""
         if not api_keys:
             return None
-        token = (authorization or "").removeprefix("Bearer ").strip()
-        if token not in api_keys:
-            raise HTTPException(401, "missing or unknown API key (send Authorization: Bearer KEY)")
-        return api_keys[token]
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or token.strip() not in api_keys:
+            raise HTTPException(401, "missing or unknown API key (send Authorization: Bearer KEY)",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return api_keys[token.strip()]
 
     @app.get("/healthz")
     def healthz():
         return {"status": "ok", "alias": settings.alias}
 
-    @app.post("/v1/kb/search")
+    @app.post("/v1/kb/search", response_model=SearchAnswer)
     def search(body: SearchBody, scope: set[str] | None = Depends(allowed_kbs)):
-        requested = body.knowledgeBaseIds
+        """Hybrid (or pageindex) chunk search with page fallback; see DESIGN.md sections 6 and 9."""
+        requested = list(dict.fromkeys(body.knowledgeBaseIds)) if body.knowledgeBaseIds else None
         if scope is not None:
             if requested and not set(requested) <= scope:
                 raise HTTPException(403, f"this key may not read {sorted(set(requested) - scope)}")
@@ -93,7 +198,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if record["page_index"] == page_index:
                 return {"documentId": document_id, "pageIndex": page_index, "pageLabel": record["page_label"],
                         "text": record["text"], "summary": record["summary"], "keywords": record["keywords"],
-                        "parser": record["parser"], "mode": record["mode"], "version": record["version"]}
+                        "parser": record["parser"], "mode": record["mode"], "version": record["version"],
+                        "pageImageUrl": f"/v1/assets/{record['image_key']}" if record["image_key"] else None}
         raise HTTPException(404, f"document {document_id} has no page {page_index}")
 
     @app.get("/v1/chunks/{chunk_id}/lineage")
@@ -112,6 +218,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = resources["object_store"].store()
         if ".." in key.split("/") or not key.startswith(("pages/", "figures/")) or not store.exists(key):
             raise HTTPException(404, f"no asset {key}")
-        return FileResponse(str(store.path(key)))
+        path = store.path(key)
+        if path.protocol in ("", "file", "local"):
+            return FileResponse(path.path)
+        return RedirectResponse(path.fs.sign(path.path, expiration=300), status_code=307)  # S3: presigned
 
     return app

@@ -1,0 +1,165 @@
+"""The HTTP service: result fields, API keys scoped to knowledge bases, loopback-only without keys,
+validation, injection attempts, never a 500, OpenAPI, and one real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import replace
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from kb_assets.retrieval.search import SearchConfig, Searcher
+from kb_assets_tests.test_retrieval import INJECTIONS, ensure_corpus
+
+LOCAL = ("127.0.0.1", 50000)
+RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "sourceUri", "pageIndex", "pageEnd",
+                 "chunkIndex", "sectionTitle", "content", "score", "scores", "retrievalSource", "pageImageUrl",
+                 "figureImageUrl"}
+
+
+@pytest.fixture(scope="module")
+def api_searcher(kb_home, settings):
+    from kb_assets.retrieval.api import make_searcher
+
+    ensure_corpus(kb_home, settings)
+    searcher = make_searcher(settings)
+    yield searcher
+    searcher.close()
+
+
+@pytest.fixture(scope="module")
+def open_client(settings, api_searcher):
+    from kb_assets.retrieval.api import create_app
+
+    return TestClient(create_app(replace(settings, api_keys=""), api_searcher), client=LOCAL)
+
+
+@pytest.fixture(scope="module")
+def keyed_app(settings, api_searcher):
+    from kb_assets.retrieval.api import create_app
+
+    return create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*"), api_searcher)
+
+
+def test_search_results_carry_every_contract_field(open_client):
+    response = open_client.post("/v1/kb/search", json={"query": "How long are backups kept?",
+                                                       "knowledgeBaseIds": ["alpha"], "limit": 3})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"results", "warnings"} and 1 <= len(body["results"]) <= 3
+    for row in body["results"]:
+        assert RESULT_FIELDS <= set(row)
+        assert row["retrievalSource"] == "hybrid" and isinstance(row["score"], float)
+        assert set(row["scores"]) == {"dense", "lexical", "exactBoost"}
+        assert row["knowledgeBaseId"] == "alpha" and row["sourceUri"].endswith(".md")
+        assert isinstance(row["pageIndex"], int) and row["pageEnd"] >= row["pageIndex"]
+        assert isinstance(row["chunkIndex"], int) and row["content"]
+    assert "35 days" in body["results"][0]["content"]
+
+
+def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searcher, open_client):
+    from kb_assets.retrieval.api import create_app
+
+    app = create_app(replace(settings, api_keys=""), api_searcher)
+    for host in ("10.1.2.3", "testclient"):
+        remote = TestClient(app, client=(host, 40000)).post("/v1/kb/search", json={"query": "backups"})
+        assert remote.status_code == 403 and "127.0.0.1" in remote.json()["detail"]
+    assert open_client.get("/healthz").json()["status"] == "ok"
+
+
+def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
+    client = TestClient(keyed_app, client=("10.1.2.3", 40000))      # with keys, remote callers are allowed
+    query = {"query": "How long are backups kept?", "limit": 20}
+    assert client.post("/v1/kb/search", json=query).status_code == 401
+    assert client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert client.post("/v1/kb/search", json=query, headers={"Authorization": "alpha-key"}).status_code == 401
+    alpha = {"Authorization": "Bearer alpha-key"}
+    denied = client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": ["alpha", "beta"]}, headers=alpha)
+    assert denied.status_code == 403 and "beta" in denied.json()["detail"]
+    scoped = client.post("/v1/kb/search", json=query, headers=alpha).json()["results"]
+    assert scoped and {r["knowledgeBaseId"] for r in scoped} == {"alpha"}
+    everything = client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer all-key"}).json()
+    assert {"alpha", "beta"} <= {r["knowledgeBaseId"] for r in everything["results"]}
+    for injected in INJECTIONS:             # not in the key's scope: refused before any filter is built
+        assert client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": [injected]},
+                           headers=alpha).status_code == 403
+
+
+def test_injection_attempts_over_http_return_nothing_and_control_characters_are_refused(open_client):
+    for injected in INJECTIONS:
+        body = open_client.post("/v1/kb/search", json={"query": "backups kept", "knowledgeBaseIds": [injected]})
+        assert body.status_code == 200 and body.json()["results"] == []
+    refused = open_client.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ['a\x00" or 1==1']})
+    assert refused.status_code == 422
+
+
+@pytest.mark.parametrize("body", [{"query": ""}, {"query": "x", "limit": 0}, {"query": "x", "limit": 101},
+                                  {"query": "x", "strategy": "bogus"}, {"query": "x", "knowledgeBaseIds": [""]},
+                                  {"limit": 3}])
+def test_invalid_requests_are_422(open_client, body):
+    assert open_client.post("/v1/kb/search", json=body).status_code == 422
+
+
+def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher):
+    from kb_assets.retrieval.api import create_app
+
+    down = Searcher(api_searcher.client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
+                    replace(api_searcher.config, milvus_timeout_s=1e-6))
+    client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL)
+    response = client.post("/v1/kb/search", json={"query": "数据备份", "knowledgeBaseIds": ["beta"]})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["results"] and all(r["retrievalSource"] == "fallback_pages" and r["score"] is None
+                                   for r in body["results"])
+    assert any("chunk search failed" in w for w in body["warnings"])
+
+
+def test_openapi_documents_the_search_endpoint(open_client):
+    assert open_client.get("/docs").status_code == 200
+    spec = open_client.get("/openapi.json").json()
+    assert "/v1/kb/search" in spec["paths"] and "SearchResult" in spec["components"]["schemas"]
+
+
+def test_a_real_uvicorn_server_on_loopback_answers_search_over_http(settings, api_searcher):
+    import uvicorn
+
+    from kb_assets.retrieval.api import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(replace(settings, api_keys=""), api_searcher),
+                                           host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+        response = httpx.post(f"http://127.0.0.1:{port}/v1/kb/search", timeout=30,
+                              json={"query": "When does the on-call rotation change?", "knowledgeBaseIds": ["alpha"],
+                                    "strategy": "hybrid", "limit": 2})
+        assert response.status_code == 200
+        assert "Monday" in response.json()["results"][0]["content"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def test_serve_refuses_a_public_host_without_api_keys(kb_home, monkeypatch):
+    from kb_assets.cli import main
+
+    monkeypatch.delenv("KB_API_KEYS", raising=False)
+    out = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--port", "1"])
+    assert out.exit_code != 0 and "127.0.0.1 only" in out.output
+
+
+def test_the_configured_default_strategy_is_pageindex(api_searcher):
+    assert api_searcher.config.strategy == SearchConfig().strategy == "pageindex"

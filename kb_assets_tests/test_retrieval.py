@@ -1,0 +1,346 @@
+"""Contract tests of search (DESIGN.md sections 6 and 9) on real Milvus Lite, Postgres and the model:
+the hybrid formula, min score, limit, one global top-k over two knowledge bases, degraded modes,
+page fallback, the language policy, the pageindex strategy, filter injection and the eval command."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from pymilvus import DataType, Function, FunctionType
+
+from kb_assets.index.collections import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
+                                         collection_spec)
+from kb_assets.retrieval.search import (SearchConfig, SearchRequest, SearchResponse, Searcher, Weights,
+                                        dense_query_text, keyword_overlap, query_terms)
+
+CORPUS = {
+    "alpha": {
+        "backups.md": "# Backup handbook\n\n## Retention\n\nNightly backups of the orders database are kept for "
+                      "35 days in the cold tier. Restores of the backups are tested every quarter by the "
+                      "platform team.\n\n## Encryption\n\nBackup archives are encrypted with a key stored in "
+                      "the vault. The encryption key rotates every 90 days.\n\n## Snapshots\n\nVolume snapshots "
+                      "are taken every hour and preserved for five weeks before they expire.\n",
+        "oncall.md": "# On-call guide\n\n## Rotation\n\nThe on-call rotation changes every Monday at 09:00. The "
+                     "primary engineer carries the pager for the week.\n\n## Escalation\n\nIf the primary does "
+                     "not answer within 15 minutes, the secondary engineer is paged.\n",
+    },
+    "beta": {
+        "warehouse.md": "# Analytics warehouse\n\n## Retention\n\nBackups of the analytics warehouse are kept "
+                        "for 90 days. Raw event tables are kept for 13 months.\n\n## Loading\n\nEvent data "
+                        "is loaded every 15 minutes by the ingestion service.\n",
+        "数据平台.md": "# 数据平台手册\n\n## 数据备份\n\n数据平台的备份每天执行一次，备份保留三十五天。恢复演练每季度"
+                   "进行一次。\n\n## 访问权限\n\n新员工入职后第三天获得生产环境的只读权限。\n",
+    },
+}
+INJECTIONS = ['x" or 1==1 or "', "x' or 1==1 or '", 'alpha" or knowledge_base_id == "beta',
+              'alpha\\" or 1==1 or \\"', 'x"] or knowledge_base_id not in ["']
+
+
+def ensure_corpus(kb_home: Path, settings) -> None:
+    """The two small knowledge bases of these tests, ingested once per session (later calls change nothing)."""
+    from kb_assets.ingest import ingest
+
+    for kb, files in CORPUS.items():
+        folder = kb_home / "retrieval-corpus" / kb
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            path = folder / name
+            if not path.exists():
+                path.write_text(text, encoding="utf-8")
+        report = ingest([folder], kb, settings)
+        assert not report.failures, report.failures
+
+
+@pytest.fixture(scope="module")
+def corpus(kb_home, settings):
+    ensure_corpus(kb_home, settings)
+
+
+@pytest.fixture(scope="module")
+def kb_searcher(settings, corpus):
+    from kb_assets.retrieval.api import make_searcher
+
+    searcher = make_searcher(settings, SearchConfig(strategy="hybrid"))
+    yield searcher
+    searcher.close()
+
+
+def _variant(searcher: Searcher, **changes) -> Searcher:
+    """A searcher on the same client, catalog and alias with other settings."""
+    return Searcher(searcher.client, searcher.catalog, changes.pop("alias", searcher.alias), searcher.load_model,
+                    replace(searcher.config, **changes))
+
+
+def _formula(row: dict, weights: Weights, dense_share: float = 1.0) -> float:
+    scores = row["scores"]
+    dense_weight = weights.dense * dense_share
+    lexical_weight = weights.lexical + weights.dense * (1 - dense_share)
+    return dense_weight * (scores["dense"] or 0.0) + lexical_weight * (scores["lexical"] or 0.0) + scores["exactBoost"]
+
+
+def test_hybrid_score_is_weighted_dense_plus_normalized_bm25_plus_exact_boost(kb_searcher):
+    response = kb_searcher.search(SearchRequest("How long are backups kept?", ["alpha", "beta"], limit=50))
+    rows = response.results
+    assert rows and response.warnings == []
+    for row in rows:
+        assert row["retrievalSource"] == "hybrid"
+        assert row["scores"]["dense"] is not None                  # BM25-only hits get it from their vector
+        assert row["scores"]["lexical"] is not None and 0.0 <= row["scores"]["lexical"] <= 1.0
+        assert row["scores"]["exactBoost"] in (0.0, 0.05)
+        assert row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
+    assert max(r["scores"]["lexical"] for r in rows) == 1.0        # normalized by the best BM25 score
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+
+    weights = Weights(dense=0.5, lexical=0.5, exact_boost=0.2)
+    reweighted = _variant(kb_searcher, weights=weights).search(SearchRequest("kept for 35 days", ["alpha"], limit=50))
+    for row in reweighted.results:
+        assert row["score"] == pytest.approx(_formula(row, weights), abs=2e-6)
+        assert (row["scores"]["exactBoost"] == 0.2) == ("kept for 35 days" in " ".join(row["content"].split()))
+    assert any(r["scores"]["exactBoost"] == 0.2 for r in reweighted.results)
+
+
+def test_a_candidate_found_by_one_search_only_gets_the_other_score_computed_or_says_so(kb_searcher, milvus_client):
+    from kb_assets.embedding.model import EmbeddingModel  # noqa: F401  (the loader below returns one)
+
+    query = "backups kept every quarter"
+    collection, spec = kb_searcher._collection()
+    flt = 'knowledge_base_id == "alpha"'
+    vector = kb_searcher.load_model(spec["model"]).encode([query])[0]
+
+    narrow = _variant(kb_searcher, candidates=2)
+    rows = narrow.candidates(SearchRequest(query, ["alpha"], limit=2), SearchResponse())
+    bm25_ids = {h.id for h in milvus_client.search(collection, data=[query], anns_field="sparse", limit=2, filter=flt,
+                                                   search_params={"metric_type": "BM25"})[0]}
+    dense_ids = {h.id for h in milvus_client.search(collection, data=[vector.tolist()], anns_field="dense", limit=2,
+                                                    filter=flt, search_params={"metric_type": "COSINE"})[0]}
+    assert len(bm25_ids) == 2 and {r["chunkId"] for r in rows} == bm25_ids | dense_ids
+    stored = {r["chunk_id"]: np.asarray(r["dense"], dtype=np.float32)
+              for r in milvus_client.get(collection, ids=list(bm25_ids | dense_ids), output_fields=["dense"])}
+    for row in rows:
+        if row["chunkId"] not in dense_ids:     # BM25 only: dense computed from the stored vector
+            assert row["scores"]["dense"] == pytest.approx(float(stored[row["chunkId"]] @ vector), abs=1e-5)
+        if row["chunkId"] not in bm25_ids:      # dense only, BM25 cut off at 2 hits: not computed
+            assert row["scores"]["lexical"] is None
+
+    wide = kb_searcher.candidates(SearchRequest(query, ["alpha"], limit=10), SearchResponse())
+    all_bm25 = {h.id for h in milvus_client.search(collection, data=[query], anns_field="sparse", limit=50, filter=flt,
+                                                   search_params={"metric_type": "BM25"})[0]}
+    assert len(all_bm25) < 50                   # BM25 exhausted: every other chunk shares no word, lexical 0
+    assert all(r["scores"]["lexical"] == 0.0 for r in wide if r["chunkId"] not in all_bm25)
+
+
+def test_min_score_drops_lower_results_and_then_no_page_fallback(kb_searcher):
+    everything = kb_searcher.search(SearchRequest("encryption key rotation", ["alpha"], limit=50)).results
+    threshold = everything[len(everything) // 2]["score"]
+    kept = kb_searcher.search(SearchRequest("encryption key rotation", ["alpha"], limit=50, min_score=threshold))
+    assert [r["chunkId"] for r in kept.results] == [r["chunkId"] for r in everything if r["score"] >= threshold]
+
+    none = kb_searcher.search(SearchRequest("encryption key rotation", ["alpha"], limit=50, min_score=10.0))
+    assert none.results == [] and not any("fallback" in w for w in none.warnings)
+
+
+def test_limit_is_one_global_top_k_over_knowledge_bases_searched_each_and_deduped(kb_searcher):
+    query = "How long are backups kept?"
+    merged = kb_searcher.search(SearchRequest(query, ["alpha", "beta"], limit=50)).results
+    assert {r["knowledgeBaseId"] for r in merged} == {"alpha", "beta"}
+    assert len({r["chunkId"] for r in merged}) == len(merged)
+    for kb in ("alpha", "beta"):                # each knowledge base searched on its own, then merged
+        alone = kb_searcher.search(SearchRequest(query, [kb], limit=50)).results
+        assert {r["chunkId"] for r in merged if r["knowledgeBaseId"] == kb} == {r["chunkId"] for r in alone}
+
+    top3 = kb_searcher.search(SearchRequest(query, ["alpha", "beta"], limit=3)).results
+    assert [r["chunkId"] for r in top3] == [r["chunkId"] for r in merged[:3]]
+    twice = kb_searcher.search(SearchRequest(query, ["alpha", "beta", "alpha"], limit=3)).results
+    assert [r["chunkId"] for r in twice] == [r["chunkId"] for r in top3]
+    every = kb_searcher.search(SearchRequest(query, None, limit=50)).results
+    assert {"alpha", "beta"} <= {r["knowledgeBaseId"] for r in every}
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "pageindex"])
+def test_injection_attempts_in_knowledge_base_ids_do_not_widen_results(kb_searcher, strategy):
+    for injected in INJECTIONS:
+        alone = kb_searcher.search(SearchRequest("backups kept", [injected], limit=20, strategy=strategy))
+        assert alone.results == [], (injected, alone.results[:1])
+        mixed = kb_searcher.search(SearchRequest("backups kept", ["alpha", injected], limit=20, strategy=strategy))
+        assert mixed.results and {r["knowledgeBaseId"] for r in mixed.results} == {"alpha"}, injected
+
+
+def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher):
+    down = _variant(kb_searcher, milvus_timeout_s=1e-6)      # every Milvus call hits its deadline
+    for query, kb, needle in [("数据备份保留多少天", "beta", "备份保留三十五天"), ("How long are backups kept?", "alpha", "35 days")]:
+        started = time.perf_counter()
+        response = down.search(SearchRequest(query, [kb], limit=5))
+        assert time.perf_counter() - started < 5
+        assert response.results, response.warnings
+        assert any(w.startswith("chunk search failed") for w in response.warnings)
+        for row in response.results:
+            assert row["retrievalSource"] == "fallback_pages" and row["score"] is None
+            assert row["scores"] == {"dense": None, "lexical": None, "exactBoost": None}
+            assert row["knowledgeBaseId"] == kb and row["chunkId"] is None
+        assert needle in response.results[0]["content"]
+
+
+def test_chunk_search_that_finds_nothing_falls_back_to_pages_unless_min_score_is_set(kb_searcher):
+    # "份保" spans two words (备份|保留): no BM25 token matches, no dense score for Chinese; the page holds it
+    response = kb_searcher.search(SearchRequest("份保", ["beta"], limit=5))
+    assert response.results and response.results[0]["retrievalSource"] == "fallback_pages"
+    assert "备份保留" in response.results[0]["content"] and response.results[0]["score"] is None
+    assert "no chunk matched; answered from pages (fallback)" in response.warnings
+
+    explicit = kb_searcher.search(SearchRequest("份保", ["beta"], limit=5, min_score=0.0))
+    assert explicit.results == []
+
+
+def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: int, bm25: bool) -> None:
+    """A copy of alpha's chunks in a collection whose dense or BM25 search really fails."""
+    rows = client.query(source, filter='knowledge_base_id == "alpha"', output_fields=[*OUTPUT_FIELDS, "dense"])
+    if client.has_collection(name):
+        client.drop_collection(name)
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=64)
+    for field, length in SCALAR_FIELDS.items():
+        schema.add_field(field, DataType.VARCHAR, max_length=length)
+    for field in INT_FIELDS:
+        schema.add_field(field, DataType.INT32)
+    schema.add_field("content", DataType.VARCHAR, max_length=32768, enable_analyzer=bm25,
+                     **({"analyzer_params": BM25_ANALYZER} if bm25 else {}))
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dense_dim)
+    index = client.prepare_index_params()
+    index.add_index("dense", index_type="FLAT", metric_type="COSINE")
+    if bm25:
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25, input_field_names=["content"],
+                                     output_field_names=["sparse"]))
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    client.create_collection(name, schema=schema, index_params=index)
+    client.alter_collection_properties(name, properties={SPEC_PROPERTY: json.dumps(collection_spec(client, source))})
+    if dense_dim != len(rows[0]["dense"]):
+        rows = [{**r, "dense": [0.5] * dense_dim} for r in rows]
+    client.insert(name, rows)
+    client.flush(name)
+    client.load_collection(name)
+    if alias in client.list_aliases().get("aliases", []):
+        client.alter_alias(name, alias)
+    else:
+        client.create_alias(name, alias)
+
+
+def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, milvus_client):
+    collection, _ = kb_searcher._collection()
+    _clone_collection(milvus_client, collection, "test_broken_dense", "kb_test_broken_dense", dense_dim=8, bm25=True)
+    response = _variant(kb_searcher, alias="kb_test_broken_dense").search(
+        SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid"))
+    assert response.results and any(w.startswith("dense search unavailable") for w in response.warnings)
+    for row in response.results:
+        assert row["retrievalSource"] == "hybrid" and row["scores"]["dense"] is None
+        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.0), abs=2e-6)
+    assert "35 days" in response.results[0]["content"]
+
+
+def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb_searcher, milvus_client):
+    collection, _ = kb_searcher._collection()
+    _clone_collection(milvus_client, collection, "test_no_bm25", "kb_test_no_bm25", dense_dim=384, bm25=False)
+    query = "How long are backups kept?"
+    response = _variant(kb_searcher, alias="kb_test_no_bm25").search(SearchRequest(query, ["alpha"], limit=5))
+    assert response.results
+    assert any(w.startswith("BM25 search unavailable") and "keyword overlap" in w for w in response.warnings)
+    for row in response.results:
+        assert row["scores"]["dense"] is not None
+        assert row["scores"]["lexical"] == pytest.approx(keyword_overlap(query_terms(query), row["content"]), abs=1e-6)
+        assert row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
+    assert "35 days" in response.results[0]["content"]
+
+
+def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their_latin_words(kb_searcher):
+    chinese = kb_searcher.search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
+    assert any("dense score not used" in w for w in chinese.warnings)
+    assert all(r["scores"]["dense"] is None for r in chinese.results)
+    assert "备份保留三十五天" in chinese.results[0]["content"]
+    for row in chinese.results:
+        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.0), abs=2e-6)
+
+    mixed_query = "analytics warehouse 备份保留"
+    text, share, warning = dense_query_text(mixed_query, ("en",))
+    assert text == "analytics warehouse" and 0 < share < 1 and warning
+    mixed = kb_searcher.search(SearchRequest(mixed_query, ["beta"], limit=5))
+    assert warning in mixed.warnings
+    assert all(r["scores"]["dense"] is not None for r in mixed.results)
+    for row in mixed.results:
+        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=share), abs=2e-6)
+    assert dense_query_text("How long are backups kept?", ("en",)) == ("How long are backups kept?", 1.0, None)
+    assert dense_query_text("数据备份", ("en", "zh"))[1] == 1.0      # a model that reads Chinese keeps it all
+
+
+def test_pageindex_locates_pages_then_gives_each_page_once_in_relevance_order(kb_searcher, catalog):
+    located = kb_searcher.catalog.locate_pages(query_terms("Encryption"), "Encryption", ["alpha"], 12)
+    backups = next(d for d in catalog.list_documents(["alpha"]) if d.source_path == "backups.md")
+    encryption_page = next(p["page_index"] for p in catalog.read_pages(backups.document_id)
+                           if "## Encryption" in p["text"] or p["text"].lstrip().startswith("Encryption"))
+    assert (located[0]["document_id"], located[0]["page_index"]) == (backups.document_id, encryption_page)
+
+    response = kb_searcher.search(SearchRequest("Encryption", ["alpha"], limit=5, strategy="pageindex"))
+    rows = response.results
+    assert rows[0]["documentId"] == backups.document_id and rows[0]["pageIndex"] == encryption_page
+    pages = [(r["documentId"], r["pageIndex"]) for r in rows]
+    assert len(pages) == len(set(pages))                        # one chunk a page
+    for row in rows:
+        assert row["retrievalSource"] == "hybrid" and row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
+
+
+def test_search_embeds_the_query_with_the_model_recorded_for_the_published_collection(kb_searcher, milvus_client,
+                                                                                      settings):
+    asked = []
+
+    def loader(model_id):
+        asked.append(model_id)
+        return kb_searcher.load_model(model_id)
+
+    searcher = Searcher(kb_searcher.client, kb_searcher.catalog, settings.alias, loader, kb_searcher.config)
+    searcher.search(SearchRequest("on-call rotation", ["alpha"]))
+    collection = milvus_client.describe_alias(settings.alias)["collection_name"]
+    assert asked == [collection_spec(milvus_client, collection)["model"]]
+
+
+def test_service_reads_postgres_under_a_statement_timeout(kb_searcher):
+    with kb_searcher.catalog.reader() as conn, conn.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        assert cur.fetchone()[0] == "3s"
+
+
+def test_search_and_eval_commands_report_results_hits_mrr_latency_and_baseline(corpus, tmp_path):
+    import torch
+
+    from kb_assets.cli import main
+
+    runner = CliRunner()
+    threads = torch.get_num_threads()
+    out = runner.invoke(main, ["search", "When does the on-call rotation change?", "--kb", "alpha", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert "Monday" in data["results"][0]["content"] and set(data) == {"results", "warnings"}
+    torch.set_num_threads(threads)
+
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in [
+        {"kb": "alpha", "file": "oncall.md", "query": "When does the on-call rotation change?", "pages": [0, 1]},
+        {"kb": "alpha", "file": "backups.md", "query": "How often is the encryption key rotated?", "pages": [0, 3]},
+    ]) + "\n")
+    threads = torch.get_num_threads()
+    try:
+        out = runner.invoke(main, ["eval", str(questions), "--baseline", "--json"])
+    finally:
+        torch.set_num_threads(threads)      # eval sets one thread a query for its process
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["strategy"] == "pageindex"
+    for name in ("scores", "baseline"):
+        overall = data[name]["overall"]
+        assert overall["questions"] == 2
+        assert {"hit@1", "hit@5", "mrr", "latencyP50Ms", "latencyP95Ms"} <= set(overall)
+    assert data["scores"]["overall"]["hit@5"] == 1.0
