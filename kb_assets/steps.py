@@ -271,6 +271,8 @@ def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: La
                                 published_version=None)
     if doc.object_key and not shared:
         store.delete(doc.object_key)
+    store.delete_prefix(f"pages/{doc.document_id}")      # page images and figure crops of every version
+    store.delete_prefix(f"figures/{doc.document_id}")
 
 
 

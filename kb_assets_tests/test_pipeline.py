@@ -43,12 +43,14 @@ def test_every_format_of_the_corpus_is_published_with_pages(handbook, catalog):
         assert all(p["parser"] and p["mode"] for p in pages)
 
 
-def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, catalog):
+def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, catalog, resources):
     doc = _docs(catalog)["platform-handbook.pdf"]
     pages = catalog.read_pages(doc.document_id)
     assert len(pages) == 6
     assert {p["mode"] for p in pages} == {"docling-native-pdf"}
     assert "Backups are kept for 35 days." in pages[3]["text"]
+    store = resources["object_store"].store()
+    assert all(p["image_key"] and store.exists(p["image_key"]) for p in pages)   # page renders stored
 
 
 def test_milvus_holds_exactly_one_entity_per_chunk_row(handbook, catalog, lake, milvus_client, settings):
