@@ -339,8 +339,10 @@ def verify(repair, as_json):
     from kb_assets.verify import verify as run_verify
 
     resources = _resources()
+    from kb_assets.retrieval.api import _model
+
     data = run_verify(resources["catalog"].catalog(), resources["lake"].lake(), resources["milvus"].client(),
-                      Settings.from_env().alias, repair=repair)
+                      Settings.from_env().alias, repair=repair, load_model=_model)
 
     def render(d):
         click.echo("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")

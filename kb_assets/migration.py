@@ -22,6 +22,21 @@ GOLDEN_QUERIES = 60
 QUALITY_TOLERANCE = 0.05
 
 
+def vectors_for_spec(chunks: pl.DataFrame, stored: pl.DataFrame, model: EmbeddingModel,
+                     model_id: str) -> pl.DataFrame:
+    """Vectors of a document's chunks for one spec: stored ones of that spec reused, the rest encoded."""
+    stored = stored.filter((pl.col("model") == model_id) & (pl.col("dimension") == model.dimension))
+    reuse = dict(zip(stored["embedding_input_sha"].to_list(), stored["vector"].to_list()))
+    shas = chunks["embedding_input_sha"].to_list()
+    missing = [(sha, text) for sha, text in zip(shas, chunks["embedding_input"].to_list()) if sha not in reuse]
+    encoded = model.encode([text for _, text in missing])
+    reuse.update({sha: vector.tolist() for (sha, _), vector in zip(missing, encoded)})
+    return pl.DataFrame({
+        "chunk_id": chunks["chunk_id"], "document_id": chunks["document_id"], "embedding_input_sha": shas,
+        "model": [model_id] * chunks.height, "dimension": [model.dimension] * chunks.height,
+        "vector": [reuse[sha] for sha in shas], "run_id": ["migrate"] * chunks.height}, schema=EMBEDDINGS_SCHEMA)
+
+
 def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[tuple[str, str, str]]:
     """(query, document id, knowledge base) drawn deterministically from the lake's chunks."""
     rows = []
@@ -79,19 +94,7 @@ def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: Embedding
     expected = 0
     for done, doc in enumerate(documents, 1):
         chunks = lake.read("chunks", doc.document_id)
-        stored = lake.read("embeddings", doc.document_id).filter(
-            (pl.col("model") == spec.model) & (pl.col("dimension") == spec.dimension))
-        reuse = dict(zip(stored["embedding_input_sha"].to_list(), stored["vector"].to_list()))
-        missing = [t for t, sha in zip(chunks["embedding_input"].to_list(), chunks["embedding_input_sha"].to_list())
-                   if sha not in reuse]
-        fresh = dict(zip([s for s in chunks["embedding_input_sha"].to_list() if s not in reuse],
-                         (v.tolist() for v in model.encode(missing))))
-        vectors = pl.DataFrame({
-            "chunk_id": chunks["chunk_id"], "document_id": chunks["document_id"],
-            "embedding_input_sha": chunks["embedding_input_sha"], "model": [spec.model] * chunks.height,
-            "dimension": [spec.dimension] * chunks.height,
-            "vector": [{**reuse, **fresh}[s] for s in chunks["embedding_input_sha"].to_list()],
-            "run_id": ["migrate"] * chunks.height}, schema=EMBEDDINGS_SCHEMA)
+        vectors = vectors_for_spec(chunks, lake.read("embeddings", doc.document_id), model, spec.model)
         sync_document(client, target, doc.document_id, chunk_entities(chunks, vectors))
         doc_vectors[doc.document_id] = vectors
         expected += chunks.height

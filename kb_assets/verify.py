@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from pymilvus import MilvusClient
 
-from kb_assets import steps
-from kb_assets.index.collections import milvus_string, published_collection
-from kb_assets.index.entities import count_entities, delete_document
+from kb_assets.index.collections import collection_spec, milvus_string, published_collection
+from kb_assets.index.entities import chunk_entities, count_entities, delete_document, sync_document
+from kb_assets.migration import vectors_for_spec
 from kb_assets.storage.catalog import Catalog
 from kb_assets.storage.lake import Lake
 
 
-def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False) -> dict:
+def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False,
+           load_model=None) -> dict:
+    """Problems per document; ``repair`` fixes them (``load_model``: model id -> EmbeddingModel, used to
+    re-encode chunks whose lake vectors are of another spec than the published collection's)."""
     problems: list[dict] = []
 
     def problem(document_id: str | None, text: str, repaired: bool = False):
@@ -52,8 +55,13 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
             continue
         if doc.chunk_count != chunks.height or entities != chunks.height:
             repaired = False
-            if repair:
-                steps.publish_document(doc, catalog, lake, client, collection, run_id="verify-repair")
+            if repair and load_model is not None:
+                spec = collection_spec(client, collection)
+                vectors = vectors_for_spec(chunks, vectors, load_model(spec["model"]), spec["model"])
+                sync_document(client, collection, doc.document_id, chunk_entities(chunks, vectors))
+                with catalog.connect() as conn:
+                    catalog.update_document(conn, doc.document_id, chunk_count=chunks.height,
+                                            collection_name=collection)
                 repaired = True
             problem(doc.document_id, f"{chunks.height} chunk rows, {entities} Milvus entities, "
                     f"{doc.chunk_count} recorded chunks", repaired)

@@ -32,7 +32,9 @@ def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, mi
     assert not found["consistent"]
     assert {p["documentId"] for p in found["problems"]} == {doc.document_id, "doc-unknown"}
 
-    repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True)
+    from kb_assets.retrieval.api import _model
+
+    repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True, load_model=_model)
     assert all(p["repaired"] for p in repaired["problems"])
     assert count_entities(milvus_client, collection, flt) == expected
     assert count_entities(milvus_client, collection, 'document_id == "doc-unknown"') == 0
