@@ -27,7 +27,7 @@ from kb_assets.storage.catalog import Catalog, Document
 from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
 from kb_assets.storage.objects import ObjectStore
 from kb_assets.structure.outline import read_outline
-from kb_assets.structure.pageindex import build_document_tree, summarize_pages
+from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import RULES_SUMMARIZER, PageSummarizer, summarize_document
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -72,8 +72,8 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: 
 
 # parsed_pages --------------------------------------------------------------------------------
 def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
-    """Parse the stored original into page records (text, blocks, summary, keywords, parser, mode,
-    label) and store page renders and figure crops (PDF, images) in the object store:
+    """Parse the stored original into page records (text, blocks, parser, mode, label; summaries and
+    keywords are ``pageindex_trees``' work) and store page renders and figure crops (PDF, images) in the object store:
     ``pages/{document_id}/{version}/{page_index}.png`` (key on the page record) and
     ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block).
 
@@ -118,7 +118,6 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str
             "page_index": page.page_index, "page_label": page.label, "text": page.text, "blocks": blocks,
             "parser": page.parser, "mode": page.mode, "image_key": image_key,
         })
-    summarize_pages(pages)
     with catalog.connect() as conn:
         catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id)
         catalog.update_document(conn, doc.document_id, title=parsed.title or name, mime=parsed.mime,

@@ -174,16 +174,3 @@ def catalog_summary(title: str, nodes: list[dict]) -> str:
     top = [n["title"] for n in nodes if n["depth"] == 1]
     text = f"{title}: " + "; ".join(top) if top else title
     return clip(text, CATALOG_CHARS)
-
-
-def summarize_pages(pages: list[dict]) -> list[dict]:
-    """Add rule-based ``summary`` and ``keywords`` to page records (TF-IDF within this document).
-
-    Parsing calls this for a first summary; ``pageindex_trees`` replaces it with the cached (and,
-    when configured, model-written) summary of ``summaries.summarize_document``.
-    """
-    keywords = document_keywords([p["text"] for p in pages])
-    for page, page_keywords in zip(pages, keywords):
-        page["keywords"] = page_keywords
-        page["summary"] = summarize(page["blocks"], page_keywords)
-    return pages
