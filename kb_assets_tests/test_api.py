@@ -33,6 +33,11 @@ def api_searcher(kb_home, settings):
 
 
 @pytest.fixture(scope="module")
+def corpus_for_api(api_searcher):
+    """The two knowledge bases of test_retrieval (ingested by ``api_searcher``)."""
+
+
+@pytest.fixture(scope="module")
 def open_client(settings, api_searcher):
     from kb_assets.retrieval.api import create_app
 
@@ -163,3 +168,14 @@ def test_serve_refuses_a_public_host_without_api_keys(kb_home, monkeypatch):
 
 def test_the_configured_default_strategy_is_pageindex(api_searcher):
     assert api_searcher.config.strategy == SearchConfig().strategy == "pageindex"
+
+
+def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, resources, catalog, corpus_for_api):
+    beta = next(d for d in catalog.list_documents(["beta"]) if d.source_path == "warehouse.md")
+    key = f"pages/{beta.document_id}/{beta.version}/0.png"
+    resources["object_store"].store().put(key, b"\x89PNG test image")
+    client = TestClient(keyed_app, client=LOCAL)
+    allowed = client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer all-key"})
+    assert allowed.status_code == 200 and allowed.content == b"\x89PNG test image"
+    assert client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer alpha-key"}).status_code == 404
+    assert client.get("/v1/assets/pages/../../etc/passwd", headers={"Authorization": "Bearer all-key"}).status_code == 404

@@ -257,6 +257,16 @@ def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb
     assert "35 days" in response.results[0]["content"]
 
 
+def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, milvus_client):
+    collection, _ = kb_searcher._collection()
+    _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
+    milvus_client.release_collection("test_released")           # as after a Milvus restart
+    response = _variant(kb_searcher, alias="kb_test_released").search(
+        SearchRequest("How long are backups kept?", ["alpha"], limit=3, strategy="hybrid"))
+    assert response.results[0]["retrievalSource"] == "hybrid", response.warnings
+    assert "35 days" in response.results[0]["content"]
+
+
 def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their_latin_words(kb_searcher):
     chinese = kb_searcher.search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
     assert any("dense score not used" in w for w in chinese.warnings)

@@ -11,6 +11,7 @@ import ipaddress
 import logging
 import os
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
@@ -25,6 +26,7 @@ from kb_assets.settings import Settings
 from kb_assets.storage.catalog import Catalog
 
 
+@lru_cache(maxsize=4)
 def _model(model_id: str) -> EmbeddingModel:
     """The model a collection records, loaded once per process (shared with the ingest resources)."""
     return EmbeddingModelResource(model=model_id).load()
@@ -214,9 +216,18 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
         return record
 
     @app.get("/v1/assets/{key:path}")
-    def asset(key: str, _: set[str] | None = Depends(allowed_kbs)):
+    def asset(key: str, scope: set[str] | None = Depends(allowed_kbs)):
+        """A page or figure image; its key names its document (``pages/<documentId>/...``), whose
+        knowledge base the caller must be allowed to read."""
         store = resources["object_store"].store()
-        if ".." in key.split("/") or not key.startswith(("pages/", "figures/")) or not store.exists(key):
+        parts = key.split("/")
+        if ".." in parts or len(parts) < 3 or parts[0] not in ("pages", "figures"):
+            raise HTTPException(404, f"no asset {key}")
+        if scope is not None:
+            doc = resources["catalog"].catalog().get_document(parts[1])
+            if doc is None or doc.knowledge_base_id not in scope:
+                raise HTTPException(404, f"no asset {key}")
+        if not store.exists(key):
             raise HTTPException(404, f"no asset {key}")
         path = store.path(key)
         if path.protocol in ("", "file", "local"):

@@ -219,6 +219,7 @@ class Searcher:
         self.config = config or SearchConfig()
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kb-search")
         self._published: tuple[float, str, dict] | None = None
+        self._loaded: str | None = None       # the collection this searcher loaded (again after a failure)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -256,7 +257,7 @@ class Searcher:
             else:
                 response.results = self._hybrid(request, response)
         except Exception as error:  # any chunk-search failure falls back to pages, never a 500
-            self._published = None
+            self._published = self._loaded = None
             log.warning("chunk search failed, answering from pages: %s: %s", type(error).__name__, _short(error))
             response.warnings.append(f"chunk search failed ({type(error).__name__}: {_short(error)}); "
                                      "answered from pages (fallback)")
@@ -418,7 +419,7 @@ class Searcher:
                                   search_params={"metric_type": "BM25"})[0]
 
     def _collection(self) -> tuple[str, dict]:
-        """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``).
+        """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``), loaded.
 
         Searches name the collection, not the alias, so a query is embedded with the model of the
         collection it searches even while the alias is being swapped.
@@ -436,6 +437,9 @@ class Searcher:
         if SPEC_PROPERTY not in properties:
             raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY})")
         spec = json.loads(properties[SPEC_PROPERTY])
+        if collection != self._loaded:          # after a Milvus restart collections are not loaded
+            self.client.load_collection(collection, timeout=timeout)
+            self._loaded = collection
         with self._lock:
             self._published = (time.monotonic(), collection, spec)
         return collection, spec
