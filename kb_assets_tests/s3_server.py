@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kb_assets.services.local import port_free
 
 REGION = "us-east-1"
 GRPC_OFFSET = 10000  # weed puts each service's gRPC port at its HTTP port + 10000
@@ -31,15 +32,6 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
 
 def free_ports(count: int) -> list[int]:
     """``count`` distinct ports in [PORT_LOW, PORT_HIGH] that are free, with port + 10000 free too."""
@@ -52,7 +44,7 @@ def free_ports(count: int) -> list[int]:
     for port in candidates:
         if port in chosen or any(abs(port - other) == GRPC_OFFSET for other in chosen):
             continue
-        if _port_free(port) and _port_free(port + GRPC_OFFSET):
+        if port_free(port) and port_free(port + GRPC_OFFSET):
             chosen.append(port)
             if len(chosen) == count:
                 return chosen
