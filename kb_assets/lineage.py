@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from pymilvus import MilvusClient
 
+import re
+
 from kb_assets.chunking.text import normalize_ws
+from kb_assets.index.collections import in_filter, milvus_string
 from kb_assets.storage.catalog import Catalog
 from kb_assets.storage.lake import Lake
 
+# chunk ids are the first 32 hex digits of a sha256 (``chunking.chunker.chunk_id``)
+CHUNK_ID = re.compile(r"[0-9a-f]{32}")
+
 
 class ChunkNotFound(LookupError):
-    pass
+    """No chunk of that id in a document the caller may read (the message names nothing else)."""
 
 
 def chunk_found_in_pages(chunk: dict, page_texts: dict[int, str]) -> bool:
@@ -23,28 +29,45 @@ def chunk_found_in_pages(chunk: dict, page_texts: dict[int, str]) -> bool:
     return normalize_ws(content) in normalize_ws(joined)
 
 
-def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, lake: Lake) -> str:
-    """The document of a chunk: asked of the published collection, else found in the lake."""
+def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, lake: Lake, catalog: Catalog,
+                    scope: set[str] | None = None) -> str:
+    """The document of a chunk, within ``scope`` (knowledge bases; None: all): asked of the published
+    collection with an escaped filter that carries the scope, else looked up in the lake among the
+    scope's documents. Nothing outside the scope is read."""
+    not_found = ChunkNotFound(f"chunk {chunk_id} is in no document you may read")
+    if not CHUNK_ID.fullmatch(chunk_id):
+        raise not_found
+    if scope is not None and not scope:
+        raise not_found
     if client is not None:
+        flt = f"chunk_id == {milvus_string(chunk_id)}"
+        if scope is not None:
+            flt += f" and {in_filter('knowledge_base_id', sorted(scope))}"
         try:
-            rows = client.get(alias, ids=[chunk_id], output_fields=["document_id"])
+            rows = client.query(alias, filter=flt, output_fields=["document_id"], limit=1)
             if rows:
                 return rows[0]["document_id"]
         except Exception:  # nothing published or Milvus down: the lake still knows
             pass
+    readable = {d.document_id for d in catalog.list_documents(sorted(scope) if scope is not None else None)}
     for document_id in lake.document_ids("chunks"):
-        if chunk_id in lake.read("chunks", document_id)["chunk_id"].to_list():
+        if document_id in readable and chunk_id in lake.read("chunks", document_id)["chunk_id"].to_list():
             return document_id
-    raise ChunkNotFound(f"chunk {chunk_id} is in no published document")
+    raise not_found
 
 
-def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str) -> dict:
-    document_id = locate_document(chunk_id, client, alias, lake)
+def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str,
+                  scope: set[str] | None = None) -> dict:
+    """A chunk's lineage; ``scope`` (knowledge bases the caller may read, None: all) is enforced
+    before any store is read, and a chunk outside it is not found."""
+    document_id = locate_document(chunk_id, client, alias, lake, catalog, scope)
+    doc = catalog.get_document(document_id)
+    if scope is not None and (doc is None or doc.knowledge_base_id not in scope):
+        raise ChunkNotFound(f"chunk {chunk_id} is in no document you may read")
     chunks = lake.read("chunks", document_id).filter(chunk_id=chunk_id)
     if chunks.is_empty():
         raise ChunkNotFound(f"chunk {chunk_id} is no longer in document {document_id}")
     chunk = chunks.row(0, named=True)
-    doc = catalog.get_document(document_id)
     pages = [p for p in catalog.read_pages(document_id)
              if chunk["page_index"] <= p["page_index"] <= chunk["page_end"]]
     found = chunk_found_in_pages(chunk, {p["page_index"]: p["text"] for p in pages})

@@ -179,3 +179,28 @@ def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, 
     assert allowed.status_code == 200 and allowed.content == b"\x89PNG test image"
     assert client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer alpha-key"}).status_code == 404
     assert client.get("/v1/assets/pages/../../etc/passwd", headers={"Authorization": "Bearer all-key"}).status_code == 404
+
+
+def test_lineage_is_scoped_before_any_lookup_and_ids_never_become_filter_syntax(keyed_app, lake, catalog,
+                                                                                   corpus_for_api):
+    """A key scoped to alpha cannot test conditions on beta's content through a chunk id, nor learn
+    beta's document ids from an error; its own chunks' lineage is served."""
+    client = TestClient(keyed_app, client=LOCAL)
+    alpha_key, all_key = {"Authorization": "Bearer alpha-key"}, {"Authorization": "Bearer all-key"}
+    beta_docs = [d for d in catalog.list_documents(["beta"]) if d.status == "published"]
+    beta_chunk = lake.read("chunks", beta_docs[0].document_id)["chunk_id"][0]
+    alpha_doc = next(d for d in catalog.list_documents(["alpha"]) if d.status == "published")
+    alpha_chunk = lake.read("chunks", alpha_doc.document_id)["chunk_id"][0]
+    word = "备份"
+    probes = [f"x'] or (knowledge_base_id == 'beta' and content like '%{word}%') or chunk_id in ['y",
+              f'x"] or (knowledge_base_id == "beta" and content like "%{word}%") or chunk_id in ["y',
+              f'{beta_chunk}" or chunk_id != "', beta_chunk]
+    beta_ids = {d.document_id for d in catalog.list_documents(["beta"])}
+    for probe in probes:
+        answer = client.get(f"/v1/chunks/{probe}/lineage", headers=alpha_key)
+        assert answer.status_code == 404, (probe, answer.text)
+        assert not any(doc_id in answer.text for doc_id in beta_ids), answer.text
+    own = client.get(f"/v1/chunks/{alpha_chunk}/lineage", headers=alpha_key)
+    assert own.status_code == 200 and own.json()["document"]["documentId"] == alpha_doc.document_id
+    other = client.get(f"/v1/chunks/{beta_chunk}/lineage", headers=all_key)
+    assert other.status_code == 200 and other.json()["document"]["knowledgeBaseId"] == "beta"

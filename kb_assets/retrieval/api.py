@@ -207,13 +207,10 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
     @app.get("/v1/chunks/{chunk_id}/lineage")
     def lineage(chunk_id: str, scope: set[str] | None = Depends(allowed_kbs)):
         try:
-            record = chunk_lineage(chunk_id, resources["catalog"].catalog(), resources["lake"].lake(),
-                                   resources["milvus"].client(), settings.alias)
+            return chunk_lineage(chunk_id, resources["catalog"].catalog(), resources["lake"].lake(),
+                                 resources["milvus"].client(), settings.alias, scope)
         except ChunkNotFound as error:
             raise HTTPException(404, str(error)) from None
-        if scope is not None and record["document"]["knowledgeBaseId"] not in scope:
-            raise HTTPException(404, f"chunk {chunk_id} is in no document you may read")
-        return record
 
     @app.get("/v1/assets/{key:path}")
     def asset(key: str, scope: set[str] | None = Depends(allowed_kbs)):

@@ -376,8 +376,9 @@ class Searcher:
             missing = [chunk_id for chunk_id in found.hits if chunk_id not in dense]
             if missing:
                 try:
-                    for row in self.client.get(query.collection, ids=missing, output_fields=["chunk_id", "dense"],
-                                               timeout=self.config.milvus_timeout_s):
+                    for row in self.client.query(query.collection, filter=in_filter("chunk_id", missing),
+                                                 output_fields=["chunk_id", "dense"], limit=len(missing),
+                                                 timeout=self.config.milvus_timeout_s):
                         dense[row["chunk_id"]] = float(np.dot(np.asarray(row["dense"], dtype=np.float32), vector))
                 except Exception as error:
                     response.warnings.append(f"stored vectors unreadable ({type(error).__name__}); dense score "
