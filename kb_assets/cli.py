@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -196,9 +197,12 @@ def docs(knowledge_base_ids, as_json):
 
 
 def _find(catalog, key):
-    doc = catalog.find_document(key)
+    """A document by id, by source path as ``ingest`` recorded it, or by a path to its file (relative
+    to the current folder or absolute, symlinks followed or not)."""
+    path = Path(key).expanduser()
+    doc = catalog.find_document(list(dict.fromkeys([key, os.path.abspath(path), str(path.resolve())])))
     if doc is None:
-        raise click.ClickException(f"no document {key!r} (give a document id or a source path)")
+        raise click.ClickException(f"no document {key!r} (give a document id, a source path or the file's path)")
     return doc
 
 
@@ -366,7 +370,7 @@ def services(action, as_json):
     home.mkdir(parents=True, exist_ok=True)
     if action == "up":
         if not settings.postgres_url:
-            svc.ensure_postgres(home)
+            svc.ensure_postgres(home, settings.postgres_binaries)
         if not settings.milvus_uri:
             svc.ensure_milvus(home)
     elif action == "down":

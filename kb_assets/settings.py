@@ -14,7 +14,8 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Settings:
     home: Path
-    postgres_url: str | None = None        # KB_POSTGRES_URL; None starts the embedded Postgres
+    postgres_url: str | None = None        # KB_POSTGRES_URL (postgres://, postgresql://, +driver); None: embedded
+    postgres_binaries: str = "auto"        # KB_POSTGRES_BINARIES: auto (Debian's, else the wheel's) | debian | wheel
     milvus_uri: str | None = None          # KB_MILVUS_URI; None starts the embedded Milvus Lite server
     object_store_url: str = ""             # KB_OBJECT_STORE_URL: a folder or s3://bucket/prefix
     lake_url: str = ""                     # KB_LAKE_URL: a folder or s3://bucket/prefix
@@ -46,7 +47,8 @@ class Settings:
         home = Path(env.get("KB_HOME") or "./.kb").expanduser().resolve()
         return cls(
             home=home,
-            postgres_url=env.get("KB_POSTGRES_URL") or None,
+            postgres_url=libpq_url(env["KB_POSTGRES_URL"]) if env.get("KB_POSTGRES_URL") else None,
+            postgres_binaries=_choice(env, "KB_POSTGRES_BINARIES", ("auto", "debian", "wheel")),
             milvus_uri=env.get("KB_MILVUS_URI") or None,
             object_store_url=env.get("KB_OBJECT_STORE_URL") or str(home / "objects"),
             lake_url=env.get("KB_LAKE_URL") or str(home / "lake"),
@@ -87,6 +89,44 @@ class Settings:
                 raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER")
             pairs.append((kb.strip(), Path(folder.strip()).expanduser()))
         return pairs
+
+
+def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """An enumerated setting: the first choice when unset, an error naming the choices when unknown."""
+    value = (env.get(name) or choices[0]).strip().lower()
+    if value not in choices:
+        raise ValueError(f"{name}={env[name]!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def libpq_url(url: str) -> str:
+    """A Postgres URL as libpq (psycopg2) reads it.
+
+    Managed Postgres consoles hand out ``postgres://`` or ``postgresql://``; SQLAlchemy users write
+    ``postgresql+psycopg2://`` or ``postgresql+psycopg://``: all name the same server.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.split("+", 1)[0].lower() not in _POSTGRES_SCHEMES:
+        raise ValueError(f"not a Postgres URL (postgresql://user@host:port/db): {_redacted(url)}")
+    return f"postgresql://{rest}"
+
+
+def sqlalchemy_postgres_url(url: str) -> str:
+    """The same URL for SQLAlchemy with psycopg2, which dagster-postgres installs (SQLAlchemy 2.1 maps a
+    bare ``postgresql://`` to psycopg 3, which is not installed)."""
+    return "postgresql+psycopg2://" + libpq_url(url).partition("://")[2]
+
+
+def _redacted(url: str) -> str:
+    """A URL without its password, for error messages."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 def _s3_storage_options(env: dict[str, str]) -> dict:

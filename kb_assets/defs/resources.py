@@ -19,8 +19,8 @@ from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_set
 
 
 @lru_cache(maxsize=8)
-def _catalog(home: str, postgres_url: str) -> Catalog:
-    catalog = Catalog(postgres_url or ensure_postgres(Path(home)))
+def _catalog(home: str, postgres_url: str, binaries: str) -> Catalog:
+    catalog = Catalog(postgres_url or ensure_postgres(Path(home), binaries))
     catalog.ensure_schema()
     return catalog
 
@@ -45,9 +45,10 @@ class CatalogResource(dg.ConfigurableResource):
 
     home: str
     postgres_url: str = ""
+    postgres_binaries: str = "auto"
 
     def catalog(self) -> Catalog:
-        return _catalog(self.home, self.postgres_url)
+        return _catalog(self.home, self.postgres_url, self.postgres_binaries)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -121,7 +122,8 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     settings = settings or Settings.from_env()
     home = str(settings.home)
     return {
-        "catalog": CatalogResource(home=home, postgres_url=settings.postgres_url or ""),
+        "catalog": CatalogResource(home=home, postgres_url=settings.postgres_url or "",
+                                   postgres_binaries=settings.postgres_binaries),
         "object_store": ObjectStoreResource(url=settings.object_store_url,
                                             endpoint_url=settings.storage_options.get("endpoint_url", "")),
         "lake": LakeResource(url=settings.lake_url, endpoint_url=settings.storage_options.get("endpoint_url", "")),

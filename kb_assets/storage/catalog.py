@@ -15,7 +15,10 @@ from typing import Iterator
 import psycopg2
 import psycopg2.extras
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
+from kb_assets.settings import libpq_url
+
+# sql/ stays at the top of the repository; kb_assets/sql links to it, so wheels carry the schema too
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "sql" / "schema.sql"
 
 DOCUMENT_COLUMNS = (
     "document_id", "knowledge_base_id", "source_path", "source_uri", "title", "version", "size_bytes",
@@ -50,7 +53,7 @@ class Catalog:
     """Connections and queries of the Postgres source of record."""
 
     def __init__(self, dsn: str, statement_timeout_ms: int = 30_000):
-        self.dsn = dsn.replace("postgresql+psycopg2://", "postgresql://")
+        self.dsn = libpq_url(dsn)
         self.statement_timeout_ms = statement_timeout_ms
         self._schema_applied = False
 
@@ -108,14 +111,14 @@ class Catalog:
     def get_document(self, document_id: str) -> Document | None:
         return self.get_documents([document_id]).get(document_id)
 
-    def find_document(self, key: str) -> Document | None:
-        """A document by id, source path or source URI (the newest match)."""
+    def find_document(self, keys: list[str]) -> Document | None:
+        """A document by id, source path or source URI, trying ``keys`` (the newest match)."""
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
                 f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                "WHERE document_id = %s OR source_path = %s OR source_uri = %s "
+                "WHERE document_id = ANY(%s) OR source_path = ANY(%s) OR source_uri = ANY(%s) "
                 "ORDER BY (status = 'deleted'), updated_at DESC LIMIT 1",
-                (key, key, key),
+                (keys, keys, keys),
             )
             row = cur.fetchone()
             return Document(*row) if row else None

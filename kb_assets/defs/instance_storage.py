@@ -1,0 +1,27 @@
+"""Dagster instance storage on Postgres that accepts every Postgres URL form.
+
+``DAGSTER_POSTGRES_URL`` comes from a managed Postgres console as ``postgres://`` or ``postgresql://``;
+SQLAlchemy 2.1 maps a bare ``postgresql://`` to psycopg 3, which dagster-postgres does not install,
+and no longer knows ``postgres://`` at all. The instance configs in ``deploy/`` name this class.
+"""
+
+from __future__ import annotations
+
+import dagster_postgres
+
+from kb_assets.settings import sqlalchemy_postgres_url
+
+
+class PostgresStorage(dagster_postgres.DagsterPostgresStorage):
+    """``DagsterPostgresStorage`` with the URL (or ``postgres_db.scheme``) routed to psycopg2."""
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        config = dict(config_value)
+        if config.get("postgres_url"):
+            config["postgres_url"] = sqlalchemy_postgres_url(config["postgres_url"])
+        elif config.get("postgres_db"):
+            db = dict(config["postgres_db"])
+            db["scheme"] = sqlalchemy_postgres_url(f"{db.get('scheme') or 'postgresql'}://").partition("://")[0]
+            config["postgres_db"] = db
+        return super().from_config_value(inst_data, config)
