@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -86,23 +85,13 @@ def milvus_status(home: Path) -> dict:
 # ---------------------------------------------------------------- process
 
 
-def _binary() -> str:
-    """The ``milvus-lite`` console script next to this interpreter, else the one on PATH."""
-    local = Path(sys.executable).parent / "milvus-lite"
-    if local.exists():
-        return str(local)
-    found = shutil.which("milvus-lite")
-    if found is None:
-        raise RuntimeError(f"milvus-lite not found next to {sys.executable} nor on PATH; "
-                           "install it with `pip install milvus-lite`.")
-    return found
-
-
 def _spawn(home: Path, port: int) -> int:
     """Start the server detached (own session), logging to ``home/milvus.log``; return its pid."""
     data = home / "milvus"
     data.mkdir(parents=True, exist_ok=True)
-    cmd = [_binary(), "server", "--data-dir", str(data), "--host", "127.0.0.1", "--port", str(port)]
+    # this interpreter's milvus_lite, whatever is (or is not) on PATH or beside it
+    cmd = [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data), "--host", "127.0.0.1",
+           "--port", str(port)]
     with open(home / "milvus.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=home, start_new_session=True)
@@ -127,7 +116,7 @@ def _alive(pid: int, needle: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except FileNotFoundError:
         return not Path("/proc/self").exists()
-    return "milvus-lite" in cmdline and needle in cmdline
+    return ("milvus_lite" in cmdline or "milvus-lite" in cmdline) and needle in cmdline
 
 
 def _gone(pid: int) -> bool:
