@@ -110,11 +110,11 @@ def test_invalid_requests_are_422(open_client, body):
     assert open_client.post("/v1/kb/search", json=body).status_code == 422
 
 
-def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher):
+def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher, frozen_milvus_client):
     from kb_assets.retrieval.api import create_app
 
-    down = Searcher(api_searcher.client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
-                    replace(api_searcher.config, milvus_timeout_s=1e-6))
+    down = Searcher(frozen_milvus_client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
+                    replace(api_searcher.config, milvus_timeout_s=0.5))
     client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL)
     response = client.post("/v1/kb/search", json={"query": "数据备份", "knowledgeBaseIds": ["beta"]})
     assert response.status_code == 200

@@ -171,8 +171,10 @@ def test_injection_attempts_in_knowledge_base_ids_do_not_widen_results(kb_search
         assert mixed.results and {r["knowledgeBaseId"] for r in mixed.results} == {"alpha"}, injected
 
 
-def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher):
-    down = _variant(kb_searcher, milvus_timeout_s=1e-6)      # every Milvus call hits its deadline
+def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher, frozen_milvus_client):
+    # a Milvus server that stopped answering: every call hits its deadline
+    down = Searcher(frozen_milvus_client, kb_searcher.catalog, kb_searcher.alias, kb_searcher.load_model,
+                    replace(kb_searcher.config, milvus_timeout_s=0.5))
     for query, kb, needle in [("数据备份保留多少天", "beta", "备份保留三十五天"), ("How long are backups kept?", "alpha", "35 days")]:
         started = time.perf_counter()
         response = down.search(SearchRequest(query, [kb], limit=5))
