@@ -1,4 +1,6 @@
-# Two commands on a fresh machine: `make demo` (install, ingest the sample corpus, search) and `make test`.
+# Two commands on a fresh machine (Python 3.11 and make, nothing else):
+#   make demo   install, ingest the sample corpus end to end, show a search
+#   make test   the test suite on real Postgres, Milvus Lite, SeaweedFS and the real model
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,6 +9,8 @@ export DAGSTER_DISABLE_TELEMETRY := 1
 .PHONY: install demo test dev clean
 
 $(BIN)/kb-assets: pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+	  echo "$(PYTHON) with venv and ensurepip is required (Debian: apt-get install python3.11-venv)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# CPU torch first: it lies on this machine's disk; any other torch downloads GBs
@@ -23,9 +27,10 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# the Dagster UI on the instance `kb-assets ingest` writes ($KB_HOME/dagster, default ./.kb/dagster)
 dev: install
-	mkdir -p .kb/dagster
-	DAGSTER_HOME=$(CURDIR)/.kb/dagster $(BIN)/dagster dev -w workspace.yaml
+	mkdir -p $${KB_HOME:-$(CURDIR)/.kb}/dagster
+	DAGSTER_HOME=$${KB_HOME:-$(CURDIR)/.kb}/dagster $(BIN)/dagster dev -w workspace.yaml
 
 clean:
 	-$(BIN)/kb-assets services down
