@@ -141,7 +141,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
 
-    from kb_assets.defs.resources import build_resources
+    from kb_assets.stores import Stores
     from kb_assets.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
@@ -162,9 +162,8 @@ def main() -> None:
                                     "failures": result.failures}
             print(f"{kb}: {report['ingest'][kb]}", flush=True)
 
-        resources = build_resources(settings)
-        catalog, lake = resources["catalog"].catalog(), resources["lake"].lake()
-        store, model = resources["object_store"].store(), resources["embedding_model"].load()
+        stores = Stores(settings)
+        catalog, lake, store, model = stores.catalog, stores.lake, stores.objects, stores.model()
         for kb in KNOWLEDGE_BASES:
             docs = [d for d in catalog.list_documents([kb]) if d.status == "published"]
             report["documents"][kb] = [document_figures(d, catalog, lake, store, model) for d in docs]

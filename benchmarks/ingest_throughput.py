@@ -30,7 +30,7 @@ def main() -> None:
     os.environ["KB_HOME"] = str(work / "home")
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.defs.resources import build_resources
+    from kb_assets.stores import Stores
     from kb_assets.ingest import dagster_instance, ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
@@ -40,7 +40,7 @@ def main() -> None:
         started = time.perf_counter()
         report = ingest([corpus], "bench", settings)
         first = time.perf_counter() - started
-        catalog_docs = build_resources(settings)["catalog"].catalog().list_documents(["bench"])
+        catalog_docs = Stores(settings).catalog.list_documents(["bench"])
         pages = sum(d.page_count or 0 for d in catalog_docs)
         chunks = sum(d.chunk_count or 0 for d in catalog_docs)
         print(f"first ingest: {len(catalog_docs)} documents, {pages} pages, {chunks} chunks in {first:.1f} s "

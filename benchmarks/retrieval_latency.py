@@ -55,8 +55,8 @@ def kb_names(size: int) -> tuple[str, str]:
 
 def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, words: list[str]) -> str:
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
-    from kb_assets.index.collections import EmbeddingSpec, ensure_collection, publish
-    from kb_assets.index.entities import count_entities
+    from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, publish
+    from kb_assets.stores.vectors import count_entities
 
     spec = EmbeddingSpec(model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",),
                          short_name=f"synthetic{size // 1000}k")
@@ -145,7 +145,7 @@ def throughput(call, queries: list, concurrency: int, requests: int) -> float:
 def measure(size: int, alias: str, client, searcher, model, queries: list[str], args) -> dict:
     import httpx
 
-    from kb_assets.index.collections import OUTPUT_FIELDS, in_filter, pages_filter
+    from kb_assets.stores.vectors import OUTPUT_FIELDS, in_filter, pages_filter
     from kb_assets.retrieval.search import query_terms
 
     collection = client.describe_alias(alias)["collection_name"]
@@ -254,16 +254,14 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     os.environ.pop("KB_API_KEYS", None)
 
-    from kb_assets.defs.resources import build_resources
+    from kb_assets.stores import Stores
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
 
     one_thread_per_query()      # the raw side embeds queries as kb-assets serve does
     settings = Settings.from_env()
-    resources = build_resources(settings)
-    client = resources["milvus"].client()
-    catalog = resources["catalog"].catalog()
-    model = resources["embedding_model"].load()
+    stores = Stores(settings)
+    client, catalog, model = stores.milvus, stores.catalog, stores.model()
     rng = np.random.default_rng(7)
     words = vocabulary(VOCABULARY, rng)
     queries = [" ".join(rng.choice(words[50:1500], size=rng.integers(3, 6))) for _ in range(args.queries)]

@@ -37,7 +37,7 @@ def main() -> None:
     os.environ["KB_HOME"] = str(Path(args.home).resolve())
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.cli import _naive_baseline
+    from kb_assets.cli import naive_baseline
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate, load_questions
     from kb_assets.retrieval.search import LANGUAGE_POLICIES, STRATEGIES, SearchRequest
@@ -59,7 +59,7 @@ def main() -> None:
     report: dict = {"default": default, "languagePolicy": searcher.config.language_policy, "sets": {}}
     started = time.perf_counter()
     kbs = sorted({q["kb"] for qs in sets.values() for q in qs})
-    baseline = _naive_baseline(kbs)
+    baseline = naive_baseline(settings, kbs)
     print(f"naive baseline built over {len(baseline.rows)} windows in {time.perf_counter() - started:.0f} s")
     for name, questions in sets.items():
         runs = {strategy: run(replace(searcher.config, strategy=strategy), questions) for strategy in STRATEGIES}

@@ -19,28 +19,37 @@ def emit(data, as_json: bool, render) -> None:
         render(data)
 
 
-def _resources():
-    from kb_assets.defs.resources import build_resources
+def _stores(settings: Settings):
+    from kb_assets.stores import Stores
 
-    return build_resources(Settings.from_env())
+    return Stores(settings)
+
+
+pass_settings = click.make_pass_decorator(Settings)
 
 
 @click.group()
-def main():
+@click.pass_context
+def main(ctx: click.Context):
     """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
+    try:
+        ctx.obj = Settings.from_env()        # the environment, read once for the command
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.")
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
-def ingest(paths, knowledge_base_id, as_json):
+@pass_settings
+def ingest(settings, paths, knowledge_base_id, as_json):
     """Register files under PATHS as documents of KB, materialize new/changed ones, purge gone ones."""
     from kb_assets.ingest import ingest as run_ingest
 
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     try:
-        report = run_ingest(list(paths), knowledge_base_id, progress=progress)
+        report = run_ingest(list(paths), knowledge_base_id, settings, progress=progress)
     except FileNotFoundError as error:
         raise click.ClickException(str(error)) from None
     data = report.as_json()
@@ -66,13 +75,14 @@ def ingest(paths, knowledge_base_id, as_json):
 @click.option("--strategy", type=click.Choice(["hybrid", "pageindex"]), default=None,
               help="Default: KB_SEARCH_STRATEGY, else pageindex.")
 @click.option("--json", "as_json", is_flag=True)
-def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
+@pass_settings
+def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
     """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
 
     one_thread_per_query()
-    searcher = make_searcher(Settings.from_env())
+    searcher = make_searcher(settings)
     try:
         response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
     except ValueError as error:
@@ -104,10 +114,12 @@ def search(query, knowledge_base_ids, limit, min_score, strategy, as_json):
               help="Default: KB_SEARCH_STRATEGY, else pageindex.")
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
-def evaluate(questions, knowledge_base_ids, strategy, baseline, as_json):
+@pass_settings
+def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
     """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
-    from kb_assets.retrieval.evaluation import evaluate as score, load_questions
+    from kb_assets.retrieval.evaluation import evaluate as score
+    from kb_assets.retrieval.evaluation import load_questions
     from kb_assets.retrieval.search import SearchRequest
 
     try:
@@ -115,14 +127,14 @@ def evaluate(questions, knowledge_base_ids, strategy, baseline, as_json):
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     one_thread_per_query()
-    searcher = make_searcher(Settings.from_env())
+    searcher = make_searcher(settings)
     strategy = strategy or searcher.config.strategy
     searcher.warm_up()
     data = {"strategy": strategy, "scores": score(
         lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows)}
     searcher.close()
     if baseline:
-        naive = _naive_baseline(sorted({q["kb"] for q in rows}))
+        naive = naive_baseline(settings, sorted({q["kb"] for q in rows}))
         data["baseline"] = score(lambda q: naive.search(q["query"], [q["kb"]], 10), rows)
 
     def render(d):
@@ -138,36 +150,29 @@ def evaluate(questions, knowledge_base_ids, strategy, baseline, as_json):
     emit(data, as_json, render)
 
 
-def _naive_baseline(knowledge_base_ids: list[str]):
-    from kb_assets.defs.resources import build_resources
+def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
+    """The naive chunk-RAG baseline over the published pages of these knowledge bases."""
     from kb_assets.retrieval.baseline import NaiveBaseline
 
-    settings = Settings.from_env()
-    resources = build_resources(settings)
-    catalog = resources["catalog"].catalog()
-    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri}, catalog.read_pages(d.document_id))
-                 for d in catalog.list_documents(knowledge_base_ids) if d.status == "published"]
-    return NaiveBaseline(resources["embedding_model"].load(), documents)
+    stores = _stores(settings)
+    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri},
+                  stores.catalog.read_pages(d.document_id))
+                 for d in stores.catalog.list_documents(knowledge_base_ids) if d.status == "published"]
+    return NaiveBaseline(stores.model(), documents)
 
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
-def serve(host, port):
+@pass_settings
+def serve(settings, host, port):
     """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1."""
-    import ipaddress
-
-    settings = Settings.from_env()
-    if not settings.api_keys:
-        try:
-            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
     import uvicorn
 
-    from kb_assets.retrieval.api import create_app, one_thread_per_query
+    from kb_assets.retrieval.api import create_app, is_loopback, one_thread_per_query
+
+    if not settings.api_keys and not is_loopback(host):
+        raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
 
     one_thread_per_query()
     uvicorn.run(create_app(settings), host=host, port=port)
@@ -183,9 +188,10 @@ def _document_json(doc) -> dict:
 @main.command()
 @click.option("--kb", "knowledge_base_ids", multiple=True)
 @click.option("--json", "as_json", is_flag=True)
-def docs(knowledge_base_ids, as_json):
+@pass_settings
+def docs(settings, knowledge_base_ids, as_json):
     """Documents with their status, version, pages and chunks."""
-    catalog = _resources()["catalog"].catalog()
+    catalog = _stores(settings).catalog
     data = {"documents": [_document_json(d) for d in catalog.list_documents(list(knowledge_base_ids) or None)]}
 
     def render(d):
@@ -209,9 +215,10 @@ def _find(catalog, key):
 @main.command()
 @click.argument("document")
 @click.option("--json", "as_json", is_flag=True)
-def pages(document, as_json):
-    """Page records of a document (id or source path): label, parser, mode, summary, text."""
-    catalog = _resources()["catalog"].catalog()
+@pass_settings
+def pages(settings, document, as_json):
+    """Page records of a document (id, source path or file path): label, parser, mode, summary, text."""
+    catalog = _stores(settings).catalog
     doc = _find(catalog, document)
     data = {"documentId": doc.document_id, "pages": [{
         "pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"], "mode": p["mode"],
@@ -229,11 +236,12 @@ def pages(document, as_json):
 @main.command()
 @click.argument("document")
 @click.option("--json", "as_json", is_flag=True)
-def chunks(document, as_json):
+@pass_settings
+def chunks(settings, document, as_json):
     """Chunk records of a document: content, embeddingInput, page range, section."""
-    resources = _resources()
-    doc = _find(resources["catalog"].catalog(), document)
-    frame = resources["lake"].lake().read("chunks", doc.document_id)
+    stores = _stores(settings)
+    doc = _find(stores.catalog, document)
+    frame = stores.lake.read("chunks", doc.document_id)
     data = {"documentId": doc.document_id, "chunks": [{
         "chunkId": c["chunk_id"], "chunkIndex": c["chunk_index"], "pageIndex": c["page_index"],
         "pageEnd": c["page_end"], "pageLabel": c["page_label"], "kind": c["kind"],
@@ -252,15 +260,14 @@ def chunks(document, as_json):
 @main.command()
 @click.argument("chunk_id")
 @click.option("--json", "as_json", is_flag=True)
-def lineage(chunk_id, as_json):
+@pass_settings
+def lineage(settings, chunk_id, as_json):
     """Which page of which version of which file a chunk came from, and which runs wrote it."""
     from kb_assets.lineage import ChunkNotFound, chunk_lineage
 
-    resources = _resources()
-    settings = Settings.from_env()
+    stores = _stores(settings)
     try:
-        data = chunk_lineage(chunk_id, resources["catalog"].catalog(), resources["lake"].lake(),
-                             resources["milvus"].client(), settings.alias)
+        data = chunk_lineage(chunk_id, stores.catalog, stores.lake, stores.milvus, settings.alias)
     except ChunkNotFound as error:
         raise click.ClickException(str(error)) from None
 
@@ -278,19 +285,19 @@ def lineage(chunk_id, as_json):
 @main.command()
 @click.argument("action", required=False, type=click.Choice(["rollback"]))
 @click.option("--json", "as_json", is_flag=True)
-def collections(action, as_json):
+@pass_settings
+def collections(settings, action, as_json):
     """Collection versions (name, model, dimension, state, count, published); `rollback` re-publishes
     the previous version."""
-    from kb_assets.index.collections import published_collection
+    from kb_assets.stores.vectors import published_collection
 
-    resources = _resources()
-    settings = Settings.from_env()
-    client = resources["milvus"].client()
+    stores = _stores(settings)
+    client = stores.milvus
     if action == "rollback":
         from kb_assets.migration import rollback
 
         try:
-            rolled = rollback(resources["catalog"].catalog(), client, settings.alias)
+            rolled = rollback(stores.catalog, client, settings.alias)
         except LookupError as error:
             raise click.ClickException(str(error)) from None
         if not as_json:
@@ -299,7 +306,7 @@ def collections(action, as_json):
     data = {"alias": settings.alias, "published": current, "collections": [{
         "name": c["name"], "model": c["model"], "dimension": c["dimension"], "languages": c["languages"],
         "state": c["state"], "count": c["entity_count"], "published": c["name"] == current}
-        for c in resources["catalog"].catalog().collections()]}
+        for c in stores.catalog.collections()]}
 
     def render(d):
         for c in d["collections"]:
@@ -311,17 +318,17 @@ def collections(action, as_json):
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
-def migrate(as_json):
+@pass_settings
+def migrate(settings, as_json):
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL)."""
     from kb_assets.migration import migrate as run_migrate
-    from kb_assets.retrieval.api import _model
+    from kb_assets.stores.models import embedding_spec, load_model
 
-    resources = _resources()
-    settings = Settings.from_env()
-    embedding = resources["embedding_model"]
+    stores = _stores(settings)
+    model = stores.model()
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
-    data = run_migrate(resources["catalog"].catalog(), resources["lake"].lake(), resources["milvus"].client(),
-                       embedding.load(), embedding.spec(), settings.alias, _model, progress)
+    data = run_migrate(stores.catalog, stores.lake, stores.milvus, model, embedding_spec(model), settings.alias,
+                       load_model, progress)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
@@ -338,15 +345,15 @@ def migrate(as_json):
 @main.command()
 @click.option("--repair", is_flag=True, help="Fix what can be fixed from Postgres and the lake.")
 @click.option("--json", "as_json", is_flag=True)
-def verify(repair, as_json):
+@pass_settings
+def verify(settings, repair, as_json):
     """Consistency per document: Postgres rows vs lake rows vs Milvus entities; exit 1 if inconsistent."""
+    from kb_assets.stores.models import load_model
     from kb_assets.verify import verify as run_verify
 
-    resources = _resources()
-    from kb_assets.retrieval.api import _model
-
-    data = run_verify(resources["catalog"].catalog(), resources["lake"].lake(), resources["milvus"].client(),
-                      Settings.from_env().alias, repair=repair, load_model=_model)
+    stores = _stores(settings)
+    data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias, repair=repair,
+                      load_model=load_model)
 
     def render(d):
         click.echo("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
@@ -361,11 +368,11 @@ def verify(repair, as_json):
 @main.command()
 @click.argument("action", type=click.Choice(["up", "down", "status"]))
 @click.option("--json", "as_json", is_flag=True)
-def services(action, as_json):
+@pass_settings
+def services(settings, action, as_json):
     """Start, stop or show the embedded Postgres and Milvus Lite server under KB_HOME."""
     from kb_assets import services as svc
 
-    settings = Settings.from_env()
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
     if action == "up":

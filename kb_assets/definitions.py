@@ -1,19 +1,26 @@
-"""The Dagster definitions of kb-assets: assets with their checks, the ingest job, the watched-folder
-sensor and schedule, resources."""
+"""The Dagster definitions of kb-assets, assembled from ``defs/`` for one configuration.
+
+``defs`` is built when Dagster loads the code location, from the environment read once there;
+``kb-assets ingest`` builds the same definitions from the settings it already has.
+"""
 
 import dagster as dg
 
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.jobs import ingest_documents
 from kb_assets.defs.resources import build_resources
-from kb_assets.defs.schedules import incremental_update_schedule
-from kb_assets.defs.sensors import watched_folders_sensor
+from kb_assets.defs.schedules import build_incremental_update_schedule
+from kb_assets.defs.sensors import build_watched_folders_sensor
 from kb_assets.settings import Settings
 
 
-def make_definitions(settings: Settings | None = None) -> dg.Definitions:
-    return dg.Definitions(assets=ASSETS, jobs=[ingest_documents], sensors=[watched_folders_sensor],
-                          schedules=[incremental_update_schedule], resources=build_resources(settings))
+def make_definitions(settings: Settings) -> dg.Definitions:
+    return dg.Definitions(assets=ASSETS, jobs=[ingest_documents],
+                          sensors=[build_watched_folders_sensor(settings)],
+                          schedules=[build_incremental_update_schedule(settings)],
+                          resources=build_resources(settings))
 
 
-defs = make_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    return make_definitions(Settings.from_env())

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pymilvus import MilvusClient
-
 import re
 
-from kb_assets.chunking.text import normalize_ws
-from kb_assets.index.collections import in_filter, milvus_string
-from kb_assets.storage.catalog import Catalog
-from kb_assets.storage.lake import Lake
+from pymilvus import MilvusClient
+
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.vectors import in_filter, milvus_string
+from kb_assets.text import normalize_ws
 
 # chunk ids are the first 32 hex digits of a sha256 (``chunking.chunker.chunk_id``)
 CHUNK_ID = re.compile(r"[0-9a-f]{32}")

@@ -12,29 +12,23 @@ import polars as pl
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.index.collections import EmbeddingSpec, ensure_collection, publish, published_collection
-from kb_assets.index.entities import chunk_entities, count_entities, sync_document
-from kb_assets.retrieval.search import SearchRequest, Searcher
-from kb_assets.storage.catalog import Catalog
-from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
+from kb_assets.embedding.vectors import vectors_for
+from kb_assets.retrieval.search import Searcher, SearchRequest
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.vectors import (
+    SCHEMA_VERSION,
+    EmbeddingSpec,
+    chunk_entities,
+    count_entities,
+    ensure_collection,
+    publish,
+    published_collection,
+    sync_document,
+)
 
 GOLDEN_QUERIES = 60
 QUALITY_TOLERANCE = 0.05
-
-
-def vectors_for_spec(chunks: pl.DataFrame, stored: pl.DataFrame, model: EmbeddingModel,
-                     model_id: str) -> pl.DataFrame:
-    """Vectors of a document's chunks for one spec: stored ones of that spec reused, the rest encoded."""
-    stored = stored.filter((pl.col("model") == model_id) & (pl.col("dimension") == model.dimension))
-    reuse = dict(zip(stored["embedding_input_sha"].to_list(), stored["vector"].to_list()))
-    shas = chunks["embedding_input_sha"].to_list()
-    missing = [(sha, text) for sha, text in zip(shas, chunks["embedding_input"].to_list()) if sha not in reuse]
-    encoded = model.encode([text for _, text in missing])
-    reuse.update({sha: vector.tolist() for (sha, _), vector in zip(missing, encoded)})
-    return pl.DataFrame({
-        "chunk_id": chunks["chunk_id"], "document_id": chunks["document_id"], "embedding_input_sha": shas,
-        "model": [model_id] * chunks.height, "dimension": [model.dimension] * chunks.height,
-        "vector": [reuse[sha] for sha in shas], "run_id": ["migrate"] * chunks.height}, schema=EMBEDDINGS_SCHEMA)
 
 
 def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[tuple[str, str, str]]:
@@ -65,10 +59,7 @@ def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, 
     """The hit rate of a collection searched the way the service will search it: through an alias
     (a temporary one, dropped afterwards)."""
     alias = f"{collection}__candidate"
-    if alias in client.list_aliases().get("aliases", []):
-        client.alter_alias(collection, alias)
-    else:
-        client.create_alias(collection, alias)
+    publish(client, alias, collection)
     searcher = Searcher(client, catalog, alias, load_model)
     try:
         return document_hit_rate(searcher, queries)
@@ -86,7 +77,7 @@ def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: Embedding
         return {"status": "unchanged", "published": target}
     ensure_collection(client, spec)
     with catalog.connect() as conn:
-        catalog.record_collection(conn, name=target, alias=alias, schema_version=1, model=spec.model,
+        catalog.record_collection(conn, name=target, alias=alias, schema_version=SCHEMA_VERSION, model=spec.model,
                                   dimension=spec.dimension, languages=list(spec.languages), state="building")
         catalog.set_collection_state(conn, target, "building")
     documents = [d for d in catalog.list_documents() if d.status == "published"]
@@ -94,7 +85,7 @@ def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: Embedding
     expected = 0
     for done, doc in enumerate(documents, 1):
         chunks = lake.read("chunks", doc.document_id)
-        vectors = vectors_for_spec(chunks, lake.read("embeddings", doc.document_id), model, spec.model)
+        [(vectors, _)] = vectors_for([(chunks, lake.read("embeddings", doc.document_id))], model, spec.model, "migrate")
         sync_document(client, target, doc.document_id, chunk_entities(chunks, vectors))
         doc_vectors[doc.document_id] = vectors
         expected += chunks.height

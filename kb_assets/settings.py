@@ -1,7 +1,9 @@
-"""Every setting of kb-assets, read once from environment variables.
+"""Every setting of kb-assets, and the only module that reads or writes the process environment.
 
-Unset means the embedded default: all state under one directory, ``KB_HOME`` (default ``./.kb``).
-Resources and the command line are built from a :class:`Settings`; nothing deeper reads the environment.
+Read once per process (a CLI command, the service, the Dagster code location) with
+:meth:`Settings.from_env`; everything else receives typed settings (:class:`ParseOptions`,
+:class:`SearchConfig`, :class:`SummarizerSettings`, ...) built here. Unset means the embedded default:
+all state under one directory, ``KB_HOME`` (default ``./.kb``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,49 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kb_assets.parsing.options import (
+    MAX_FILE_BYTES,
+    MAX_PAGES,
+    MAX_UNPACKED_BYTES,
+    OCR_LANGUAGES,
+    ParseOptions,
+)
+from kb_assets.retrieval.config import SearchConfig, Weights
+
+# environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
+SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Credentials and endpoint of s3:// stores, from the standard ``AWS_*`` variables."""
+
+    access_key_id: str = ""
+    secret_access_key: str = ""
+    endpoint_url: str = ""               # AWS_ENDPOINT_URL: a non-AWS server (SeaweedFS, MinIO)
+    region: str = ""                     # AWS_REGION / AWS_DEFAULT_REGION
+
+    def storage_options(self) -> dict:
+        """fsspec/s3fs options (used only for s3:// URLs)."""
+        options: dict = {}
+        if self.access_key_id:
+            options.update(key=self.access_key_id, secret=self.secret_access_key)
+        if self.endpoint_url:
+            options["endpoint_url"] = self.endpoint_url
+        if self.region:
+            options["client_kwargs"] = {"region_name": self.region}
+        return options
+
+
+@dataclass(frozen=True)
+class SummarizerSettings:
+    """The optional OpenAI-compatible page summarizer; unset ``url``/``model``: rule-based summaries."""
+
+    url: str = ""                        # KB_SUMMARIZER_URL: the API base
+    model: str = ""                      # KB_SUMMARIZER_MODEL
+    api_key: str = ""                    # KB_SUMMARIZER_API_KEY (optional)
+    timeout_seconds: float = 10.0        # KB_SUMMARIZER_TIMEOUT_SECONDS: per page request
 
 
 @dataclass(frozen=True)
@@ -19,32 +64,29 @@ class Settings:
     milvus_uri: str | None = None          # KB_MILVUS_URI; None starts the embedded Milvus Lite server
     object_store_url: str = ""             # KB_OBJECT_STORE_URL: a folder or s3://bucket/prefix
     lake_url: str = ""                     # KB_LAKE_URL: a folder or s3://bucket/prefix
+    s3: S3Settings = S3Settings()
+    dagster_home_dir: Path | None = None   # DAGSTER_HOME; None: $KB_HOME/dagster
     embedding_model: str = "all-MiniLM-L6-v2"  # KB_EMBEDDING_MODEL: a model id or a local path
     embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE
     alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
-    dense_weight: float = 0.82             # KB_DENSE_WEIGHT
-    lexical_weight: float = 0.18           # KB_LEXICAL_WEIGHT
-    exact_boost: float = 0.05              # KB_EXACT_BOOST
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
-    storage_options: dict = field(default_factory=dict)  # from AWS_* for s3:// URLs
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=/path/b" folders the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
-    parse_max_file_bytes: int = 200 * 1024 * 1024   # KB_PARSE_MAX_FILE_BYTES: larger files are refused
-    parse_max_pages: int = 5000            # KB_PARSE_MAX_PAGES: PDFs with more pages are refused
-    parse_max_unpacked_bytes: int = 1024 ** 3  # KB_PARSE_MAX_UNPACKED_BYTES: DOCX/PPTX/XLSX unpacked size
-    ocr_languages: str = "eng+chi_sim"     # KB_OCR_LANGUAGES: tesseract languages for pages without text
-    docling_artifacts_path: str | None = None  # DOCLING_ARTIFACTS_PATH: docling's layout/table models
-    summarizer_url: str = ""               # KB_SUMMARIZER_URL: OpenAI-compatible API base; unset: rule-based summaries
-    summarizer_model: str = ""             # KB_SUMMARIZER_MODEL
-    summarizer_api_key: str = ""           # KB_SUMMARIZER_API_KEY (optional)
-    summarizer_timeout_seconds: float = 10.0  # KB_SUMMARIZER_TIMEOUT_SECONDS: per page request
+    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_LANGUAGES, DOCLING_ARTIFACTS_PATH
+    search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
+    summarizer: SummarizerSettings = SummarizerSettings()
+    secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        """Settings from ``env`` (default: this process's environment)."""
+        from_process = env is None
         env = dict(os.environ if env is None else env)
         home = Path(env.get("KB_HOME") or "./.kb").expanduser().resolve()
+        search_defaults, parse_defaults = SearchConfig(), ParseOptions()
+        artifacts = env.get("DOCLING_ARTIFACTS_PATH")
         return cls(
             home=home,
             postgres_url=libpq_url(env["KB_POSTGRES_URL"]) if env.get("KB_POSTGRES_URL") else None,
@@ -52,33 +94,56 @@ class Settings:
             milvus_uri=env.get("KB_MILVUS_URI") or None,
             object_store_url=env.get("KB_OBJECT_STORE_URL") or str(home / "objects"),
             lake_url=env.get("KB_LAKE_URL") or str(home / "lake"),
+            s3=S3Settings(
+                access_key_id=env.get("AWS_ACCESS_KEY_ID") or "",
+                secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or "",
+                endpoint_url=env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL_S3") or "",
+                region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "",
+            ),
+            dagster_home_dir=Path(env["DAGSTER_HOME"]).expanduser().resolve() if env.get("DAGSTER_HOME") else None,
             embedding_model=env.get("KB_EMBEDDING_MODEL") or cls.embedding_model,
-            embedding_batch_size=int(env.get("KB_EMBEDDING_BATCH_SIZE") or cls.embedding_batch_size),
+            embedding_batch_size=_int(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
-            dense_weight=float(env.get("KB_DENSE_WEIGHT") or cls.dense_weight),
-            lexical_weight=float(env.get("KB_LEXICAL_WEIGHT") or cls.lexical_weight),
-            exact_boost=float(env.get("KB_EXACT_BOOST") or cls.exact_boost),
-            run_batch_size=int(env.get("KB_RUN_BATCH_SIZE") or cls.run_batch_size),
+            run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
             api_keys=env.get("KB_API_KEYS") or "",
-            storage_options=_s3_storage_options(env),
             watch=env.get("KB_WATCH") or "",
-            watch_interval_seconds=int(env.get("KB_WATCH_INTERVAL_SECONDS") or cls.watch_interval_seconds),
+            watch_interval_seconds=_int(env, "KB_WATCH_INTERVAL_SECONDS", cls.watch_interval_seconds),
             refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,
-            parse_max_file_bytes=int(env.get("KB_PARSE_MAX_FILE_BYTES") or cls.parse_max_file_bytes),
-            parse_max_pages=int(env.get("KB_PARSE_MAX_PAGES") or cls.parse_max_pages),
-            parse_max_unpacked_bytes=int(env.get("KB_PARSE_MAX_UNPACKED_BYTES") or cls.parse_max_unpacked_bytes),
-            ocr_languages=env.get("KB_OCR_LANGUAGES") or cls.ocr_languages,
-            docling_artifacts_path=env.get("DOCLING_ARTIFACTS_PATH") or None,
-            summarizer_url=env.get("KB_SUMMARIZER_URL") or "",
-            summarizer_model=env.get("KB_SUMMARIZER_MODEL") or "",
-            summarizer_api_key=env.get("KB_SUMMARIZER_API_KEY") or "",
-            summarizer_timeout_seconds=float(env.get("KB_SUMMARIZER_TIMEOUT_SECONDS")
-                                             or cls.summarizer_timeout_seconds),
+            parse=ParseOptions(
+                max_file_bytes=_int(env, "KB_PARSE_MAX_FILE_BYTES", MAX_FILE_BYTES),
+                max_pages=_int(env, "KB_PARSE_MAX_PAGES", MAX_PAGES),
+                max_unpacked_bytes=_int(env, "KB_PARSE_MAX_UNPACKED_BYTES", MAX_UNPACKED_BYTES),
+                ocr_languages=env.get("KB_OCR_LANGUAGES") or OCR_LANGUAGES,
+                docling_artifacts_path=Path(artifacts).expanduser() if artifacts else parse_defaults.docling_artifacts_path,
+            ),
+            search=SearchConfig(
+                weights=Weights(
+                    dense=_float(env, "KB_DENSE_WEIGHT", search_defaults.weights.dense),
+                    lexical=_float(env, "KB_LEXICAL_WEIGHT", search_defaults.weights.lexical),
+                    exact_boost=_float(env, "KB_EXACT_BOOST", search_defaults.weights.exact_boost),
+                ),
+                strategy=env.get("KB_SEARCH_STRATEGY") or search_defaults.strategy,
+                candidates=_int(env, "KB_SEARCH_CANDIDATES", search_defaults.candidates),
+                milvus_timeout_s=_float(env, "KB_MILVUS_TIMEOUT_S", search_defaults.milvus_timeout_s),
+                postgres_timeout_ms=_int(env, "KB_POSTGRES_TIMEOUT_MS", search_defaults.postgres_timeout_ms),
+            ),
+            summarizer=SummarizerSettings(
+                url=env.get("KB_SUMMARIZER_URL") or "",
+                model=env.get("KB_SUMMARIZER_MODEL") or "",
+                api_key=env.get("KB_SUMMARIZER_API_KEY") or "",
+                timeout_seconds=_float(env, "KB_SUMMARIZER_TIMEOUT_SECONDS", SummarizerSettings.timeout_seconds),
+            ),
+            secrets_from_env=frozenset(name for name in SECRET_VARIABLES if from_process and env.get(name)),
         )
 
     @property
     def dagster_home(self) -> Path:
-        return self.home / "dagster"
+        """The Dagster instance's folder: DAGSTER_HOME, else $KB_HOME/dagster (what ``dagster dev`` at the
+        repository root opens too)."""
+        return self.dagster_home_dir or self.home / "dagster"
+
+    def storage_options(self) -> dict:
+        return self.s3.storage_options()
 
     def watched_folders(self) -> list[tuple[str, Path]]:
         """(knowledge base, folder) pairs of KB_WATCH."""
@@ -91,6 +156,20 @@ class Settings:
         return pairs
 
 
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    try:
+        return int(env.get(name) or default)
+    except ValueError:
+        raise ValueError(f"{name}={env[name]!r}: expected a whole number") from None
+
+
+def _float(env: dict[str, str], name: str, default: float) -> float:
+    try:
+        return float(env.get(name) or default)
+    except ValueError:
+        raise ValueError(f"{name}={env[name]!r}: expected a number") from None
+
+
 def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
     """An enumerated setting: the first choice when unset, an error naming the choices when unknown."""
     value = (env.get(name) or choices[0]).strip().lower()
@@ -99,6 +178,7 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+# Postgres URLs ------------------------------------------------------------------------------------
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
@@ -129,14 +209,13 @@ def _redacted(url: str) -> str:
     return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
 
 
-def _s3_storage_options(env: dict[str, str]) -> dict:
-    """fsspec/s3fs options from the standard AWS_* variables (used only for s3:// URLs)."""
-    options: dict = {}
-    if env.get("AWS_ACCESS_KEY_ID"):
-        options["key"] = env["AWS_ACCESS_KEY_ID"]
-        options["secret"] = env.get("AWS_SECRET_ACCESS_KEY", "")
-    if env.get("AWS_ENDPOINT_URL"):
-        options["endpoint_url"] = env["AWS_ENDPOINT_URL"]
-    if env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"):
-        options["client_kwargs"] = {"region_name": env.get("AWS_REGION") or env["AWS_DEFAULT_REGION"]}
-    return options
+# the process environment that libraries and child processes read ------------------------------------
+def use_offline_model_libraries() -> None:
+    """Models load from installed packages or local paths only: Hugging Face libraries never go online."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        os.environ.setdefault(name, "1")
+
+
+def server_environment() -> dict[str, str]:
+    """The environment the embedded servers' tools (initdb, pg_ctl) run with: this PATH, the C locale."""
+    return {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}

@@ -8,47 +8,46 @@ re-materialization of unchanged content costs nothing. A step that cannot handle
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import mimetypes
 import tempfile
 from pathlib import Path, PurePosixPath
 
-import polars as pl
 from pymilvus import MilvusClient
 from upath import UPath
 
 from kb_assets.chunking.chunker import DocumentContext, chunk_with_fallback
-from kb_assets.chunking.text import sha256_text
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.index.collections import milvus_string, publish, published_collection
-from kb_assets.index.entities import chunk_entities, count_entities, delete_document, sync_document
-from kb_assets.parsing import DocumentParseError, parse_document
-from kb_assets.storage.catalog import Catalog, Document
-from kb_assets.storage.lake import EMBEDDINGS_SCHEMA, Lake
-from kb_assets.storage.objects import ObjectStore
+from kb_assets.embedding.vectors import vectors_for
+from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
+from kb_assets.planning import sha256_bytes
+from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.vectors import (
+    chunk_entities,
+    count_entities,
+    delete_document,
+    milvus_string,
+    publish,
+    published_collection,
+    sync_document,
+)
 from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
-from kb_assets.structure.summaries import RULES_SUMMARIZER, PageSummarizer, summarize_document
-
-MAX_FILE_BYTES = 200 * 1024 * 1024
+from kb_assets.structure.summaries import (
+    RULES_SUMMARIZER,
+    PageSummarizer,
+    summarize_document,
+)
+from kb_assets.text import sha256_text
 
 
 class DocumentFailed(Exception):
     """One document cannot go on; the message says why (shown to users as the document's error)."""
 
 
-def document_id_for(knowledge_base_id: str, source_path: str) -> str:
-    """Stable per (knowledge base, source path relative to the ingested folder)."""
-    digest = hashlib.sha256(f"{knowledge_base_id}\x00{source_path}".encode()).hexdigest()
-    return f"doc-{digest[:24]}"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 # raw_files -----------------------------------------------------------------------------------
-def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
+def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_bytes: int, run_id: str) -> dict:
     """Copy the source bytes into the content-addressed object store and record their version."""
     try:
         data = UPath(doc.source_uri).read_bytes()
@@ -58,8 +57,9 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: 
         raise DocumentFailed(f"{doc.source_uri}: cannot read source file ({error})") from None
     if not data:
         raise DocumentFailed(f"{doc.source_path}: empty file")
-    if len(data) > MAX_FILE_BYTES:
-        raise DocumentFailed(f"{doc.source_path}: {len(data)} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
+    if len(data) > max_bytes:
+        raise DocumentFailed(f"{doc.source_path}: {len(data)} bytes exceeds the {max_bytes}-byte limit "
+                             "(KB_PARSE_MAX_FILE_BYTES)")
     version = sha256_bytes(data)
     suffix = PurePosixPath(doc.source_path).suffix
     key = store.put(ObjectStore.original_key(version, suffix), data)
@@ -71,7 +71,7 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, run_id: 
 
 
 # parsed_pages --------------------------------------------------------------------------------
-def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str) -> dict:
+def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: ParseOptions, run_id: str) -> dict:
     """Parse the stored original into page records (text, blocks, parser, mode, label; summaries and
     keywords are ``pageindex_trees``' work) and store page renders and figure crops (PDF, images) in the object store:
     ``pages/{document_id}/{version}/{page_index}.png`` (key on the page record) and
@@ -80,15 +80,11 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, run_id: str
     Images are written before the page rows (one transaction); a failed parse writes nothing, and
     the images of earlier versions are removed once the new pages are committed.
     """
-    from kb_assets.parsing import ParseOptions
-    from kb_assets.settings import Settings
-
     existing = catalog.read_pages(doc.document_id)
     if existing and all(p["version"] == doc.version for p in existing):
         return {"pages": len(existing), "skipped": True, "mode": existing[0]["mode"]}
     suffix = PurePosixPath(doc.source_path).suffix
     name = PurePosixPath(doc.source_path).name
-    options = ParseOptions.from_settings(Settings.from_env())
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / f"source{suffix.lower()}"
         local.write_bytes(store.get(doc.object_key))
@@ -201,37 +197,14 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
 def embed_chunks(docs: list[Document], lake: Lake, model: EmbeddingModel, model_id: str,
                  run_id: str) -> dict[str, dict]:
     """Embed the chunks of many documents in one batch; a vector is reused while its input is unchanged."""
-    plans = {}
-    to_encode: list[str] = []
-    for doc in docs:
-        chunks = lake.read("chunks", doc.document_id)
-        previous = lake.read("embeddings", doc.document_id).filter(
-            (pl.col("model") == model_id) & (pl.col("dimension") == model.dimension))
-        reusable = dict(zip(previous["embedding_input_sha"].to_list(), previous["vector"].to_list()))
-        missing = chunks.filter(~pl.col("embedding_input_sha").is_in(list(reusable)))
-        plans[doc.document_id] = (chunks, reusable, len(to_encode), missing)
-        to_encode.extend(missing["embedding_input"].to_list())
-    vectors = model.encode(to_encode)
+    inputs = [(lake.read("chunks", doc.document_id), lake.read("embeddings", doc.document_id)) for doc in docs]
     stats = {}
-    for doc_id, (chunks, reusable, offset, missing) in plans.items():
-        fresh = dict(zip(missing["embedding_input_sha"].to_list(),
-                         (vectors[offset + i].tolist() for i in range(missing.height))))
-        lookup = {**reusable, **fresh}
-        frame = pl.DataFrame({
-            "chunk_id": chunks["chunk_id"],
-            "document_id": chunks["document_id"],
-            "embedding_input_sha": chunks["embedding_input_sha"],
-            "model": [model_id] * chunks.height,
-            "dimension": [model.dimension] * chunks.height,
-            "vector": [lookup[sha] for sha in chunks["embedding_input_sha"].to_list()],
-            "run_id": [run_id] * chunks.height,
-        }, schema=EMBEDDINGS_SCHEMA)
-        unchanged = (missing.height == 0 and lake.exists("embeddings", doc_id)
-                     and lake.read("embeddings", doc_id)["chunk_id"].to_list() == frame["chunk_id"].to_list())
+    for doc, (chunks, stored), (frame, encoded) in zip(docs, inputs, vectors_for(inputs, model, model_id, run_id)):
+        unchanged = encoded == 0 and stored["chunk_id"].to_list() == frame["chunk_id"].to_list() \
+            and (stored["model"] == model_id).all()
         if not unchanged:
-            lake.write("embeddings", doc_id, frame)
-        stats[doc_id] = {"embedded": missing.height, "reused": chunks.height - missing.height,
-                         "skipped": unchanged}
+            lake.write("embeddings", doc.document_id, frame)
+        stats[doc.document_id] = {"embedded": encoded, "reused": chunks.height - encoded, "skipped": unchanged}
     return stats
 
 
@@ -259,20 +232,23 @@ def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: La
         delete_document(client, collection, doc.document_id)
     lake.delete("embeddings", doc.document_id)
     lake.delete("chunks", doc.document_id)
-    with catalog.connect() as conn:
-        with conn.cursor() as cur:
-            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (doc.document_id,))
-            cur.execute("DELETE FROM pages WHERE document_id = %s", (doc.document_id,))
-            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
-                        "AND status <> 'deleted'", (doc.object_key, doc.document_id))
-            shared = cur.fetchone()[0]
-        catalog.update_document(conn, doc.document_id, status="deleted", error=None, chunk_count=0,
-                                published_version=None)
+    shared = catalog.mark_deleted(doc.document_id, doc.object_key)
     if doc.object_key and not shared:
         store.delete(doc.object_key)
     store.delete_prefix(f"pages/{doc.document_id}")      # page images and figure crops of every version
     store.delete_prefix(f"figures/{doc.document_id}")
 
+
+
+def purge_documents(gone: list[Document], stores) -> list[str]:
+    """Purge documents whose files are gone from every collection, the lake and the object store."""
+    if not gone:
+        return []
+    client = stores.milvus
+    collections = [c["name"] for c in stores.catalog.collections() if client.has_collection(c["name"])]
+    for doc in gone:
+        purge_document(doc, stores.catalog, stores.objects, stores.lake, client, collections)
+    return [doc.document_id for doc in gone]
 
 
 def publish_if_unpublished(client: MilvusClient, catalog: Catalog, alias: str, collection: str) -> str | None:

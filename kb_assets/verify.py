@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from pymilvus import MilvusClient
 
-from kb_assets.index.collections import collection_spec, milvus_string, published_collection
-from kb_assets.index.entities import chunk_entities, count_entities, delete_document, sync_document
-from kb_assets.migration import vectors_for_spec
-from kb_assets.storage.catalog import Catalog
-from kb_assets.storage.lake import Lake
+from kb_assets.embedding.vectors import vectors_for
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.vectors import (
+    chunk_entities,
+    collection_spec,
+    count_entities,
+    delete_document,
+    milvus_string,
+    published_collection,
+    sync_document,
+)
 
 
 def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False,
@@ -57,7 +64,7 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
             repaired = False
             if repair and load_model is not None:
                 spec = collection_spec(client, collection)
-                vectors = vectors_for_spec(chunks, vectors, load_model(spec["model"]), spec["model"])
+                [(vectors, _)] = vectors_for([(chunks, vectors)], load_model(spec["model"]), spec["model"], "repair")
                 sync_document(client, collection, doc.document_id, chunk_entities(chunks, vectors))
                 with catalog.connect() as conn:
                     catalog.update_document(conn, doc.document_id, chunk_count=chunks.height,

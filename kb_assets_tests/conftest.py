@@ -44,25 +44,25 @@ def settings(kb_home):
 
 
 @pytest.fixture(scope="session")
-def resources(settings):
-    from kb_assets.defs.resources import build_resources
+def stores(settings):
+    from kb_assets.stores import Stores
 
-    return build_resources(settings)
-
-
-@pytest.fixture(scope="session")
-def catalog(resources):
-    return resources["catalog"].catalog()
+    return Stores(settings)
 
 
 @pytest.fixture(scope="session")
-def milvus_client(resources):
-    return resources["milvus"].client()
+def catalog(stores):
+    return stores.catalog
 
 
 @pytest.fixture(scope="session")
-def lake(resources):
-    return resources["lake"].lake()
+def milvus_client(stores):
+    return stores.milvus
+
+
+@pytest.fixture(scope="session")
+def lake(stores):
+    return stores.lake
 
 
 @pytest.fixture(scope="session")

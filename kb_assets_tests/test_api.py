@@ -170,10 +170,10 @@ def test_the_configured_default_strategy_is_pageindex(api_searcher):
     assert api_searcher.config.strategy == SearchConfig().strategy == "pageindex"
 
 
-def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, resources, catalog, corpus_for_api):
+def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, stores, catalog, corpus_for_api):
     beta = next(d for d in catalog.list_documents(["beta"]) if d.source_path == "warehouse.md")
     key = f"pages/{beta.document_id}/{beta.version}/0.png"
-    resources["object_store"].store().put(key, b"\x89PNG test image")
+    stores.objects.put(key, b"\x89PNG test image")
     client = TestClient(keyed_app, client=LOCAL)
     allowed = client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer all-key"})
     assert allowed.status_code == 200 and allowed.content == b"\x89PNG test image"

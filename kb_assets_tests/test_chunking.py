@@ -9,7 +9,7 @@ import sys
 from functools import lru_cache
 
 from kb_assets.chunking.chunker import MIN_CHARS, TARGET_CHARS, DocumentContext, chunk_document, chunk_with_fallback
-from kb_assets.chunking.text import normalize_ws
+from kb_assets.text import normalize_ws
 from kb_assets.lineage import chunk_found_in_pages
 
 MAX_TOKENS = 256   # all-MiniLM-L6-v2's window
@@ -255,8 +255,8 @@ def test_the_fallback_chunker_keeps_a_document_going_when_the_smart_pass_fails()
 
 
 # -- through the pipeline --------------------------------------------------------------------
-def test_pipeline_chunks_are_traceable_fit_the_window_and_tables_carry_headers(handbook, catalog, lake, resources):
-    model = resources["embedding_model"].load()
+def test_pipeline_chunks_are_traceable_fit_the_window_and_tables_carry_headers(handbook, catalog, lake, stores):
+    model = stores.model()
     for doc in catalog.list_documents(["handbook"]):
         rows = list(lake.read("chunks", doc.document_id).iter_rows(named=True))
         assert rows, doc.source_path

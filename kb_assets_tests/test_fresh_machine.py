@@ -69,7 +69,7 @@ def fresh_root(tmp_path_factory, wheel_python):
 
 @pytest.mark.slow
 def test_a_wheel_install_ingests_with_the_schema_it_carries(wheel_python, fresh_root):
-    where = _run([wheel_python, "-c", "import kb_assets, kb_assets.storage.catalog as c; "
+    where = _run([wheel_python, "-c", "import kb_assets, kb_assets.stores.catalog as c; "
                                       "print(kb_assets.__file__); print(c.SCHEMA_FILE.is_file())"], cwd=fresh_root)
     module, schema_found = where.stdout.split()
     assert Path(module).is_relative_to(wheel_python.parents[1]) and schema_found == "True"
@@ -132,7 +132,7 @@ def _free_port() -> int:
 
 def test_every_form_of_postgres_url_reaches_the_same_server(catalog):
     from kb_assets.settings import Settings, libpq_url, sqlalchemy_postgres_url
-    from kb_assets.storage.catalog import Catalog
+    from kb_assets.stores.catalog import Catalog
 
     tail = catalog.dsn.partition("://")[2]
     for scheme in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):

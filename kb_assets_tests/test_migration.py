@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import pytest
 
-from kb_assets.index.collections import published_collection
-from kb_assets.index.entities import count_entities
+from kb_assets.stores.vectors import published_collection
+from kb_assets.stores.vectors import count_entities
 from kb_assets.retrieval.search import SearchRequest
 
 pytestmark = pytest.mark.slow
 
 
 def test_spec_change_migrates_validates_swaps_and_rolls_back(handbook, catalog, lake, milvus_client, monkeypatch):
-    from kb_assets.defs.resources import build_resources
     from kb_assets.migration import migrate, rollback
-    from kb_assets.retrieval.api import _model, make_searcher
+    from kb_assets.retrieval.api import make_searcher
     from kb_assets.settings import Settings
+    from kb_assets.stores.models import embedding_spec, load_model
 
     before = published_collection(milvus_client, "kb_chunks")
     before_count = count_entities(milvus_client, before)
     monkeypatch.setenv("KB_EMBEDDING_MODEL", "all-MiniLM-L6-v2@256")
     settings = Settings.from_env()
-    embedding = build_resources(settings)["embedding_model"]
+    model = load_model(settings.embedding_model)
 
-    report = migrate(catalog, lake, milvus_client, embedding.load(), embedding.spec(), settings.alias, _model)
+    report = migrate(catalog, lake, milvus_client, model, embedding_spec(model), settings.alias, load_model)
 
     assert report["status"] == "published", report
     assert report["collection"] == "kb_chunks__minilm_l6__d256__v1" == published_collection(milvus_client, "kb_chunks")
@@ -36,8 +36,8 @@ def test_spec_change_migrates_validates_swaps_and_rolls_back(handbook, catalog, 
     assert milvus_client.has_collection(before)                   # kept for rollback
     states = {c["name"]: c["state"] for c in catalog.collections()}
     assert states[before] == "retired" and states[report["collection"]] == "published"
-    assert migrate(catalog, lake, milvus_client, embedding.load(), embedding.spec(), settings.alias,
-                   _model)["status"] == "unchanged"
+    assert migrate(catalog, lake, milvus_client, model, embedding_spec(model), settings.alias,
+                   load_model)["status"] == "unchanged"
 
     rolled = rollback(catalog, milvus_client, settings.alias)
 

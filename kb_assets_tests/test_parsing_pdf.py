@@ -242,7 +242,7 @@ def test_parse_options_from_settings():
         "KB_HOME": "/tmp/kb", "KB_PARSE_MAX_FILE_BYTES": "1000", "KB_PARSE_MAX_PAGES": "3",
         "KB_PARSE_MAX_UNPACKED_BYTES": "5000", "KB_OCR_LANGUAGES": "eng", "DOCLING_ARTIFACTS_PATH": "/models",
     })
-    options = ParseOptions.from_settings(settings)
+    options = settings.parse
     assert (options.max_file_bytes, options.max_pages, options.max_unpacked_bytes) == (1000, 3, 5000)
     assert options.ocr_languages == "eng" and options.docling_artifacts_path == Path("/models")
-    assert ParseOptions.from_settings(Settings.from_env({"KB_HOME": "/tmp/kb"})) == ParseOptions()
+    assert Settings.from_env({"KB_HOME": "/tmp/kb"}).parse == ParseOptions()

@@ -12,8 +12,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from kb_assets.index.collections import published_collection
-from kb_assets.index.entities import count_entities
+from kb_assets.stores.vectors import published_collection
+from kb_assets.stores.vectors import count_entities
 from kb_assets.retrieval.search import SearchRequest
 from kb_assets_tests.conftest import CORPUS
 
@@ -43,13 +43,13 @@ def test_every_format_of_the_corpus_is_published_with_pages(handbook, catalog):
         assert all(p["parser"] and p["mode"] for p in pages)
 
 
-def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, catalog, resources):
+def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, catalog, stores):
     doc = _docs(catalog)["platform-handbook.pdf"]
     pages = catalog.read_pages(doc.document_id)
     assert len(pages) == 6
     assert {p["mode"] for p in pages} == {"docling-native-pdf"}
     assert "Backups are kept for 35 days." in pages[3]["text"]
-    store = resources["object_store"].store()
+    store = stores.objects
     assert all(p["image_key"] and store.exists(p["image_key"]) for p in pages)   # page renders stored
 
 
@@ -144,7 +144,7 @@ def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(setting
 
 
 def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(settings, tmp_path, catalog, lake,
-                                                                                milvus_client, resources, handbook):
+                                                                                milvus_client, stores, handbook):
     from kb_assets.ingest import ingest
 
     folder = tmp_path / "changing"
@@ -171,7 +171,7 @@ def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
     assert count_entities(milvus_client, collection, f'document_id == "{gone.document_id}"') == 0
     assert not lake.exists("chunks", gone.document_id) and not lake.exists("embeddings", gone.document_id)
     assert catalog.read_pages(gone.document_id) == []
-    assert not resources["object_store"].store().exists(gone.object_key)
+    assert not stores.objects.exists(gone.object_key)
 
 
 def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, lake, milvus_client, settings):
@@ -187,9 +187,10 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
     assert record["runIds"]["chunks"] in handbook.run_ids
 
 
-def test_definitions_load_with_six_partitioned_assets():
-    from kb_assets.definitions import defs
+def test_definitions_load_with_six_partitioned_assets(settings):
+    from kb_assets.definitions import make_definitions
 
+    defs = make_definitions(settings)
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}

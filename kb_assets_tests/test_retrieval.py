@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
 
-from kb_assets.index.collections import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
+from kb_assets.stores.vectors import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
                                          collection_spec)
 from kb_assets.retrieval.search import (SearchConfig, SearchRequest, SearchResponse, Searcher, Weights,
                                         dense_query_text, keyword_overlap, query_terms)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import dagster as dg
@@ -13,31 +14,33 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def watched(tmp_path, monkeypatch, settings, request):
-    """A folder watched as its own knowledge base (named after the test)."""
+def watched(tmp_path, settings, request):
+    """A folder watched as its own knowledge base (named after the test), and the definitions of a code
+    location started with that KB_WATCH."""
+    from kb_assets.definitions import make_definitions
+
     folder = tmp_path / "watched"
     folder.mkdir()
     kb = request.node.name[5:40]
-    monkeypatch.setenv("KB_WATCH", f"{kb}={folder}")
-    return SimpleNamespace(folder=folder, kb=kb)
+    defs = make_definitions(replace(settings, watch=f"{kb}={folder}"))
+    return SimpleNamespace(folder=folder, kb=kb, sensor=defs.get_sensor_def("watched_folders_sensor"),
+                           schedule=defs.get_schedule_def("incremental_update_schedule"),
+                           job=defs.resolve_job_def("ingest_documents"))
 
 
-def _run(instance, run_request):
-    from kb_assets.definitions import make_definitions
+def _run(watched, instance, run_request):
     from kb_assets.ingest import QUIET_RUN_CONFIG
 
-    job = make_definitions().resolve_job_def("ingest_documents")
-    return job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG)
+    return watched.job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG)
 
 
 def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, settings, catalog, handbook):
-    from kb_assets.defs.sensors import watched_folders_sensor
     from kb_assets.ingest import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "faq.md").write_text("# FAQ\n\nThe staging database is refreshed every Sunday night.\n")
 
-    result = watched_folders_sensor(dg.build_sensor_context(instance=instance))
+    result = watched.sensor(dg.build_sensor_context(instance=instance))
 
     (request,) = result.run_requests
     (add,) = result.dynamic_partitions_requests
@@ -45,45 +48,43 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     assert add.partition_keys == [doc.document_id] and doc.status == "pending"
     assert request.tags["dagster/asset_partition_range_start"] == doc.document_id
     instance.add_dynamic_partitions(documents_partitions.name, add.partition_keys)
-    assert _run(instance, request).success
+    assert _run(watched, instance, request).success
     assert catalog.get_document(doc.document_id).status == "published"
 
-    again = watched_folders_sensor(dg.build_sensor_context(instance=instance))
+    again = watched.sensor(dg.build_sensor_context(instance=instance))
     assert isinstance(again, dg.SkipReason) and "nothing changed" in again.skip_message
 
     (watched.folder / "faq.md").unlink()
-    purged = watched_folders_sensor(dg.build_sensor_context(instance=instance))
+    purged = watched.sensor(dg.build_sensor_context(instance=instance))
     assert isinstance(purged, dg.SkipReason) and "1 purged" in purged.skip_message
     assert catalog.get_document(doc.document_id).status == "deleted"
     assert not instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
 
 
 def test_sensor_run_key_repeats_while_the_same_versions_are_pending(watched, settings):
-    from kb_assets.defs.sensors import watched_folders_sensor
     from kb_assets.ingest import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "a.md").write_text("# A\n\nFirst version.\n")
-    first = watched_folders_sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    first = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
     instance.add_dynamic_partitions(documents_partitions.name, [first.tags["dagster/asset_partition_range_start"]])
-    second = watched_folders_sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    second = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
     assert second.run_key == first.run_key
     (watched.folder / "a.md").write_text("# A\n\nSecond version.\n")
-    third = watched_folders_sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    third = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
     assert third.run_key != first.run_key
 
 
 def test_schedule_adds_partitions_and_requests_runs_for_changed_files(watched, settings, catalog, handbook):
-    from kb_assets.defs.schedules import incremental_update_schedule
     from kb_assets.ingest import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "guide.md").write_text("# Guide\n\nDeploys happen on weekdays only.\n")
 
-    requests = incremental_update_schedule(dg.build_schedule_context(instance=instance))
+    requests = watched.schedule(dg.build_schedule_context(instance=instance))
 
     (doc,) = catalog.list_documents([watched.kb])
     assert instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
     assert [r.tags["dagster/asset_partition_range_start"] for r in requests] == [doc.document_id]
-    assert _run(instance, requests[0]).success
+    assert _run(watched, instance, requests[0]).success
     assert catalog.get_document(doc.document_id).status == "published"

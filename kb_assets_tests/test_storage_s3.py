@@ -9,8 +9,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from kb_assets.settings import Settings
-from kb_assets.storage.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA, Lake
-from kb_assets.storage.objects import ObjectStore
+from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA, Lake
+from kb_assets.stores.objects import ObjectStore
 from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 
 if weed_binary() is None:
@@ -260,10 +260,10 @@ def test_settings_from_s3_urls_and_aws_env_give_a_working_object_store_and_lake(
     })
     assert settings.object_store_url == f"{prefix}/objects"
     assert settings.lake_url == f"{prefix}/lake"
-    assert settings.storage_options == s3.storage_options()
+    assert settings.storage_options() == s3.storage_options()
 
-    store = ObjectStore(settings.object_store_url, settings.storage_options)
-    lake = Lake(settings.lake_url, settings.storage_options)
+    store = ObjectStore(settings.object_store_url, settings.storage_options())
+    lake = Lake(settings.lake_url, settings.storage_options())
     store.put("originals/00/00abc.txt", b"hello")
     lake.write("chunks", "doc-1", chunks_frame("doc-1"))
 
@@ -280,3 +280,33 @@ def test_object_store_and_lake_fail_on_s3_with_wrong_credentials(s3, prefix):
         ObjectStore(f"{prefix}/objects", options).put("originals/00/x.txt", b"x")
     with pytest.raises((PermissionError, OSError)):
         Lake(f"{prefix}/lake", options).write("chunks", "doc-1", chunks_frame("doc-1"))
+
+
+def test_dagster_resources_reach_s3_with_explicit_credentials_shown_only_by_name(s3, prefix, tmp_path, monkeypatch):
+    """The resources pass key, secret, endpoint and region to the stores themselves (botocore reading
+    AWS_* on its own is not what makes this work: the variables are gone when the stores are used), and
+    the secrets are dg.EnvVars, so the Dagster UI shows their names, never their values."""
+    import dagster as dg
+
+    from kb_assets.defs.resources import LakeResource, ObjectStoreResource, build_resources
+
+    for name, value in {**s3.env(), "KB_HOME": str(tmp_path / "kb"), "KB_OBJECT_STORE_URL": f"{prefix}/objects",
+                        "KB_LAKE_URL": f"{prefix}/lake"}.items():
+        monkeypatch.setenv(name, value)
+    resources = build_resources(Settings.from_env())
+    s3_config = resources["object_store"].s3
+    assert isinstance(s3_config.access_key_id, dg.EnvVar) and isinstance(s3_config.secret_access_key, dg.EnvVar)
+    assert s3.secret_key not in repr(resources["object_store"])
+
+    @dg.asset
+    def roundtrip(object_store: ObjectStoreResource, lake: LakeResource) -> None:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
+            monkeypatch.delenv(name)     # resolved at initialization: the stores carry them from now on
+        object_store.store().put("originals/00/00abc.txt", b"hello")
+        lake.lake().write("chunks", "doc-r", chunks_frame("doc-r"))
+
+    result = dg.materialize([roundtrip], resources={k: resources[k] for k in ("object_store", "lake")})
+    assert result.success
+    assert keys_under(s3, f"{prefix}/objects") == ["originals/00/00abc.txt"]
+    assert keys_under(s3, f"{prefix}/lake") == ["chunks/doc-r.parquet"]
+    assert not (tmp_path / "kb").exists()

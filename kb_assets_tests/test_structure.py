@@ -191,7 +191,7 @@ def test_summarizer_is_skipped_when_not_configured():
     from kb_assets.settings import Settings
 
     settings = Settings.from_env({"KB_HOME": "/tmp/unused"})
-    assert summarizer_from_settings(settings.summarizer_url, settings.summarizer_model) is None
+    assert summarizer_from_settings(settings.summarizer.url, settings.summarizer.model) is None
     result = summarize_document(field_guide(labels=True), {}, "Field Guide", None)
     assert result.warnings == [] and {p["summary_source"] for p in result.pages} == {RULES_SUMMARIZER}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kb_assets.index.collections import milvus_string
-from kb_assets.index.entities import count_entities, delete_document
+from kb_assets.stores.vectors import milvus_string
+from kb_assets.stores.vectors import count_entities, delete_document
 from kb_assets.verify import verify
 
 pytestmark = pytest.mark.slow
@@ -32,9 +32,9 @@ def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, mi
     assert not found["consistent"]
     assert {p["documentId"] for p in found["problems"]} == {doc.document_id, "doc-unknown"}
 
-    from kb_assets.retrieval.api import _model
+    from kb_assets.stores.models import load_model
 
-    repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True, load_model=_model)
+    repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True, load_model=load_model)
     assert all(p["repaired"] for p in repaired["problems"])
     assert count_entities(milvus_client, collection, flt) == expected
     assert count_entities(milvus_client, collection, 'document_id == "doc-unknown"') == 0

@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from kb_assets.chunking.code import code_units
-from kb_assets.chunking.text import join_pieces, sentences, sha256_text, split_to_size
-from kb_assets.storage.lake import CHUNKS_SCHEMA
+from kb_assets.stores.lake import CHUNKS_SCHEMA
+from kb_assets.text import join_pieces, sentences, sha256_text, split_to_size
 
 TARGET_CHARS = 400        # text is packed up to this size...
 MIN_CHARS = 200           # ...and a chunk under this size takes the next piece too

@@ -15,10 +15,17 @@ import dagster as dg
 from kb_assets import steps
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.defs.resources import (CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource,
-                                      ObjectStoreResource, SummarizerResource)
-from kb_assets.index.collections import ensure_collection
-from kb_assets.storage.catalog import Catalog, Document
+from kb_assets.defs.resources import (
+    CatalogResource,
+    EmbeddingModelResource,
+    LakeResource,
+    MilvusResource,
+    ObjectStoreResource,
+    ParsingResource,
+    SummarizerResource,
+)
+from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection
 
 # BackfillPolicy.single_run is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -70,12 +77,13 @@ def report(results: dict[str, dict], failures: dict[str, str], started: float, *
 
 @dg.asset(**COMMON, kinds={"python", "s3"},
           check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)])
-def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
+              parsing: ParsingResource):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
     docs = active_documents(context, cat)
-    results, failures = for_each_document(context, cat, docs,
-                                          lambda d: steps.store_raw_file(d, cat, store, context.run.run_id))
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id))
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
@@ -84,12 +92,13 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
 
 @dg.asset(**COMMON, deps=[raw_files], kinds={"python", "postgres"},
           check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)])
-def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
+                 parsing: ParsingResource):
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
-    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    started, cat, store, options = time.monotonic(), catalog.catalog(), object_store.store(), parsing.options()
     docs = active_documents(context, cat)
     results, failures = for_each_document(context, cat, docs,
-                                          lambda d: steps.parse_pages(d, cat, store, context.run.run_id))
+                                          lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id))
     modes = sorted({r["mode"] for r in results.values()})
     check = checks.check_pages(cat, list(results), context.run.run_id)
     return dg.MaterializeResult(
@@ -165,7 +174,7 @@ def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResourc
     spec = embedding_model.spec()
     collection = ensure_collection(client, spec)
     with cat.connect() as conn:
-        cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=1, model=spec.model,
+        cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION, model=spec.model,
                               dimension=spec.dimension, languages=list(spec.languages), state="building")
     docs = active_documents(context, cat)
     results, failures = for_each_document(

@@ -13,13 +13,12 @@ from pymilvus import MilvusClient
 
 from kb_assets.chunking.chunker import CHUNK_KINDS
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.index.collections import milvus_string
-from kb_assets.index.entities import count_entities, delete_document
 from kb_assets.lineage import chunk_found_in_pages
 from kb_assets.quality import Violation, failed_documents, validate
-from kb_assets.storage.catalog import Catalog
-from kb_assets.storage.lake import Lake
-from kb_assets.storage.objects import ObjectStore
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.vectors import count_entities, delete_document, milvus_string
 
 
 def _expectations():

@@ -1,43 +1,26 @@
-"""Dagster resources: every connection and setting, built from environment variables (see Settings)."""
+"""Dagster resources: thin wrappers of the stores layer (``kb_assets.stores``), configured from Settings.
+
+Their configuration is what the Dagster UI shows; secrets (``SECRET_VARIABLES``) set in the environment
+are passed as ``dg.EnvVar`` so the UI shows the variable's name, never its value.
+"""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import dagster as dg
 from pymilvus import MilvusClient
 
-from kb_assets.embedding.model import EmbeddingModel, short_model_name
-from kb_assets.index.collections import EmbeddingSpec
-from kb_assets.services import ensure_milvus, ensure_postgres
-from kb_assets.settings import Settings
-from kb_assets.storage.catalog import Catalog
-from kb_assets.storage.lake import Lake
-from kb_assets.storage.objects import ObjectStore
+from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.parsing.options import ParseOptions
+from kb_assets.settings import S3Settings, Settings
+from kb_assets.stores import open_catalog, open_milvus
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.models import embedding_spec, load_model
+from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.vectors import EmbeddingSpec
 from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_settings
-
-
-@lru_cache(maxsize=8)
-def _catalog(home: str, postgres_url: str, binaries: str) -> Catalog:
-    catalog = Catalog(postgres_url or ensure_postgres(Path(home), binaries))
-    catalog.ensure_schema()
-    return catalog
-
-
-# pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
-# 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts
-GRPC_OPTIONS = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
-
-
-@lru_cache(maxsize=8)
-def _milvus(home: str, uri: str) -> MilvusClient:
-    return MilvusClient(uri=uri or ensure_milvus(Path(home)), timeout=30, grpc_options=GRPC_OPTIONS)
-
-
-@lru_cache(maxsize=4)
-def _model(model_id: str, batch_size: int) -> EmbeddingModel:
-    return EmbeddingModel(model_id, batch_size=batch_size)
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -48,34 +31,40 @@ class CatalogResource(dg.ConfigurableResource):
     postgres_binaries: str = "auto"
 
     def catalog(self) -> Catalog:
-        return _catalog(self.home, self.postgres_url, self.postgres_binaries)
+        return open_catalog(Path(self.home), self.postgres_url or None, self.postgres_binaries)
+
+
+class S3Resource(dg.ConfigurableResource):
+    """Credentials and endpoint for s3:// stores (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    AWS_ENDPOINT_URL, AWS_REGION), passed to the stores explicitly."""
+
+    access_key_id: str = ""
+    secret_access_key: str = ""
+    endpoint_url: str = ""
+    region: str = ""
+
+    def storage_options(self) -> dict:
+        return S3Settings(self.access_key_id, self.secret_access_key, self.endpoint_url, self.region).storage_options()
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
-    """Original files and images: a folder or s3://bucket/prefix (KB_OBJECT_STORE_URL).
-
-    S3 credentials come from the standard AWS_* variables; AWS_ENDPOINT_URL names a non-AWS server.
-    """
+    """Original files and images: a folder or s3://bucket/prefix (KB_OBJECT_STORE_URL)."""
 
     url: str
-    endpoint_url: str = ""
+    s3: S3Resource
 
     def store(self) -> ObjectStore:
-        return ObjectStore(self.url, s3_options(self.endpoint_url))
+        return ObjectStore(self.url, self.s3.storage_options())
 
 
 class LakeResource(dg.ConfigurableResource):
     """Parquet tables per document partition: a folder or s3://bucket/prefix (KB_LAKE_URL)."""
 
     url: str
-    endpoint_url: str = ""
+    s3: S3Resource
 
     def lake(self) -> Lake:
-        return Lake(self.url, s3_options(self.endpoint_url))
-
-
-def s3_options(endpoint_url: str) -> dict:
-    return {"endpoint_url": endpoint_url} if endpoint_url else {}
+        return Lake(self.url, self.s3.storage_options())
 
 
 class MilvusResource(dg.ConfigurableResource):
@@ -86,7 +75,7 @@ class MilvusResource(dg.ConfigurableResource):
     alias: str = "kb_chunks"
 
     def client(self) -> MilvusClient:
-        return _milvus(self.home, self.uri)
+        return open_milvus(Path(self.home), self.uri or None)
 
 
 class EmbeddingModelResource(dg.ConfigurableResource):
@@ -96,12 +85,26 @@ class EmbeddingModelResource(dg.ConfigurableResource):
     batch_size: int = 32
 
     def load(self) -> EmbeddingModel:
-        return _model(self.model, self.batch_size)
+        return load_model(self.model, self.batch_size)
 
     def spec(self) -> EmbeddingSpec:
-        model = self.load()
-        return EmbeddingSpec(model=self.model, dimension=model.dimension, languages=tuple(model.languages),
-                             short_name=short_model_name(self.model))
+        return embedding_spec(self.load())
+
+
+class ParsingResource(dg.ConfigurableResource):
+    """What a parse may take and do (KB_PARSE_*, KB_OCR_LANGUAGES, DOCLING_ARTIFACTS_PATH)."""
+
+    max_file_bytes: int
+    max_pages: int
+    max_unpacked_bytes: int
+    max_image_pixels: int
+    ocr_languages: str
+    docling_artifacts_path: str = ""
+
+    def options(self) -> ParseOptions:
+        config = self.model_dump()
+        config["docling_artifacts_path"] = Path(config["docling_artifacts_path"]) if self.docling_artifacts_path else None
+        return ParseOptions(**config)
 
 
 class SummarizerResource(dg.ConfigurableResource):
@@ -118,19 +121,30 @@ class SummarizerResource(dg.ConfigurableResource):
         return summarizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds)
 
 
-def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
-    settings = settings or Settings.from_env()
+def _secret(settings: Settings, name: str, value: str):
+    """A secret set in the environment goes to Dagster as dg.EnvVar (the UI shows its name only)."""
+    return dg.EnvVar(name) if name in settings.secrets_from_env else value
+
+
+def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     home = str(settings.home)
+    s3 = S3Resource(access_key_id=_secret(settings, "AWS_ACCESS_KEY_ID", settings.s3.access_key_id),
+                    secret_access_key=_secret(settings, "AWS_SECRET_ACCESS_KEY", settings.s3.secret_access_key),
+                    endpoint_url=settings.s3.endpoint_url, region=settings.s3.region)
+    parse = settings.parse
     return {
-        "catalog": CatalogResource(home=home, postgres_url=settings.postgres_url or "",
+        "catalog": CatalogResource(home=home, postgres_url=_secret(settings, "KB_POSTGRES_URL", settings.postgres_url or ""),
                                    postgres_binaries=settings.postgres_binaries),
-        "object_store": ObjectStoreResource(url=settings.object_store_url,
-                                            endpoint_url=settings.storage_options.get("endpoint_url", "")),
-        "lake": LakeResource(url=settings.lake_url, endpoint_url=settings.storage_options.get("endpoint_url", "")),
+        "object_store": ObjectStoreResource(url=settings.object_store_url, s3=s3),
+        "lake": LakeResource(url=settings.lake_url, s3=s3),
         "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias),
         "embedding_model": EmbeddingModelResource(model=settings.embedding_model,
                                                   batch_size=settings.embedding_batch_size),
-        "summarizer": SummarizerResource(url=settings.summarizer_url, model=settings.summarizer_model,
-                                         api_key=settings.summarizer_api_key,
-                                         timeout_seconds=settings.summarizer_timeout_seconds),
+        "parsing": ParsingResource(max_file_bytes=parse.max_file_bytes, max_pages=parse.max_pages,
+                                   max_unpacked_bytes=parse.max_unpacked_bytes,
+                                   max_image_pixels=parse.max_image_pixels, ocr_languages=parse.ocr_languages,
+                                   docling_artifacts_path=str(parse.docling_artifacts_path or "")),
+        "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
+                                         api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),
+                                         timeout_seconds=settings.summarizer.timeout_seconds),
     }

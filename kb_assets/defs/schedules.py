@@ -1,5 +1,7 @@
 """The scheduled incremental update: the same plan as the sensor, on a cron (KB_REFRESH_CRON)."""
 
+from __future__ import annotations
+
 import dagster as dg
 
 from kb_assets.defs.jobs import ingest_documents
@@ -8,14 +10,18 @@ from kb_assets.defs.sensors import plan_watched_folders
 from kb_assets.settings import Settings
 
 
-@dg.schedule(job=ingest_documents, cron_schedule=Settings.from_env().refresh_cron,
-             default_status=dg.DefaultScheduleStatus.STOPPED)
-def incremental_update_schedule(context: dg.ScheduleEvaluationContext):
-    """Re-scans the KB_WATCH folders: changed files are re-materialized, unchanged ones cost nothing."""
-    settings = Settings.from_env()
-    if not settings.watch:
-        return dg.SkipReason("KB_WATCH is not set: no folder to refresh")
-    plan = plan_watched_folders(context.instance, settings)
-    if plan.new_keys:  # schedules cannot return partition requests: add them before the runs start
-        context.instance.add_dynamic_partitions(documents_partitions.name, plan.new_keys)
-    return plan.run_requests or dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
+def build_incremental_update_schedule(settings: Settings) -> dg.ScheduleDefinition:
+    """The schedule of the KB_WATCH folders (stopped by default: the sensor keeps them current)."""
+
+    @dg.schedule(job=ingest_documents, cron_schedule=settings.refresh_cron,
+                 default_status=dg.DefaultScheduleStatus.STOPPED)
+    def incremental_update_schedule(context: dg.ScheduleEvaluationContext):
+        """Re-scans the KB_WATCH folders: changed files are re-materialized, unchanged ones cost nothing."""
+        if not settings.watch:
+            return dg.SkipReason("KB_WATCH is not set: no folder to refresh")
+        plan = plan_watched_folders(context.instance, settings)
+        if plan.new_keys:  # schedules cannot return partition requests: add them before the runs start
+            context.instance.add_dynamic_partitions(documents_partitions.name, plan.new_keys)
+        return plan.run_requests or dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
+
+    return incremental_update_schedule

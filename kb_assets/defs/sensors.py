@@ -5,16 +5,18 @@
 tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
 """
 
+from __future__ import annotations
+
 import hashlib
 from dataclasses import dataclass, field
 
 import dagster as dg
 
+from kb_assets import planning, steps
 from kb_assets.defs.jobs import ingest_documents
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.defs.resources import build_resources
-from kb_assets.ingest import contiguous_ranges, purge_missing, range_tags, register_changes, scan
 from kb_assets.settings import Settings
+from kb_assets.stores import Stores
 
 MAX_NEW_KEYS_PER_TICK = 1000
 
@@ -28,15 +30,20 @@ class WatchPlan:
 
 
 def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> WatchPlan:
-    """Register changes of every watched folder and plan one run per contiguous range of them."""
-    catalog = build_resources(settings)["catalog"].catalog()
+    """Register changes of every watched folder, purge what is gone, and plan one run per contiguous
+    range of changed documents."""
+    stores = Stores(settings)
     existing = instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
     plan = WatchPlan()
     for knowledge_base_id, folder in settings.watched_folders():
-        files, roots = scan([folder], knowledge_base_id)
-        to_run = register_changes(files, knowledge_base_id, catalog).to_run
-        plan.deleted += purge_missing(knowledge_base_id, roots, {f.document_id for f in files}, settings, instance)
+        files, roots = planning.scan([folder], knowledge_base_id)
+        to_run = planning.register_changes(files, knowledge_base_id, stores.catalog).to_run
+        gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, stores.catalog)
+        for document_id in steps.purge_documents(gone, stores):
+            if instance.has_dynamic_partition(documents_partitions.name, document_id):
+                instance.delete_dynamic_partition(documents_partitions.name, document_id)
+            plan.deleted.append(document_id)
         fresh = [key for key in to_run if key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
@@ -44,30 +51,34 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
         plan.new_keys += admitted
         known.update(admitted)
         selected = {key for key in to_run if key in known}
-        versions = {d.document_id: d.version for d in catalog.get_documents(sorted(selected)).values()}
-        for start, end, _ in contiguous_ranges([*existing, *plan.new_keys], selected, settings.run_batch_size):
+        versions = {d.document_id: d.version for d in stores.catalog.get_documents(sorted(selected)).values()}
+        for start, end, _ in planning.contiguous_ranges([*existing, *plan.new_keys], selected,
+                                                        settings.run_batch_size):
             # the same documents at the same versions never launch twice
             key_material = f"{start}..{end}:" + ",".join(f"{k}@{versions.get(k)}" for k in sorted(selected))
             plan.run_requests.append(dg.RunRequest(
                 run_key=hashlib.sha256(key_material.encode()).hexdigest()[:32],
-                tags=range_tags(start, end, knowledge_base_id)))
+                tags=planning.range_tags(start, end, knowledge_base_id)))
     return plan
 
 
-@dg.sensor(job=ingest_documents, minimum_interval_seconds=Settings.from_env().watch_interval_seconds,
-           default_status=dg.DefaultSensorStatus.RUNNING if Settings.from_env().watch
-           else dg.DefaultSensorStatus.STOPPED)
-def watched_folders_sensor(context: dg.SensorEvaluationContext):
-    """Materializes new and changed files of the KB_WATCH folders and purges deleted ones."""
-    settings = Settings.from_env()
-    if not settings.watch:
-        return dg.SkipReason("KB_WATCH is not set: no folder to watch")
-    plan = plan_watched_folders(context.instance, settings)
-    if plan.deleted:
-        context.log.info(f"purged {len(plan.deleted)} deleted documents")
-    if plan.skipped_new:
-        context.log.info(f"{plan.skipped_new} new documents wait for the next tick")
-    if not plan.run_requests:
-        return dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
-    return dg.SensorResult(run_requests=plan.run_requests,
-                           dynamic_partitions_requests=[documents_partitions.build_add_request(plan.new_keys)])
+def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
+    """The sensor of the KB_WATCH folders (running by default when KB_WATCH is set)."""
+
+    @dg.sensor(job=ingest_documents, minimum_interval_seconds=settings.watch_interval_seconds,
+               default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED)
+    def watched_folders_sensor(context: dg.SensorEvaluationContext):
+        """Materializes new and changed files of the KB_WATCH folders and purges deleted ones."""
+        if not settings.watch:
+            return dg.SkipReason("KB_WATCH is not set: no folder to watch")
+        plan = plan_watched_folders(context.instance, settings)
+        if plan.deleted:
+            context.log.info(f"purged {len(plan.deleted)} deleted documents")
+        if plan.skipped_new:
+            context.log.info(f"{plan.skipped_new} new documents wait for the next tick")
+        if not plan.run_requests:
+            return dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
+        return dg.SensorResult(run_requests=plan.run_requests,
+                               dynamic_partitions_requests=[documents_partitions.build_add_request(plan.new_keys)])
+
+    return watched_folders_sensor

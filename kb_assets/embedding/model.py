@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -11,6 +10,8 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+
+from kb_assets.settings import use_offline_model_libraries
 
 # Models that ship inside a PyPI package: id -> (import name, languages the model reads).
 PACKAGED_MODELS = {
@@ -69,8 +70,7 @@ class EmbeddingModel:
 
     @cached_property
     def _model(self):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        use_offline_model_libraries()
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 

@@ -163,7 +163,11 @@ def get_converter() -> "DocumentConverter":
             from docling.datamodel.backend_options import HTMLBackendOptions
             from docling.datamodel.base_models import InputFormat
             from docling.datamodel.pipeline_options import NativePdfPipelineOptions
-            from docling.document_converter import DocumentConverter, HTMLFormatOption, NativePdfFormatOption
+            from docling.document_converter import (
+                DocumentConverter,
+                HTMLFormatOption,
+                NativePdfFormatOption,
+            )
 
             pdf_options = NativePdfPipelineOptions(
                 generate_page_images=False,

@@ -24,7 +24,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kb_assets.parsing.model import Block, DocumentParseError, ParsedDocument, ParsedPage, clean_inline, join_lines
+from kb_assets.parsing.model import (
+    Block,
+    DocumentParseError,
+    ParsedDocument,
+    ParsedPage,
+    clean_inline,
+    join_lines,
+)
 from kb_assets.parsing.paginate import split_huge
 
 PARSER = "plain-text"

@@ -9,54 +9,37 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 from contextlib import asynccontextmanager
-from functools import lru_cache
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field, StringConstraints
 
-from kb_assets.defs.resources import EmbeddingModelResource, build_resources
-from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
-from kb_assets.retrieval.search import STRATEGIES, SearchConfig, SearchRequest, Searcher, Weights
+from kb_assets.retrieval.search import (
+    STRATEGIES,
+    SearchConfig,
+    Searcher,
+    SearchRequest,
+)
 from kb_assets.settings import Settings
-from kb_assets.storage.catalog import Catalog
+from kb_assets.stores import Stores
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.models import load_model
 
 
-@lru_cache(maxsize=4)
-def _model(model_id: str) -> EmbeddingModel:
-    """The model a collection records, loaded once per process (shared with the ingest resources)."""
-    return EmbeddingModelResource(model=model_id).load()
-
-
-def search_config(settings: Settings, env: dict[str, str] | None = None) -> SearchConfig:
-    """Search settings: weights from Settings; strategy, timeouts and candidates from KB_* variables."""
-    env = dict(os.environ if env is None else env)
-    defaults = SearchConfig()
-    return SearchConfig(
-        weights=Weights(settings.dense_weight, settings.lexical_weight, settings.exact_boost),
-        strategy=env.get("KB_SEARCH_STRATEGY") or defaults.strategy,
-        candidates=int(env.get("KB_SEARCH_CANDIDATES") or defaults.candidates),
-        milvus_timeout_s=float(env.get("KB_MILVUS_TIMEOUT_S") or defaults.milvus_timeout_s),
-    )
-
-
-def make_searcher(settings: Settings, config: SearchConfig | None = None, env: dict[str, str] | None = None) -> Searcher:
-    """A Searcher on the published alias; Postgres reads under KB_POSTGRES_TIMEOUT_MS (default 3000)."""
-    env = dict(os.environ if env is None else env)
-    config = config or search_config(settings, env)
+def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Searcher:
+    """A Searcher on the published alias, with the service's Postgres statement timeout."""
+    config = config or settings.search
     if config.strategy not in STRATEGIES:
         raise ValueError(f"KB_SEARCH_STRATEGY={config.strategy!r}: not one of {', '.join(STRATEGIES)}")
-    resources = build_resources(settings)
-    catalog = resources["catalog"].catalog()
+    stores = Stores(settings)
     return Searcher(
-        client=resources["milvus"].client(),
-        catalog=Catalog(catalog.dsn, statement_timeout_ms=int(env.get("KB_POSTGRES_TIMEOUT_MS") or 3000)),
+        client=stores.milvus,
+        catalog=Catalog(stores.catalog.dsn, statement_timeout_ms=config.postgres_timeout_ms),
         alias=settings.alias,
-        load_model=_model,
+        load_model=load_model,
         config=config,
         owns_catalog=True,
     )
@@ -128,19 +111,19 @@ class SearchAnswer(BaseModel):
     warnings: list[str]
 
 
-def _loopback(host: str | None) -> bool:
+def is_loopback(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost``: this machine only."""
     try:
         return ipaddress.ip_address(host or "").is_loopback
     except ValueError:
         return host == "localhost"
 
 
-def create_app(settings: Settings | None = None, searcher: Searcher | None = None) -> FastAPI:
-    settings = settings or Settings.from_env()
+def create_app(settings: Settings, searcher: Searcher | None = None) -> FastAPI:
     api_keys = parse_api_keys(settings.api_keys)
     own_searcher = searcher is None
     searcher = searcher or make_searcher(settings)
-    resources = build_resources(settings)
+    stores = Stores(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -156,7 +139,7 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
         @app.middleware("http")
         async def loopback_only(request: Request, call_next):
             """Without KB_API_KEYS nobody is authenticated: answer this machine only."""
-            if not _loopback(request.client.host if request.client else None):
+            if not is_loopback(request.client.host if request.client else None):
                 return JSONResponse({"detail": "no API keys are configured: this service answers 127.0.0.1 only"},
                                     status_code=403)
             return await call_next(request)
@@ -192,7 +175,7 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
 
     @app.get("/v1/documents/{document_id}/pages/{page_index}")
     def page(document_id: str, page_index: int, scope: set[str] | None = Depends(allowed_kbs)):
-        catalog = resources["catalog"].catalog()
+        catalog = stores.catalog
         doc = catalog.get_document(document_id)
         if doc is None or (scope is not None and doc.knowledge_base_id not in scope):
             raise HTTPException(404, f"no document {document_id}")
@@ -207,8 +190,8 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
     @app.get("/v1/chunks/{chunk_id}/lineage")
     def lineage(chunk_id: str, scope: set[str] | None = Depends(allowed_kbs)):
         try:
-            return chunk_lineage(chunk_id, resources["catalog"].catalog(), resources["lake"].lake(),
-                                 resources["milvus"].client(), settings.alias, scope)
+            return chunk_lineage(chunk_id, stores.catalog, stores.lake,
+                                 stores.milvus, settings.alias, scope)
         except ChunkNotFound as error:
             raise HTTPException(404, str(error)) from None
 
@@ -216,12 +199,12 @@ def create_app(settings: Settings | None = None, searcher: Searcher | None = Non
     def asset(key: str, scope: set[str] | None = Depends(allowed_kbs)):
         """A page or figure image; its key names its document (``pages/<documentId>/...``), whose
         knowledge base the caller must be allowed to read."""
-        store = resources["object_store"].store()
+        store = stores.objects
         parts = key.split("/")
         if ".." in parts or len(parts) < 3 or parts[0] not in ("pages", "figures"):
             raise HTTPException(404, f"no asset {key}")
         if scope is not None:
-            doc = resources["catalog"].catalog().get_document(parts[1])
+            doc = stores.catalog.get_document(parts[1])
             if doc is None or doc.knowledge_base_id not in scope:
                 raise HTTPException(404, f"no asset {key}")
         if not store.exists(key):

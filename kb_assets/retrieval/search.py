@@ -54,11 +54,17 @@ from typing import Callable
 import numpy as np
 from pymilvus import MilvusClient
 
-from kb_assets.chunking.text import normalize_ws
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.index.collections import OUTPUT_FIELDS, SPEC_PROPERTY, in_filter, pages_filter
-from kb_assets.storage.catalog import Catalog
+from kb_assets.retrieval.config import SearchConfig, Weights  # noqa: F401  (re-exported)
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.vectors import (
+    OUTPUT_FIELDS,
+    SPEC_PROPERTY,
+    in_filter,
+    pages_filter,
+)
 from kb_assets.structure.summaries import tokenize
+from kb_assets.text import normalize_ws
 
 log = logging.getLogger(__name__)
 STRATEGIES = ("hybrid", "pageindex")
@@ -72,24 +78,6 @@ PAGEINDEX_CHUNKS_PER_PAGE = 1
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
-
-
-@dataclass(frozen=True)
-class Weights:
-    dense: float = 0.82
-    lexical: float = 0.18
-    exact_boost: float = 0.05
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    weights: Weights = Weights()
-    strategy: str = "pageindex"         # the default strategy (KB_SEARCH_STRATEGY); measured better
-    candidates: int = 50                # hits asked of each search path per knowledge base (at least limit)
-    milvus_timeout_s: float = 5.0       # every Milvus call (KB_MILVUS_TIMEOUT_S)
-    language_policy: str = "share"      # for queries in a language the model does not read
-    pageindex_pages: int = 12           # candidate pages the pageindex strategy searches within
-    spec_ttl_s: float = 5.0             # how long the alias -> collection + spec answer is reused
 
 
 @dataclass

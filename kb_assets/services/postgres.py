@@ -33,6 +33,7 @@ from pathlib import Path
 import psycopg2
 
 from kb_assets.services.local import free_port, locked, log_tail, port_free
+from kb_assets.settings import server_environment
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 SYSTEM_USER = "postgres"
@@ -390,7 +391,7 @@ def _pg_ctl(bindir: Path, root: Path, run_as: _RunAs, args: list[str]) -> _Resul
 def _run(cmd: list[str], cwd: Path, run_as: _RunAs) -> _Result:
     """Run ``cmd`` as the run user in ``cwd`` (which it can reach). Output goes to a temp file, not a
     pipe: the postmaster that pg_ctl forks must not hold our pipe open."""
-    env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
+    env = server_environment()
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                               stderr=subprocess.STDOUT, text=True, **run_as.kwargs())

@@ -19,9 +19,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kb_assets.chunking.text import normalize_ws
-from kb_assets.structure.summaries import SUMMARY_CHARS, clip, document_keywords, summarize
-from kb_assets.structure.toc import map_entries, navigation_pages, printed_toc_pages, toc_entries
+from kb_assets.structure.summaries import (
+    SUMMARY_CHARS,
+    clip,
+    document_keywords,
+    summarize,
+)
+from kb_assets.structure.toc import (
+    map_entries,
+    navigation_pages,
+    printed_toc_pages,
+    toc_entries,
+)
+from kb_assets.text import normalize_ws
 
 PAGES_PER_GROUP = 10
 MIN_OUTLINE_ENTRIES = 2

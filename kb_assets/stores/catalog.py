@@ -147,6 +147,19 @@ class Catalog:
         with self.connect() as conn:
             self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id)
 
+    def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
+        """Tombstone a deleted document (its pages and tree removed); True when another live document
+        still shares its stored original (same bytes), which must then stay."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
+                        "AND status <> 'deleted'", (object_key, document_id))
+            shared = cur.fetchone()[0] > 0
+            self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
+                                 published_version=None)
+        return shared
+
     # pages -----------------------------------------------------------------------------------
     def replace_pages(self, conn, document_id: str, version: str, pages: list[dict], run_id: str) -> None:
         """Replace a document's pages (one transaction with the caller's other writes)."""

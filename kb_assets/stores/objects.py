@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from upath import UPath
 
-from kb_assets.storage.paths import root_path, write_atomically
+from kb_assets.stores.paths import root_path, write_atomically
 
 
 class ObjectStore:

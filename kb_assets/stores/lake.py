@@ -9,7 +9,7 @@ import io
 
 import polars as pl
 
-from kb_assets.storage.paths import root_path, write_atomically
+from kb_assets.stores.paths import root_path, write_atomically
 
 CHUNKS_SCHEMA = pl.Schema({
     "chunk_id": pl.String,
