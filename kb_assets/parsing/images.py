@@ -1,7 +1,8 @@
 """Image files (PNG, JPEG, TIFF, ...): one page per frame, read by tesseract (mode ``ocr-tesseract``).
 
 The OCR cells go through the PDF layout pass (pdf.py: running lines, tables, headings, paragraphs),
-in pixel units. The pixel count is checked before anything is decoded (decompression bombs:
+in pixel units. The limits come first, before anything that depends on the machine (whether OCR can
+run here): the pixel count is checked before anything is decoded (decompression bombs:
 ``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. Each page keeps the
 frame as its page image (PNG, at most ``PAGE_IMAGE_MAX_SIDE`` pixels a side).
 """
@@ -22,9 +23,6 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
     from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable
     from kb_assets.parsing.pdf import _layout_pages, _Line, _PageLines, png_bytes
 
-    reason = ocr_unavailable(options.ocr_languages) if options.ocr else "OCR is switched off"
-    if reason:
-        raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
     try:
         image = Image.open(path)
     except (UnidentifiedImageError, OSError, ValueError) as exc:
@@ -42,6 +40,9 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
         frames = getattr(image, "n_frames", 1)
         if frames > options.max_pages:
             raise DocumentParseError(name, f"image has {frames} frames, over the limit of {options.max_pages} pages")
+        reason = ocr_unavailable(options.ocr_languages) if options.ocr else "OCR is switched off"
+        if reason:  # after the limits: a refusal must not depend on what this machine has installed
+            raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
         pages: dict[int, _PageLines] = {}
         renders: dict[int, bytes] = {}
         try:
