@@ -33,7 +33,8 @@ class Settings:
     parse_max_file_bytes: int = 200 * 1024 * 1024   # KB_PARSE_MAX_FILE_BYTES: larger files are refused
     parse_max_pages: int = 5000            # KB_PARSE_MAX_PAGES: PDFs with more pages are refused
     parse_max_unpacked_bytes: int = 1024 ** 3  # KB_PARSE_MAX_UNPACKED_BYTES: DOCX/PPTX/XLSX unpacked size
-    ocr_languages: str = "eng+chi_sim"     # KB_OCR_LANGUAGES: tesseract languages for pages without text
+    ocr_engine: str = "rapidocr"           # KB_OCR_ENGINE: rapidocr (models in its wheel) or tesseract
+    ocr_languages: str = "eng+chi_sim"     # KB_OCR_LANGUAGES: tesseract's languages (rapidocr reads zh/ja/en/... at once)
     docling_artifacts_path: str | None = None  # DOCLING_ARTIFACTS_PATH: docling's layout/table models
     summarizer_url: str = ""               # KB_SUMMARIZER_URL: OpenAI-compatible API base; unset: rule-based summaries
     summarizer_model: str = ""             # KB_SUMMARIZER_MODEL
@@ -65,6 +66,7 @@ class Settings:
             parse_max_file_bytes=int(env.get("KB_PARSE_MAX_FILE_BYTES") or cls.parse_max_file_bytes),
             parse_max_pages=int(env.get("KB_PARSE_MAX_PAGES") or cls.parse_max_pages),
             parse_max_unpacked_bytes=int(env.get("KB_PARSE_MAX_UNPACKED_BYTES") or cls.parse_max_unpacked_bytes),
+            ocr_engine=env.get("KB_OCR_ENGINE") or cls.ocr_engine,
             ocr_languages=env.get("KB_OCR_LANGUAGES") or cls.ocr_languages,
             docling_artifacts_path=env.get("DOCLING_ARTIFACTS_PATH") or None,
             summarizer_url=env.get("KB_SUMMARIZER_URL") or "",
