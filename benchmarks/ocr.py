@@ -25,8 +25,11 @@ benchmark runs), so the seconds are upper bounds, the recall figures are exact:
 | tesseract | 98.1% / 95.6% | 5.67 (2.72) | 6.75 -> 6.55 | 98.9% / 98.2% | 13.2 (5.58) | 6.55 -> 6.89 |
 
 (The first two rows predate the CPU column.) rapidocr reads more (every page >= 99.8%), tesseract
-is 3-8x faster on English and 2-3x on Chinese. On a quiet machine (load < 1) rapidocr took 7.8-7.9 s
-for R-data page 9 alone (detection 1.7 s, recognition 6.2 s; one engine call, outside this script).
+is 3-8x faster on English and 2-3x on Chinese. Less disturbed by load, the engine calls alone with
+one thread each (onnxruntime ``intra_op_num_threads=1``), CPU seconds a page, load 5-8: rapidocr
+13.9 (English) / 16.6 (Chinese), tesseract 2.6 / 5.6. On a quiet machine (load < 1) rapidocr took
+7.8-7.9 s for R-data page 9 alone with both cores (detection 1.7 s, recognition 6.2 s). These three
+were measured with throwaway scripts, not this one.
 """
 
 from __future__ import annotations
