@@ -13,9 +13,10 @@ Printed per PDF, in one run:
   reference, less the running header/footer lines the parser removed) found in the page text (multiset of lowercased
   words, NFKC, hyphenated line ends joined); mean, lowest page and pages >= 99% (goal: >= 99%);
 - the parser modes and blocks found (tables, figures, headings).
-Then OCR word recall on scanned renders (300 dpi, image-only PDF) of a few pages of R-data (English,
-goal >= 90%) and, when the Chinese Debian Edu manual is in the cache, character recall on two of its
-pages; and the HTML chapters of debian-reference (logical pages, pages/s, word share against the
+Then, for each OCR engine installed here (rapidocr, tesseract), OCR word recall on scanned renders
+(300 dpi, image-only PDF) of a few pages of R-data (English, goal >= 90%) and, when the Chinese Debian
+Edu manual is in the cache, character recall on two of its pages (benchmarks/ocr.py prints only
+these, as a table); and the HTML chapters of debian-reference (logical pages, pages/s, word share against the
 HTML's own text).
 """
 
@@ -131,15 +132,24 @@ def scanned_pdf(source: Path, pages: list[int], target: Path) -> list[str]:
     return texts
 
 
-def bench_ocr(source: Path, pages: list[int], chinese: bool = False) -> dict:
-    from kb_assets.parsing import parse_document
+def bench_ocr(source: Path, pages: list[int], chinese: bool = False, engine: str = "rapidocr") -> dict:
+    """Recall and seconds a page (wall and CPU, all threads) of one OCR engine (``KB_OCR_ENGINE``) on
+    an image-only PDF of the pages; the engine is loaded before the clock starts; the 1-minute load
+    average before and after."""
+    from PIL import Image
 
+    from kb_assets.parsing import ParseOptions, parse_document
+    from kb_assets.parsing.ocr import ocr_lines
+
+    ocr_lines(Image.new("L", (200, 100), 255), engine, "eng+chi_sim")  # load the engine: not timed
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "scan.pdf"
         texts = scanned_pdf(source, pages, target)
-        started = time.perf_counter()
-        doc = parse_document(target)
-        seconds = time.perf_counter() - started
+        load_before = _load()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        doc = parse_document(target, options=ParseOptions(ocr_engine=engine))
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+        load_after = _load()
     recalls = []
     for page, reference_text in zip(doc.pages, texts):
         if chinese:
@@ -152,13 +162,20 @@ def bench_ocr(source: Path, pages: list[int], chinese: bool = False) -> dict:
         if value is not None:
             recalls.append(value)
     return {
+        "engine": engine,
         "file": source.name,
         "pages": [p + 1 for p in pages],
         "modes": dict(Counter(p.mode for p in doc.pages)),
         "recall_mean": round(100 * sum(recalls) / max(len(recalls), 1), 1),
         "recall_min": round(100 * min(recalls or [0]), 1),
         "seconds_per_page": round(seconds / len(pages), 2),
+        "cpu_seconds_per_page": round(cpu_seconds / len(pages), 2),  # all threads: less sensitive to load
+        "load": f"{load_before:.2f} -> {load_after:.2f}",
     }
+
+
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def bench_html(files: list[Path]) -> dict:
@@ -208,10 +225,17 @@ def main() -> None:
         if args.only and args.only not in rel:
             continue
         print(bench_pdf(cache / rel), flush=True)
-    print("OCR (scanned renders at 300 dpi, image-only PDF):")
-    print(bench_ocr(cache / PDFS[0], list(range(8, 8 + args.ocr_pages))), flush=True)
-    if (cache / ZH_PDF).exists():
-        print(bench_ocr(cache / ZH_PDF, [10, 11], chinese=True), flush=True)
+    from kb_assets.parsing.ocr import ENGINES, ocr_unavailable
+
+    print("OCR (scanned renders at 300 dpi, image-only PDF), each engine installed here:")
+    for engine in ENGINES:
+        reason = ocr_unavailable(engine, "eng+chi_sim")
+        if reason:
+            print({"engine": engine, "skipped": reason}, flush=True)
+            continue
+        print(bench_ocr(cache / PDFS[0], list(range(8, 8 + args.ocr_pages)), engine=engine), flush=True)
+        if (cache / ZH_PDF).exists():
+            print(bench_ocr(cache / ZH_PDF, [10, 11], chinese=True, engine=engine), flush=True)
     if not args.only:
         print("HTML (debian-reference chapters):")
         print(bench_html(sorted(cache.glob(HTML_GLOB))), flush=True)

@@ -16,6 +16,7 @@ from kb_assets.parsing.options import (
     MAX_FILE_BYTES,
     MAX_PAGES,
     MAX_UNPACKED_BYTES,
+    OCR_ENGINES,
     OCR_LANGUAGES,
     ParseOptions,
 )
@@ -74,7 +75,7 @@ class Settings:
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=/path/b" folders the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
-    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_LANGUAGES, DOCLING_ARTIFACTS_PATH
+    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_ENGINE, KB_OCR_LANGUAGES, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
     summarizer: SummarizerSettings = SummarizerSettings()
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
@@ -113,7 +114,9 @@ class Settings:
                 max_file_bytes=_int(env, "KB_PARSE_MAX_FILE_BYTES", MAX_FILE_BYTES),
                 max_pages=_int(env, "KB_PARSE_MAX_PAGES", MAX_PAGES),
                 max_unpacked_bytes=_int(env, "KB_PARSE_MAX_UNPACKED_BYTES", MAX_UNPACKED_BYTES),
+                ocr_engine=_choice(env, "KB_OCR_ENGINE", OCR_ENGINES),
                 ocr_languages=env.get("KB_OCR_LANGUAGES") or OCR_LANGUAGES,
+                tessdata_dir=Path(env["TESSDATA_PREFIX"]) if env.get("TESSDATA_PREFIX") else None,
                 docling_artifacts_path=Path(artifacts).expanduser() if artifacts else parse_defaults.docling_artifacts_path,
             ),
             search=SearchConfig(

@@ -105,6 +105,13 @@ def test_decompression_bombs_and_size_limits_are_refused(tmp_path, docx_bytes):
     Image.new("L", (400, 300), 255).save(tmp_path / "huge.png")
     with pytest.raises(DocumentParseError, match=r"^huge\.png: image of 400x300 pixels is over the limit of 1000 pixels"):
         parse_document(tmp_path / "huge.png", options=ParseOptions(max_image_pixels=1000))
+    # the limits come before anything that depends on the machine: also where OCR cannot run
+    with pytest.raises(DocumentParseError, match=r"^huge\.png: image of 400x300 pixels is over the limit"):
+        parse_document(tmp_path / "huge.png", options=ParseOptions(max_image_pixels=1000, ocr=False))
+    frames = [Image.new("L", (40, 30), 255) for _ in range(3)]
+    frames[0].save(tmp_path / "pages.tif", save_all=True, append_images=frames[1:])
+    with pytest.raises(DocumentParseError, match=r"^pages\.tif: image has 3 frames, over the limit of 2 pages"):
+        parse_document(tmp_path / "pages.tif", options=ParseOptions(max_pages=2, ocr=False))
 
 
 def test_non_utf8_markdown_csv_and_html_are_decoded(tmp_path):

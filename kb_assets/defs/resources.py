@@ -98,12 +98,15 @@ class ParsingResource(dg.ConfigurableResource):
     max_pages: int
     max_unpacked_bytes: int
     max_image_pixels: int
+    ocr_engine: str
     ocr_languages: str
+    tessdata_dir: str = ""
     docling_artifacts_path: str = ""
 
     def options(self) -> ParseOptions:
         config = self.model_dump()
-        config["docling_artifacts_path"] = Path(config["docling_artifacts_path"]) if self.docling_artifacts_path else None
+        for name in ("tessdata_dir", "docling_artifacts_path"):
+            config[name] = Path(config[name]) if config[name] else None
         return ParseOptions(**config)
 
 
@@ -142,7 +145,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
                                                   batch_size=settings.embedding_batch_size),
         "parsing": ParsingResource(max_file_bytes=parse.max_file_bytes, max_pages=parse.max_pages,
                                    max_unpacked_bytes=parse.max_unpacked_bytes,
-                                   max_image_pixels=parse.max_image_pixels, ocr_languages=parse.ocr_languages,
+                                   max_image_pixels=parse.max_image_pixels, ocr_engine=parse.ocr_engine,
+                                   ocr_languages=parse.ocr_languages, tessdata_dir=str(parse.tessdata_dir or ""),
                                    docling_artifacts_path=str(parse.docling_artifacts_path or "")),
         "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
                                          api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),

@@ -2,20 +2,21 @@
 
 | extension | reader | pages | mode |
 |---|---|---|---|
-| .pdf | docling (layout model where present, else NativePdfPipeline + heuristics: pdf.py), tesseract for scans | physical pages | docling-layout / docling-native-pdf / ocr-tesseract |
+| .pdf | docling (layout model where present, else NativePdfPipeline + heuristics: pdf.py), OCR for scans (ocr.py) | physical pages | docling-layout / docling-native-pdf / ocr-rapidocr (or ocr-tesseract) |
 | .docx | docling | logical (top-level headings, ~1500 chars) | docling-docx |
 | .html .htm .xhtml | docling | logical | docling-html |
 | .md .markdown | docling | logical | docling-markdown |
 | .pptx | docling (+ notes layer) | one per slide | docling-pptx |
 | .xlsx .xlsm | docling | one per sheet | docling-xlsx |
 | .csv | docling | 50 data rows a page | docling-csv |
-| .png .jpg .tif ... | tesseract (images.py) | one per image frame | ocr-tesseract |
+| .png .jpg .tif ... | OCR (images.py, ocr.py) | one per image frame | ocr-rapidocr (or ocr-tesseract) |
 | .txt, source code | own reader (text.py) | text: sections/~60 lines; code: top-level definitions | text-lines / code-definitions |
 
 Before a reader runs, the file is checked (``ParseOptions`` limits): size, what the content really is
 (sniff.py: a PDF named ``.docx`` is parsed as a PDF, with a warning; text named ``.pdf``, legacy
 Office files, encrypted Office files and unknown binaries are refused), ZIP bombs (Office formats),
-page counts, image pixel counts; Markdown/CSV/HTML that is not UTF-8 is decoded by detection
+page counts, image pixel counts, all before anything that depends on the machine (docling's models,
+an OCR engine); Markdown/CSV/HTML that is not UTF-8 is decoded by detection
 (charset-normalizer) and handed to docling as UTF-8. Every refusal is a ``DocumentParseError``
 naming the file and the reason.
 """
@@ -138,7 +139,7 @@ def parse_document(path: Path, *, name: str | None = None, options: ParseOptions
 
     ``name`` is the file's display name (e.g. its source path) used in error messages, for the
     title fallback and, when ``path`` is a stored blob without the original extension, for the
-    format. ``options``: limits, OCR languages, images, docling's model folder (defaults:
+    format. ``options``: limits, OCR engine and languages, images, docling's model folder (defaults:
     ``ParseOptions()``). Raises ``DocumentParseError`` (message ``"<name>: <reason>"``) for missing,
     empty, oversized, corrupt, encrypted, disguised or unsupported files.
     """

@@ -1,7 +1,9 @@
-"""Image files (PNG, JPEG, TIFF, ...): one page per frame, read by tesseract (mode ``ocr-tesseract``).
+"""Image files (PNG, JPEG, TIFF, ...): one page per frame, read by OCR (ocr.py: ``KB_OCR_ENGINE``,
+mode ``ocr-rapidocr`` by default, or ``ocr-tesseract``).
 
 The OCR cells go through the PDF layout pass (pdf.py: running lines, tables, headings, paragraphs),
-in pixel units. The pixel count is checked before anything is decoded (decompression bombs:
+in pixel units. The limits come first, before anything that depends on the machine (whether OCR can
+run here): the pixel count is checked before anything is decoded (decompression bombs:
 ``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. Each page keeps the
 frame as its page image (PNG, at most ``PAGE_IMAGE_MAX_SIDE`` pixels a side).
 """
@@ -19,12 +21,9 @@ PAGE_IMAGE_MAX_SIDE = 1400
 def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> ParsedDocument:
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
-    from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable
+    from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable, page_mode
     from kb_assets.parsing.pdf import _layout_pages, _Line, _PageLines, png_bytes
 
-    reason = ocr_unavailable(options.ocr_languages) if options.ocr else "OCR is switched off"
-    if reason:
-        raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
     try:
         image = Image.open(path)
     except (UnidentifiedImageError, OSError, ValueError) as exc:
@@ -42,6 +41,9 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
         frames = getattr(image, "n_frames", 1)
         if frames > options.max_pages:
             raise DocumentParseError(name, f"image has {frames} frames, over the limit of {options.max_pages} pages")
+        reason = ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir) if options.ocr else "OCR is switched off"
+        if reason:  # after the limits: a refusal must not depend on what this machine has installed
+            raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
         pages: dict[int, _PageLines] = {}
         renders: dict[int, bytes] = {}
         try:
@@ -50,7 +52,8 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
                     raise DocumentParseError(name, f"frame {index + 1} is over the pixel limit: refused")
                 gray = frame.convert("L")
                 pl = _PageLines(width=float(gray.width), height=float(gray.height), body_font="ocr", ocr=True)
-                pl.lines = [_Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in ocr_lines(gray, options.ocr_languages)]
+                cells = ocr_lines(gray, options.ocr_engine, options.ocr_languages, options.tessdata_dir)
+                pl.lines = [_Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in cells]
                 pages[index] = pl
                 if options.images:
                     preview = frame.convert("RGB")
@@ -60,7 +63,8 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
             raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
     blocks = _layout_pages(pages, {})
     parsed = [
-        ParsedPage(i, blocks.get(i, []), "tesseract", "ocr-tesseract", image_png=renders.get(i)) for i in sorted(pages)
+        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine), image_png=renders.get(i))
+        for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]
     return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="image", pages=parsed, warnings=warnings)

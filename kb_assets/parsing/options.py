@@ -1,8 +1,8 @@
 """What a parse may do and how much it may take: limits, OCR, images, the docling model folder.
 
-The defaults are the module constants below; ``ParseOptions.from_settings`` takes the ``KB_PARSE_*``,
-``KB_OCR_LANGUAGES`` and ``DOCLING_ARTIFACTS_PATH`` values that :class:`kb_assets.settings.Settings`
-read from the environment.
+The defaults are the module constants below; :class:`kb_assets.settings.Settings` builds the options
+from ``KB_PARSE_*``, ``KB_OCR_ENGINE``, ``KB_OCR_LANGUAGES``, ``TESSDATA_PREFIX`` and
+``DOCLING_ARTIFACTS_PATH``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ MAX_UNPACKED_BYTES = 1024 * 1024 * 1024  # KB_PARSE_MAX_UNPACKED_BYTES: all memb
 MAX_PACK_RATIO = 200  # a ZIP member unpacking to more than 200x its packed size (and > 10 MB) is a bomb
 MAX_ZIP_MEMBERS = 20_000
 MAX_IMAGE_PIXELS = 150_000_000  # an image file (or one TIFF frame) larger than this is refused
-OCR_LANGUAGES = "eng+chi_sim"  # KB_OCR_LANGUAGES: tesseract language codes
+OCR_ENGINES = ("rapidocr", "tesseract")  # KB_OCR_ENGINE: rapidocr (models in its wheel, the default) or tesseract
+OCR_ENGINE = OCR_ENGINES[0]
+OCR_LANGUAGES = "eng+chi_sim"  # KB_OCR_LANGUAGES: tesseract language codes (rapidocr reads its languages at once)
 PAGE_IMAGE_SCALE = 1.0  # page renders: 72 dpi
 FIGURE_IMAGE_SCALE = 2.0  # figure crops: 144 dpi
 OCR_DPI = 300
@@ -29,18 +31,9 @@ class ParseOptions:
     max_pages: int = MAX_PAGES
     max_unpacked_bytes: int = MAX_UNPACKED_BYTES
     max_image_pixels: int = MAX_IMAGE_PIXELS
-    ocr: bool = True  # OCR pages without a text layer (when tesseract is installed)
+    ocr: bool = True  # OCR pages without a text layer and image files
+    ocr_engine: str = OCR_ENGINE
     ocr_languages: str = OCR_LANGUAGES
     images: bool = True  # render page images and figure crops (PDF) into the parsed pages
+    tessdata_dir: Path | None = None  # tesseract's language data (TESSDATA_PREFIX); None: Debian's folders
     docling_artifacts_path: Path | None = None  # docling's model folder (DOCLING_ARTIFACTS_PATH)
-
-    @classmethod
-    def from_settings(cls, settings) -> "ParseOptions":
-        artifacts = getattr(settings, "docling_artifacts_path", None)
-        return cls(
-            max_file_bytes=settings.parse_max_file_bytes,
-            max_pages=settings.parse_max_pages,
-            max_unpacked_bytes=settings.parse_max_unpacked_bytes,
-            ocr_languages=settings.ocr_languages,
-            docling_artifacts_path=Path(artifacts).expanduser() if artifacts else None,
-        )

@@ -6,9 +6,10 @@ standard pipeline reads the pages (mode ``docling-layout``, see ``_parse_layout`
 cannot start or fails, the document falls back to the native path below with a warning naming the
 cause. Otherwise (this project's default, offline) docling's model-free ``NativePdfPipeline`` gives
 text-line cells and the heuristics below lay them out (mode ``docling-native-pdf``, not a layout
-model). Pages without a text layer are OCRed with tesseract (mode ``ocr-tesseract``, parser
-``tesseract``; the OCR lines go through the same layout pass); a page that needed OCR but could not
-get it is ``docling-native-pdf-no-text``, one docling-parse could not read ``docling-native-pdf-failed``.
+model). Pages without a text layer are OCRed (ocr.py: ``KB_OCR_ENGINE``, mode ``ocr-rapidocr``, parser
+``rapidocr`` by default, or ``ocr-tesseract``; the OCR lines go through the same layout pass); a page
+that needed OCR but could not get it is ``docling-native-pdf-no-text``, one docling-parse could not
+read ``docling-native-pdf-failed``.
 
 What the heuristics use: the text-line cells docling-parse reports per page
 (``ConversionResult.pages[i].parsed_page.textline_cells``): text, bounding box and the PDF font
@@ -217,7 +218,7 @@ def parse_pdf(path: Path, name: str, options: ParseOptions | None = None) -> Par
             page_blocks = blocks.get(index, [])
             removed = tuple(pl.removed)
             if pl.ocr:
-                parsed.append(ParsedPage(index, page_blocks, "tesseract", "ocr-tesseract", label, removed=removed))
+                parsed.append(ParsedPage(index, page_blocks, *_ocr_parser(options), label, removed=removed))
                 continue
             mode = MODE
             if not page_blocks and _needs_ocr(pl):
@@ -874,7 +875,7 @@ def _ocr_pages(pdf, pages: dict[int, _PageLines], options: ParseOptions, warning
     todo = [i for i, pl in sorted(pages.items()) if _needs_ocr(pl)]
     if not todo:
         return
-    reason = "OCR is switched off" if not options.ocr else ocr_unavailable(options.ocr_languages)
+    reason = "OCR is switched off" if not options.ocr else ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir)
     if reason:
         warnings.append(f"pages {', '.join(str(i + 1) for i in todo)}: no text layer and {reason}")
         return
@@ -883,11 +884,18 @@ def _ocr_pages(pdf, pages: dict[int, _PageLines], options: ParseOptions, warning
         scale = _safe_scale(pl.width, pl.height, OCR_DPI / 72)
         image = pdf[index].render(scale=scale, grayscale=True).to_pil()
         lines = []
-        for cell in ocr_lines(image, options.ocr_languages):
+        for cell in ocr_lines(image, options.ocr_engine, options.ocr_languages, options.tessdata_dir):
             lines.append(_Line(cell.text, cell.l / scale, cell.t / scale, cell.r / scale, cell.b / scale, "ocr"))
         pl.lines = lines
         pl.body_font = "ocr"
         pl.ocr = True
+
+
+def _ocr_parser(options: ParseOptions) -> tuple[str, str]:
+    """(parser, mode) of a page read by OCR."""
+    from kb_assets.parsing.ocr import page_mode
+
+    return options.ocr_engine, page_mode(options.ocr_engine)
 
 
 # --------------------------------------------------------------------------------------- images
@@ -986,7 +994,7 @@ def _parse_layout(path: Path, name: str, facts: _Facts, pipeline: PdfPipeline, o
         for index in range(facts.page_count):
             label = facts.labels[index]
             if index in ocr_blocks:
-                parsed.append(ParsedPage(index, ocr_blocks[index], "tesseract", "ocr-tesseract", label))
+                parsed.append(ParsedPage(index, ocr_blocks[index], *_ocr_parser(options), label))
             else:
                 parsed.append(ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label))
         if options.images:
