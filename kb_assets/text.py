@@ -1,4 +1,5 @@
-"""Text helpers shared by chunking and lineage: whitespace normalization, sentence splitting."""
+"""Text helpers shared by structure, chunking, retrieval and lineage: whitespace normalization,
+hashing, sentence splitting and packing, words for keywords and query terms."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ _CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _SPACE_NEAR_CJK = re.compile(f"(?<=[{_CJK_CLASS}]) | (?=[{_CJK_CLASS}])")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)|(?<=[。！？；])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{2,}|[\u3400-\u9fff]{2,}")
+_STOPWORDS = set("""the and for are but not you all any can had her was one our out has his how its may new now
+ old see two who did get let put say she too use with this that from they will would there their what when
+ which were been have into than then them these those each other some such only also more most very just
+ over under about after before between through during without within upon your yours page""".split())
 
 
 def normalize_ws(text: str) -> str:
@@ -46,8 +52,6 @@ def split_to_size(text: str, max_chars: int) -> list[str]:
     return [p for p in pieces if p]
 
 
-
-
 def join_pieces(left: str, right: str) -> str:
     """Join two pieces of one text: no space where a CJK character meets the cut, else one space."""
     if not left:
@@ -75,3 +79,24 @@ def _hard_split(text: str, max_chars: int) -> list[str]:
     if current:
         out.append(current)
     return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Words for keywords: English words (lowercased, no stopwords) and jieba words for Chinese."""
+    words = []
+    for match in _WORD.finditer(text):
+        token = match.group(0)
+        if token[0].isascii():
+            token = token.lower()
+            if token not in _STOPWORDS:
+                words.append(token)
+        else:
+            words.extend(w for w in _jieba_cut(token) if len(w) >= 2)
+    return words
+
+
+def _jieba_cut(text: str) -> list[str]:
+    import jieba
+
+    jieba.setLogLevel(60)
+    return list(jieba.cut(text))

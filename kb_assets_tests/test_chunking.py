@@ -254,6 +254,16 @@ def test_the_fallback_chunker_keeps_a_document_going_when_the_smart_pass_fails()
     assert_lineage(rows, pages)
 
 
+def test_every_parsed_block_kind_has_a_chunker_and_another_kind_is_packed_as_text():
+    from kb_assets.chunking.kinds import BLOCK_CHUNKERS
+    from kb_assets.parsing.model import BLOCK_KINDS
+
+    assert set(BLOCK_KINDS) <= set(BLOCK_CHUNKERS)
+    body = " ".join(SENTENCES[:3])
+    rows = chunks([page(0, [text("quote", body)])])
+    assert [(r["kind"], r["content"]) for r in rows] == [("paragraph", body)]
+
+
 # -- through the pipeline --------------------------------------------------------------------
 def test_pipeline_chunks_are_traceable_fit_the_window_and_tables_carry_headers(handbook, catalog, lake, stores):
     model = stores.model()

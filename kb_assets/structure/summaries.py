@@ -9,42 +9,16 @@ first when configured; it is best-effort: when it fails the rule-based summary i
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kb_assets.text import sha256_text
+# retrieval/search.py still imports tokenize from here; it lives in kb_assets.text
+from kb_assets.text import sha256_text, tokenize
 
 SUMMARY_CHARS = 200
 BODY_CHARS = 165          # the rest of a rule-based summary is its keywords
 RULES_SUMMARIZER = "rules-v1"
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{2,}|[\u3400-\u9fff]{2,}")
-_STOPWORDS = set("""the and for are but not you all any can had her was one our out has his how its may new now
- old see two who did get let put say she too use with this that from they will would there their what when
- which were been have into than then them these those each other some such only also more most very just
- over under about after before between through during without within upon your yours page""".split())
-
-
-def tokenize(text: str) -> list[str]:
-    """Words for keywords: English words (lowercased, no stopwords) and jieba words for Chinese."""
-    words = []
-    for match in _WORD.finditer(text):
-        token = match.group(0)
-        if token[0].isascii():
-            token = token.lower()
-            if token not in _STOPWORDS:
-                words.append(token)
-        else:
-            words.extend(w for w in _jieba_cut(token) if len(w) >= 2)
-    return words
-
-
-def _jieba_cut(text: str) -> list[str]:
-    import jieba
-
-    jieba.setLogLevel(60)
-    return list(jieba.cut(text))
 
 
 def document_keywords(page_texts: list[str], top: int = 8) -> list[list[str]]:

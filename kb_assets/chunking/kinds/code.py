@@ -1,4 +1,5 @@
-"""Source code by definition: consecutive code blocks grouped into functions, classes, ... with line ranges.
+"""Code: consecutive code blocks of a page grouped into functions, classes, ... with line ranges (in
+the chunk's section title).
 
 A definition starts at an unindented line that opens one (``def``/``class``/``function``/``fn``/``func``/
 ``struct``/``interface``/``impl``/``CREATE ...``, a decorator, a Java-style modifier) and takes the
@@ -13,6 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kb_assets.chunking.pieces import Piece
+from kb_assets.chunking.walk import Walk
+
 _DEFINITION = re.compile(
     r"^(?:@\w|(?:export\s+(?:default\s+)?)?(?:async\s+)?(?:def|class|function|func|fn|struct|interface|enum|impl|"
     r"trait|module|namespace|sub|type|object|record)\b|(?:public|private|protected|internal|static|abstract|final)\s"
@@ -23,6 +27,16 @@ _NAME = re.compile(
     r"TABLE|VIEW|FUNCTION|INDEX|PROCEDURE)\s+(?:\([^)]*\)\s*)?(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)",
     re.IGNORECASE)
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|;|\"\"\"|''')")
+
+
+def chunk_code(walk: Walk, block: dict, text: str) -> None:
+    walk.flush()
+    walk.hold("code", (block["text"].strip("\n"), walk.block_line), code_pieces)
+
+
+def code_pieces(blocks: list[tuple[str, int]], section: tuple[str, ...], page_index: int) -> list[Piece]:
+    return [Piece("code", unit.text, section, page_index, page_index, code_name=unit.name,
+                  line_start=unit.first_line) for unit in code_units(blocks)]
 
 
 @dataclass

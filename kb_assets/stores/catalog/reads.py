@@ -1,0 +1,196 @@
+"""Reads of the catalog.
+
+Plain reads (documents, pages, nodes, cached summaries, collection versions) open a connection each.
+The retrieval service's queries (``search_pages``, ``page_facts``, ``locate_pages``) run on the pooled
+read-only connections of ``reader()``, every statement bounded by the statement timeout.
+"""
+
+from __future__ import annotations
+
+import psycopg2.extras
+
+from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
+
+
+class CatalogReads(CatalogConnection):
+    # documents -------------------------------------------------------------------------------
+    def get_documents(self, document_ids: list[str]) -> dict[str, Document]:
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE document_id = ANY(%s)",
+                        (list(document_ids),))
+            return {row[0]: Document(*row) for row in cur.fetchall()}
+
+    def get_document(self, document_id: str) -> Document | None:
+        return self.get_documents([document_id]).get(document_id)
+
+    def find_document(self, keys: list[str]) -> Document | None:
+        """A document by id, source path or source URI, trying ``keys`` (the newest match)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                "WHERE document_id = ANY(%s) OR source_path = ANY(%s) OR source_uri = ANY(%s) "
+                "ORDER BY (status = 'deleted'), updated_at DESC LIMIT 1",
+                (keys, keys, keys),
+            )
+            row = cur.fetchone()
+            return Document(*row) if row else None
+
+    def list_documents(self, knowledge_base_ids: list[str] | None = None) -> list[Document]:
+        with self.connect() as conn, conn.cursor() as cur:
+            if knowledge_base_ids:
+                cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                            "WHERE knowledge_base_id = ANY(%s) ORDER BY knowledge_base_id, source_path",
+                            (list(knowledge_base_ids),))
+            else:
+                cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                            "ORDER BY knowledge_base_id, source_path")
+            return [Document(*row) for row in cur.fetchall()]
+
+    # pages, PageIndex nodes, summaries -------------------------------------------------------
+    def read_pages(self, document_id: str) -> list[dict]:
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
+                "parser, mode, image_key, run_id FROM pages WHERE document_id = %s ORDER BY page_index",
+                (document_id,),
+            )
+            return [dict(row) for row in cur.fetchall()]
+
+    def read_nodes(self, document_id: str) -> list[dict]:
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute("SELECT * FROM pageindex_nodes WHERE document_id = %s ORDER BY ordinal", (document_id,))
+            return [dict(row) for row in cur.fetchall()]
+
+    def toc_pages(self, document_id: str) -> set[int]:
+        """page_index of the document's table-of-contents (navigation) pages."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT page_index FROM pages WHERE document_id = %s AND is_toc", (document_id,))
+            return {row[0] for row in cur.fetchall()}
+
+    def cached_summaries(self, text_shas: list[str], summarizers: list[str]) -> dict[str, dict[str, str]]:
+        """Cached summary bodies: summarizer -> {page-text sha256: body}."""
+        out: dict[str, dict[str, str]] = {name: {} for name in summarizers}
+        if not text_shas or not summarizers:
+            return out
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT summarizer, text_sha, summary FROM page_summaries "
+                        "WHERE text_sha = ANY(%s) AND summarizer = ANY(%s)", (list(set(text_shas)), summarizers))
+            for summarizer, sha, summary in cur.fetchall():
+                out[summarizer][sha] = summary
+        return out
+
+    # collection versions ---------------------------------------------------------------------
+    def collections(self) -> list[dict]:
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute("SELECT * FROM collection_versions ORDER BY created_at")
+            return [dict(row) for row in cur.fetchall()]
+
+    def collection(self, name: str) -> dict | None:
+        return next((c for c in self.collections() if c["name"] == name), None)
+
+    # retrieval (read-only, pooled connections) -------------------------------------------------
+    def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
+        """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
+
+        Ties go to pages whose summary holds more of the terms, then document order; table-of-contents
+        pages (``pages.is_toc``) come after the others. Postgres full-text search has no
+        Chinese parser and pg_trgm ignores CJK characters under the C locale, so this is a scan with
+        ILIKE: fine for a fallback (~554 pages, a few ms), not for a primary search path.
+        """
+        if not terms:
+            return []
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                f"""
+                WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern)
+                SELECT * FROM (
+                    SELECT p.document_id, d.knowledge_base_id, d.title AS document_title, d.source_uri,
+                           p.page_index, p.page_label, p.summary, p.text, p.image_key, p.is_toc,
+                           (SELECT count(*) FROM terms WHERE p.text ILIKE terms.pattern) AS matched_terms,
+                           (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern) AS summary_terms
+                    FROM pages p JOIN documents d USING (document_id)
+                    WHERE d.status = 'published' {kb_filter}
+                ) ranked
+                WHERE matched_terms > 0
+                ORDER BY is_toc, matched_terms DESC, summary_terms DESC, document_id, page_index
+                LIMIT %(limit)s
+                """,
+                {"patterns": [like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
+            )
+            return [dict(row) for row in cur.fetchall()]
+
+    def page_facts(self, pages: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+        """``is_toc`` and ``image_key`` of (document_id, page_index) pairs, for search results."""
+        if not pages:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT p.document_id, p.page_index, p.is_toc, p.image_key FROM pages p "
+                "JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) USING (document_id, page_index)",
+                ([d for d, _ in pages], [i for _, i in pages]),
+            )
+            return {(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in cur.fetchall()}
+
+    def locate_pages(self, terms: list[str], query: str, knowledge_base_ids: list[str] | None,
+                     limit: int) -> list[dict]:
+        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
+
+        A PageIndex node (not the root) scores by the share of the query's terms in its title
+        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
+        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
+        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
+        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count.
+        """
+        if not terms:
+            return []
+        patterns = [like_pattern(t) for t in terms]
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        sql = f"""
+            WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
+            docs AS (
+                SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
+            ),
+            nodes AS (
+                SELECT n.document_id, n.start_page, n.end_page,
+                       (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
+                       + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
+                         AS score
+                FROM pageindex_nodes n JOIN docs USING (document_id)
+                WHERE n.depth > 0
+            ),
+            node_pages AS (
+                SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
+                FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
+                WHERE score > 0
+                GROUP BY document_id, page_index
+            ),
+            summary_pages AS (
+                SELECT p.document_id, p.page_index,
+                       0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
+                         AS score
+                FROM pages p JOIN docs USING (document_id)
+            )
+            SELECT p.document_id, p.page_index,
+                   coalesce(np.score, 0) + coalesce(sp.score, 0) AS score
+            FROM pages p
+            JOIN docs USING (document_id)
+            LEFT JOIN node_pages np ON np.document_id = p.document_id AND np.page_index = p.page_index
+            LEFT JOIN summary_pages sp ON sp.document_id = p.document_id AND sp.page_index = p.page_index
+            WHERE coalesce(np.score, 0) + coalesce(sp.score, 0) > 0 AND NOT p.is_toc
+            ORDER BY score DESC, p.document_id, p.page_index
+            LIMIT %(limit)s
+        """
+        params = {"patterns": patterns, "terms": terms, "n": len(terms), "exact": like_pattern(" ".join(query.split())),
+                  "kbs": list(knowledge_base_ids or []), "limit": limit}
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(sql, params)
+            return [dict(row) for row in cur.fetchall()]
+
+
+def like_pattern(term: str) -> str:
+    """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

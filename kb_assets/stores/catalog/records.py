@@ -1,0 +1,33 @@
+"""The catalog's document row as a Python value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOCUMENT_COLUMNS = (
+    "document_id", "knowledge_base_id", "source_path", "source_uri", "title", "version", "size_bytes",
+    "mime", "source_kind", "object_key", "status", "error", "page_count", "chunk_count",
+    "published_version", "collection_name", "last_run_id", "updated_at",
+)
+
+
+@dataclass
+class Document:
+    document_id: str
+    knowledge_base_id: str
+    source_path: str
+    source_uri: str
+    title: str | None
+    version: str | None
+    size_bytes: int | None
+    mime: str | None
+    source_kind: str | None
+    object_key: str | None
+    status: str
+    error: str | None
+    page_count: int | None
+    chunk_count: int | None
+    published_version: str | None
+    collection_name: str | None
+    last_run_id: str | None
+    updated_at: object = None

@@ -1,0 +1,139 @@
+"""Writes to the catalog: document registrations and updates, pages, PageIndex nodes, the summary
+cache, collection versions and tombstones.
+
+A method that takes ``conn`` writes inside the caller's transaction (``with catalog.connect() as
+conn:``), so one step's writes commit together; the others open their own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg2.extras
+
+from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
+
+
+class CatalogWrites(CatalogConnection):
+    # documents -------------------------------------------------------------------------------
+    def register_document(self, conn, *, document_id: str, knowledge_base_id: str, source_path: str,
+                          source_uri: str, version: str, size_bytes: int) -> None:
+        """Insert or update a document's registration; a new version makes it pending again."""
+        with conn.cursor() as cur:
+            cur.execute(
+                """
+                INSERT INTO documents (document_id, knowledge_base_id, source_path, source_uri, version,
+                                       size_bytes, status)
+                VALUES (%s, %s, %s, %s, %s, %s, 'pending')
+                ON CONFLICT (document_id) DO UPDATE SET
+                    source_uri = EXCLUDED.source_uri,
+                    size_bytes = EXCLUDED.size_bytes,
+                    status = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
+                                   OR documents.status IN ('failed', 'deleted')
+                                  THEN 'pending' ELSE documents.status END,
+                    error = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
+                                  OR documents.status IN ('failed', 'deleted')
+                                 THEN NULL ELSE documents.error END,
+                    version = EXCLUDED.version,
+                    updated_at = now()
+                """,
+                (document_id, knowledge_base_id, source_path, source_uri, version, size_bytes),
+            )
+
+    def update_document(self, conn, document_id: str, **fields) -> None:
+        unknown = set(fields) - set(DOCUMENT_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown document columns: {sorted(unknown)}")
+        assignments = ", ".join(f"{name} = %s" for name in fields)
+        with conn.cursor() as cur:
+            cur.execute(f"UPDATE documents SET {assignments}, updated_at = now() WHERE document_id = %s",
+                        (*fields.values(), document_id))
+
+    def mark_failed(self, document_id: str, reason: str, run_id: str | None = None) -> None:
+        with self.connect() as conn:
+            self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id)
+
+    def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
+        """Tombstone a deleted document (its pages and tree removed); True when another live document
+        still shares its stored original (same bytes), which must then stay."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
+                        "AND status <> 'deleted'", (object_key, document_id))
+            shared = cur.fetchone()[0] > 0
+            self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
+                                 published_version=None)
+        return shared
+
+    # pages -----------------------------------------------------------------------------------
+    def replace_pages(self, conn, document_id: str, version: str, pages: list[dict], run_id: str) -> None:
+        """Replace a document's pages (one transaction with the caller's other writes)."""
+        with conn.cursor() as cur:
+            cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+            psycopg2.extras.execute_values(
+                cur,
+                "INSERT INTO pages (document_id, version, page_index, page_label, text, blocks, summary, "
+                "keywords, parser, mode, image_key, run_id) VALUES %s",
+                [(document_id, version, p["page_index"], p.get("page_label"), p["text"],
+                  json.dumps(p["blocks"], ensure_ascii=False), p.get("summary"), p.get("keywords") or [],
+                  p["parser"], p["mode"], p.get("image_key"), run_id) for p in pages],
+            )
+
+    # PageIndex nodes -------------------------------------------------------------------------
+    def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
+            psycopg2.extras.execute_values(
+                cur,
+                "INSERT INTO pageindex_nodes (document_id, node_id, parent_id, ordinal, title, depth, "
+                "start_page, end_page, summary, keywords, version, run_id) VALUES %s",
+                [(document_id, n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"],
+                  n["start_page"], n["end_page"], n.get("summary"), n.get("keywords") or [], version, run_id)
+                 for n in nodes],
+            )
+
+    # page structure: summaries, keywords, table-of-contents flags ------------------------------
+    def update_page_structure(self, conn, document_id: str, pages: list[dict]) -> None:
+        """Set summary, keywords, is_toc and text_sha of a document's pages (by page_index)."""
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur,
+                "UPDATE pages SET summary = v.summary, keywords = v.keywords, is_toc = v.is_toc, "
+                "text_sha = v.text_sha FROM (VALUES %s) AS v (document_id, page_index, summary, keywords, is_toc, "
+                "text_sha) WHERE pages.document_id = v.document_id AND pages.page_index = v.page_index",
+                [(document_id, p["page_index"], p["summary"], p["keywords"] or [], bool(p["is_toc"]), p["text_sha"])
+                 for p in pages],
+                template="(%s, %s, %s, %s::text[], %s, %s)",
+            )
+
+    def store_summaries(self, conn, bodies: dict[str, dict[str, str]]) -> None:
+        """Cache summary bodies (summarizer -> {page-text sha256: body})."""
+        rows = [(sha, summarizer, body) for summarizer, by_sha in bodies.items() for sha, body in by_sha.items()]
+        if not rows:
+            return
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur, "INSERT INTO page_summaries (text_sha, summarizer, summary) VALUES %s "
+                     "ON CONFLICT (text_sha, summarizer) DO NOTHING", rows)
+
+    # collection versions ---------------------------------------------------------------------
+    def record_collection(self, conn, *, name: str, alias: str, schema_version: int, model: str,
+                          dimension: int, languages: list[str], state: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute(
+                """
+                INSERT INTO collection_versions (name, alias, schema_version, model, dimension, languages, state)
+                VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING
+                """,
+                (name, alias, schema_version, model, dimension, languages, state),
+            )
+
+    def set_collection_state(self, conn, name: str, state: str, entity_count: int | None = None) -> None:
+        with conn.cursor() as cur:
+            cur.execute(
+                "UPDATE collection_versions SET state = %s, entity_count = COALESCE(%s, entity_count), "
+                "published_at = CASE WHEN %s = 'published' THEN now() ELSE published_at END WHERE name = %s",
+                (state, entity_count, state, name),
+            )
