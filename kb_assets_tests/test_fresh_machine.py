@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER = Path(sys.executable).parent / "dagster"
 # what a new shell has: none of the project's variables
-CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DAGSTER_"))}
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DAGSTER_", "PYTHONPATH"))}
 
 
 def _run(cmd, cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
