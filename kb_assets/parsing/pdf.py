@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb_assets.parsing.converter import PdfPipeline, choose_pdf_pipeline, convert
+from kb_assets.parsing.docling_blocks import DoclingWalker
 from kb_assets.parsing.layout import (
     FIGURE_TEXT,
     SCAN_SHARE,
@@ -304,13 +305,15 @@ def _parse_layout(path: Path, name: str, facts: _Facts, pipeline: PdfPipeline, o
     for start in range(1, facts.page_count + 1, PAGES_PER_BATCH):
         end = min(start + PAGES_PER_BATCH - 1, facts.page_count)
         result = convert(path, name, ".pdf", page_range=(start, end), converter=converter)
-        walker = _layout_walker(result.document, {ContentLayer.BODY})
+        # pictures are figures with or without a caption, and keep their box for the crop
+        walker = DoclingWalker(result.document, {ContentLayer.BODY}, uncaptioned_figure=FIGURE_TEXT)
         walker.walk(result.document.body)
         page = start - 1
-        for (block, page_no, _layer), box in zip(walker.out, walker.boxes):
+        for (block, page_no, _layer), item in zip(walker.out, walker.items):
             page = page_no - 1 if page_no else page  # items without provenance stay with the page before
             blocks[page].append(block)
-            if block.kind == "figure" and box is not None:
+            box = _item_box(result.document, item) if block.kind == "figure" else None
+            if box is not None:
                 boxes[page].append(box)
         del result
 
@@ -354,33 +357,6 @@ def _pdfium_scan_page(pdf, index: int) -> PageLines | None:
         pl.pictures.append((left, height - top, right, height - bottom))
     pl.has_pictures = bool(pl.pictures)
     return pl
-
-
-def _layout_walker(doc, layers):
-    """structured._Walker, with pictures as figure blocks and every block's box (top-left origin)."""
-    from docling_core.types.doc import PictureItem
-
-    from kb_assets.parsing.structured import _Walker
-
-    class LayoutWalker(_Walker):
-        def __init__(self, doc, layers) -> None:
-            super().__init__(doc, layers)
-            self.boxes: list[tuple[float, float, float, float] | None] = []
-
-        def _emit(self, block, item) -> None:
-            before = len(self.out)
-            super()._emit(block, item)
-            if len(self.out) > before:
-                self.boxes.append(_item_box(self.doc, item))
-
-        def visit(self, item) -> None:
-            if isinstance(item, PictureItem) and item.content_layer in self.layers:
-                caption = clean_inline(item.caption_text(self.doc))
-                self._emit(Block("figure", caption or FIGURE_TEXT), item)
-                return
-            super().visit(item)
-
-    return LayoutWalker(doc, layers)
 
 
 def _item_box(doc, item) -> tuple[float, float, float, float] | None:
