@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kb_assets.parsing import Block, ParseOptions, parse_document
-from kb_assets.parsing.converter import LAYOUT_MODEL_FOLDER, choose_pdf_pipeline
 from kb_assets.parsing.ocr import ocr_unavailable
+from kb_assets.parsing.pdf.layout_model import LAYOUT_MODEL_FOLDER, choose_pdf_pipeline
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 # tesseract is an option, not installed by the project: its test runs only where it is installed

@@ -65,7 +65,6 @@ class PageLines:
     height: float
     lines: list[Line] = field(default_factory=list)
     body_font: str | None = None
-    has_pictures: bool = False
     pictures: list[tuple[float, float, float, float]] = field(default_factory=list)  # (l, t, r, b)
     ocr: bool = False  # the lines come from OCR
     printed_number: str | None = None  # a page number found in a removed header/footer
