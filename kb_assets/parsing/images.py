@@ -13,17 +13,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from kb_assets.parsing.layout import Line, PageLines, layout_pages
-from kb_assets.parsing.model import DocumentParseError, ParsedDocument, ParsedPage
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.parsing.model import (
+    DocumentParseError,
+    ParsedDocument,
+    ParsedPage,
+    SourceFile,
+)
 from kb_assets.parsing.render import png_bytes
 
 PAGE_IMAGE_MAX_SIDE = 1400
 
 
-def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> ParsedDocument:
+def parse_image(file: SourceFile) -> ParsedDocument:
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable, page_mode
+
+    path, name, options = file.path, file.name, file.options
 
     try:
         image = Image.open(path)
@@ -68,4 +74,4 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
         for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="image", pages=parsed, warnings=warnings)
+    return ParsedDocument(title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings)

@@ -5,6 +5,9 @@ code, tables, captioned figures).
 
 Pages: PPTX has one page per slide and XLSX one per sheet (docling's page provenance); DOCX, HTML and
 Markdown carry no pages, so logical pages are cut by ``paginate``; CSV pages are row ranges.
+
+CSV, HTML and Markdown that are not UTF-8 are decoded by detection (charset-normalizer) and handed
+to docling as UTF-8, with a warning.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from kb_assets.parsing.model import (
     DocumentParseError,
     ParsedDocument,
     ParsedPage,
+    SourceFile,
     clean_inline,
 )
 from kb_assets.parsing.paginate import paginate, split_table
+from kb_assets.parsing.text import decode
 
 PARSER = "docling"
 CSV_ROWS_PER_PAGE = 50
@@ -49,25 +54,56 @@ def _furniture_title(doc) -> str | None:
 # --------------------------------------------------------------------------------- formats
 
 
-def parse_flowing(
-    path: Path, name: str, source_kind: str, mime: str, suffix: str, data: bytes | None = None
-) -> ParsedDocument:
+def parse_docx(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-docx``)."""
+    return _parse_flowing(file, ".docx")
+
+
+def parse_html(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-html``); the title is the page's ``<title>`` where it has one."""
+    data, warnings = _as_utf8(file)
+    doc = _parse_flowing(file, ".html", data)
+    doc.warnings.extend(warnings)
+    return doc
+
+
+def parse_markdown(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-markdown``)."""
+    data, warnings = _as_utf8(file)
+    doc = _parse_flowing(file, ".md", data)
+    doc.warnings.extend(warnings)
+    return doc
+
+
+def _parse_flowing(file: SourceFile, suffix: str, data: bytes | None = None) -> ParsedDocument:
     """DOCX / HTML / Markdown: no page provenance, logical pages cut at top-level headings.
-    ``data``: the file's text re-encoded as UTF-8 when it was not."""
-    result = convert(path, name, suffix, data=data)
+    ``suffix``: the extension docling is shown; ``data``: the file's text re-encoded as UTF-8 when it
+    was not."""
+    name, source_kind = file.name, file.source_kind
+    result = convert(file.path, name, suffix, data=data)
     blocks = [block for block, _, _ in walk_blocks(result.document)]
     if not blocks:
         raise DocumentParseError(name, "no text content found")
     mode = f"docling-{source_kind}"
     pages = [ParsedPage(i, page_blocks, PARSER, mode) for i, page_blocks in enumerate(paginate(blocks))]
     title = (_furniture_title(result.document) if source_kind == "html" else None) or _first_heading_text(blocks)
-    return ParsedDocument(title=title or Path(name).stem, mime=mime, source_kind=source_kind, pages=pages)
+    return ParsedDocument(title=title or Path(name).stem, mime=file.mime, source_kind=source_kind, pages=pages)
 
 
-def parse_pptx(path: Path, name: str, mime: str) -> ParsedDocument:
+def _as_utf8(file: SourceFile) -> tuple[bytes | None, list[str]]:
+    """docling reads CSV, HTML and Markdown as UTF-8 (with a cp1252 fallback only): text in another
+    encoding is detected (text.decode) and handed over as UTF-8, with a warning naming the guess."""
+    text, warning = decode(file.path.read_bytes(), file.name)
+    if not warning:
+        return None, []
+    return b"\xef\xbb\xbf" + text.encode("utf-8"), [warning]  # a BOM: docling and BeautifulSoup both honour it
+
+
+def parse_pptx(file: SourceFile) -> ParsedDocument:
     """One page per slide; speaker notes (docling's notes layer) as a final ``Notes: ...`` block."""
     from docling_core.types.doc import ContentLayer
 
+    path, name = file.path, file.name
     result = convert(path, name, ".pptx")
     doc = result.document
     items = walk_blocks(doc, {ContentLayer.BODY, ContentLayer.NOTES})
@@ -92,17 +128,18 @@ def parse_pptx(path: Path, name: str, mime: str) -> ParsedDocument:
     all_blocks = [b for p in pages for b in p.blocks]
     first_slide_heading = _first_heading_text(pages[0].blocks) if pages[0].blocks else None
     title = first_slide_heading or _first_heading_text(all_blocks) or Path(name).stem
-    return ParsedDocument(title=title, mime=mime, source_kind="pptx", pages=pages)
+    return ParsedDocument(title=title, mime=file.mime, source_kind=file.source_kind, pages=pages)
 
 
-def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> ParsedDocument:
+def parse_xlsx(file: SourceFile) -> ParsedDocument:
     """One page per sheet: the sheet name as a level-1 heading, then its tables; a sheet whose table
     has more than ``XLSX_ROWS_PER_PAGE`` data rows continues on further pages by row range, each
     starting with the sheet heading and the table's header row (label ``Sheet rows 2-51``)."""
     from docling_core.types.doc import GroupItem
     from docling_core.types.doc.labels import GroupLabel
 
-    result = convert(path, name, suffix)
+    name = file.name
+    result = convert(file.path, name, ".xlsx")  # .xlsm too: docling picks its backend by the name
     doc = result.document
     sheets = [
         item
@@ -126,7 +163,7 @@ def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> Parse
     if not any(p.blocks for p in pages):
         raise DocumentParseError(name, "workbook has no cell content")
     pages = _split_large_sheets(pages)
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="xlsx", pages=pages)
+    return ParsedDocument(title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=pages)
 
 
 def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
@@ -155,15 +192,19 @@ def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
     return out
 
 
-def parse_csv(path: Path, name: str, mime: str, data: bytes | None = None) -> ParsedDocument:
+def parse_csv(file: SourceFile) -> ParsedDocument:
     """Row ranges of ``CSV_ROWS_PER_PAGE`` data rows a page, each with the header row first."""
-    result = convert(path, name, ".csv", data=data)
+    name = file.name
+    data, warnings = _as_utf8(file)
+    result = convert(file.path, name, ".csv", data=data)
     tables = [b for b, _, _ in walk_blocks(result.document) if b.kind == "table"]
     if not tables or not tables[0].rows:
         raise DocumentParseError(name, "no rows found")
     pieces = split_table(tables[0].rows, CSV_ROWS_PER_PAGE)
     pages = [ParsedPage(i, [piece], PARSER, "docling-csv") for i, piece in enumerate(pieces)]
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="csv", pages=pages)
+    return ParsedDocument(
+        title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=pages, warnings=warnings
+    )
 
 
 def _body_layers():

@@ -22,10 +22,7 @@ one docling-parse could not read ``docling-native-pdf-failed``. Every page is re
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kb_assets.parsing.model import ParsedDocument
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.parsing.model import ParsedDocument, SourceFile
 from kb_assets.parsing.pdf.facts import read_facts
 from kb_assets.parsing.pdf.layout_model import (
     choose_pdf_pipeline,
@@ -36,14 +33,14 @@ from kb_assets.parsing.pdf.native import parse_native
 __all__ = ["parse_pdf"]
 
 
-def parse_pdf(path: Path, name: str, options: ParseOptions | None = None) -> ParsedDocument:
-    options = options or ParseOptions()
-    facts = read_facts(path, name, options.max_pages)
+def parse_pdf(file: SourceFile) -> ParsedDocument:
+    options = file.options
+    facts = read_facts(file.path, file.name, options.max_pages)
     warnings: list[str] = []
     pipeline = choose_pdf_pipeline(options.docling_artifacts_path)
     if pipeline.kind == "layout":
         try:
-            return parse_with_layout_model(path, name, facts, pipeline, options)
+            return parse_with_layout_model(file, facts, pipeline)
         except Exception as exc:  # the model pipeline could not start or run: native path, said so
             warnings.append(
                 f"docling layout pipeline failed ({type(exc).__name__}: {exc}); "
@@ -51,4 +48,4 @@ def parse_pdf(path: Path, name: str, options: ParseOptions | None = None) -> Par
             )
     elif options.docling_artifacts_path is not None:
         warnings.append(pipeline.reason)
-    return parse_native(path, name, facts, options, warnings)
+    return parse_native(file, facts, warnings)

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 from kb_assets.parsing.converter import convert, pdf_page_batches, quiet_docling_logs
 from kb_assets.parsing.docling_blocks import DoclingWalker
 from kb_assets.parsing.layout import FIGURE_TEXT, PageLines, layout_pages
-from kb_assets.parsing.model import Block, ParsedDocument, ParsedPage
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.parsing.model import Block, ParsedDocument, ParsedPage, SourceFile
 from kb_assets.parsing.pdf.facts import PdfFacts, document_title
 from kb_assets.parsing.pdf.native import PARSER
 from kb_assets.parsing.pdf.scans import ocr_pages, ocr_parser, scan_page
@@ -112,15 +111,14 @@ def get_layout_converter(pipeline: PdfPipeline) -> "DocumentConverter":
     return converter
 
 
-def parse_with_layout_model(
-    path: Path, name: str, facts: PdfFacts, pipeline: PdfPipeline, options: ParseOptions
-) -> ParsedDocument:
+def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipeline) -> ParsedDocument:
     """docling's standard pipeline (layout model; TableFormer when present): its body items, page by
     page (running headers/footers are docling's furniture layer, left out), pictures as figures with
     crops; pages without text and with a scan-sized image are OCRed as on the native path."""
     import pypdfium2 as pdfium
     from docling_core.types.doc import ContentLayer
 
+    path, name, options = file.path, file.name, file.options
     converter = get_layout_converter(pipeline)
     blocks: dict[int, list[Block]] = defaultdict(list)
     boxes: dict[int, list[tuple[float, float, float, float]]] = defaultdict(list)
@@ -161,7 +159,7 @@ def parse_with_layout_model(
     finally:
         pdf.close()
     title = document_title(facts, parsed, name)
-    return ParsedDocument(title=title, mime="application/pdf", source_kind="pdf", pages=parsed, warnings=warnings)
+    return ParsedDocument(title=title, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings)
 
 
 def item_box(doc, item) -> tuple[float, float, float, float] | None:

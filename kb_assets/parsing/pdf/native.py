@@ -25,8 +25,7 @@ from kb_assets.parsing.layout import (
     figure_boxes,
     layout_pages,
 )
-from kb_assets.parsing.model import ParsedDocument, ParsedPage, clean_inline
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.parsing.model import ParsedDocument, ParsedPage, SourceFile, clean_inline
 from kb_assets.parsing.pdf.facts import PdfFacts, document_title
 from kb_assets.parsing.pdf.scans import needs_ocr, ocr_pages, ocr_parser
 from kb_assets.parsing.render import render_pdf_images
@@ -37,10 +36,11 @@ MODE_FAILED = "docling-native-pdf-failed"  # docling-parse could not read this p
 MODE_NO_TEXT = "docling-native-pdf-no-text"  # no text layer and no OCR available
 
 
-def parse_native(path: Path, name: str, facts: PdfFacts, options: ParseOptions, warnings: list[str]) -> ParsedDocument:
+def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> ParsedDocument:
     """The whole PDF on the native path; ``warnings``: those so far (the pipeline choice), added to."""
     import pypdfium2 as pdfium
 
+    path, name, options = file.path, file.name, file.options
     pages = _native_lines(path, name, facts.page_count, warnings)
     pdf = pdfium.PdfDocument(str(path))
     try:
@@ -72,7 +72,7 @@ def parse_native(path: Path, name: str, facts: PdfFacts, options: ParseOptions, 
         pdf.close()
 
     title = document_title(facts, parsed, name)
-    return ParsedDocument(title=title, mime="application/pdf", source_kind="pdf", pages=parsed, warnings=warnings)
+    return ParsedDocument(title=title, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings)
 
 
 def _native_lines(path: Path, name: str, page_count: int, warnings: list[str]) -> dict[int, PageLines]:
