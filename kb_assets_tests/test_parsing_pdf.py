@@ -168,7 +168,7 @@ def test_rapidocr_reads_with_the_models_in_its_wheel_offline(tmp_path, scanned_p
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(ocr, "_ENGINES", {})
+    ocr.forget_engines()
     pdf = pdfium.PdfDocument(str(scanned_pdf))
     image = pdf[1].render(scale=300 / 72, grayscale=True).to_pil()  # the 300-dpi pixels of the scan
     pdf.close()

@@ -93,6 +93,12 @@ def ocr_lines(image, engine: str, languages: str, tessdata: Path | None = None) 
     return [cell for cell in cells if cell.text]
 
 
+def forget_engines() -> None:
+    """Drop the engines built so far: the next ``ocr_lines`` builds its engine afresh."""
+    with _LOCK:
+        _ENGINES.clear()
+
+
 # ---------------------------------------------------------------------------------- rapidocr
 
 
