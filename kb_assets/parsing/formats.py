@@ -5,11 +5,12 @@ A reader is a function ``SourceFile -> ParsedDocument`` (model.py), registered a
 ``"module:function"`` under kb_assets.parsing and imported when a file of its format is first parsed
 (importing this package stays light). It runs after ``parse_document`` has checked the file (size,
 content against the extension, ZIP bombs for Office packages) and checks its own format's limits
-(pages, pixels) before anything that depends on the machine (docling's models, an OCR engine). ``content`` is what sniff.py must find: ``pdf``, ``docx``, ``pptx``,
-``xlsx`` (a ZIP package of that kind, checked by ``check_zip``), ``image`` (any image sniff.py
-knows) or ``text`` (no NUL bytes). A file whose content is another binary format is parsed as that
-format under the extension named for its content (``.pdf``, ``.docx``, ``.png``, ``.jpeg``, ...),
-with a warning.
+(pages, pixels) before anything that depends on the machine (docling's models, an OCR engine).
+
+``content`` is what sniff.py must find: ``pdf``, ``docx``, ``pptx``, ``xlsx`` (a ZIP package of
+that kind, checked by ``check_zip``), ``image`` (any image sniff.py knows) or ``text`` (no NUL
+bytes). A file whose content is another binary format is parsed as that format under the extension
+named for its content (``.pdf``, ``.docx``, ``.png``, ``.jpeg``, ...), with a warning.
 
 To add a format: write its reader (a new module under parsing/, or a function beside a relative),
 then add one ``Format(...)`` line to ``FORMATS``. ``parse_document``, ``SUPPORTED_EXTENSIONS`` and

@@ -74,4 +74,6 @@ def parse_image(file: SourceFile) -> ParsedDocument:
         for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]
-    return ParsedDocument(title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings)
+    return ParsedDocument(
+        title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings
+    )

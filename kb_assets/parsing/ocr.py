@@ -19,10 +19,10 @@ Why rapidocr by default: it needs nothing outside pip, and on the benchmark scan
 characters than tesseract, for several times tesseract's seconds a page on 2 cores: scanned pages
 are few beside text-layer pages, and a fresh machine must read them at all.
 
-Output: positioned cells in reading order, in pixel coordinates (top-left origin), which the PDF
-layout pass turns into headings, paragraphs, lists and tables like text-layer lines. A rapidocr cell
-is one detected text box (detection keeps table columns apart); a tesseract cell is the words of one
-line, split where they stand far apart. Spaces between CJK characters are removed. Each engine is
+Output: positioned cells in reading order, in pixel coordinates (top-left origin), which the layout
+pass (layout/) turns into headings, paragraphs, lists and tables like text-layer lines. A rapidocr
+cell is one detected text box (detection keeps table columns apart); a tesseract cell is the words
+of one line, split where they stand far apart. Spaces between CJK characters are removed. Each engine is
 built once per process and used under one lock: a tesseract handle is not thread-safe, and an
 onnxruntime session already uses every core. When the chosen engine cannot run,
 ``ocr_unavailable`` says why in one line, and pages stay without text (recorded, never silent).
