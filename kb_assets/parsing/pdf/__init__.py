@@ -34,6 +34,7 @@ __all__ = ["parse_pdf"]
 
 
 def parse_pdf(file: SourceFile) -> ParsedDocument:
+    """Physical pages of a PDF (the reader registered for ``.pdf``): see the module docstring."""
     options = file.options
     facts = read_facts(file.path, file.name, options.max_pages)
     warnings: list[str] = []
