@@ -268,6 +268,31 @@ def test_empty_unsupported_and_missing_files(tmp_path):
         parse_document(broken, name="shown/name.xlsx")
 
 
+# ------------------------------------------------------------------- format registry
+
+
+def test_every_registered_format_has_a_reader_and_maps_its_extensions():
+    from kb_assets.parsing import SUPPORTED_EXTENSIONS, source_kind_for
+    from kb_assets.parsing.formats import FORMATS
+
+    registered = [ext for fmt in FORMATS for ext in fmt.extensions]
+    assert sorted(registered) == sorted(SUPPORTED_EXTENSIONS)  # each extension once
+    for fmt in FORMATS:
+        assert callable(fmt.load_reader()), fmt.reader
+        for extension in fmt.extensions:
+            assert source_kind_for(f"docs/file{extension.upper()}") == fmt.source_kind
+    assert source_kind_for("notes.7z") is None and source_kind_for("Makefile") is None
+
+
+def test_misnamed_binary_content_is_parsed_by_the_format_it_really_is():
+    """Every binary kind sniffing recognizes has a format under the extension named for it."""
+    from kb_assets.parsing import sniff
+    from kb_assets.parsing.formats import format_for
+
+    for kind in ("pdf", *sniff.PACKAGES, *sniff.IMAGE_KINDS):
+        assert format_for(f".{kind}").content == sniff.family(kind)
+
+
 # ------------------------------------------------------------------- flowing formats
 
 

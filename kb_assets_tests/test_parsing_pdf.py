@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kb_assets.parsing import Block, ParseOptions, parse_document
-from kb_assets.parsing.converter import LAYOUT_MODEL_FOLDER, choose_pdf_pipeline
 from kb_assets.parsing.ocr import ocr_unavailable
+from kb_assets.parsing.pdf.layout_model import LAYOUT_MODEL_FOLDER, choose_pdf_pipeline
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 # tesseract is an option, not installed by the project: its test runs only where it is installed
@@ -168,7 +168,7 @@ def test_rapidocr_reads_with_the_models_in_its_wheel_offline(tmp_path, scanned_p
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(ocr, "_ENGINES", {})
+    ocr.forget_engines()
     pdf = pdfium.PdfDocument(str(scanned_pdf))
     image = pdf[1].render(scale=300 / 72, grayscale=True).to_pil()  # the 300-dpi pixels of the scan
     pdf.close()

@@ -1,36 +1,57 @@
 """Format-aware parsing into pages of blocks (plain Python; the Dagster asset calls ``parse_document``).
 
-| extension | reader | pages | mode |
-|---|---|---|---|
-| .pdf | docling (layout model where present, else NativePdfPipeline + heuristics: pdf.py), OCR for scans (ocr.py) | physical pages | docling-layout / docling-native-pdf / ocr-rapidocr (or ocr-tesseract) |
-| .docx | docling | logical (top-level headings, ~1500 chars) | docling-docx |
-| .html .htm .xhtml | docling | logical | docling-html |
-| .md .markdown | docling | logical | docling-markdown |
-| .pptx | docling (+ notes layer) | one per slide | docling-pptx |
-| .xlsx .xlsm | docling | one per sheet | docling-xlsx |
-| .csv | docling | 50 data rows a page | docling-csv |
-| .png .jpg .tif ... | OCR (images.py, ocr.py) | one per image frame | ocr-rapidocr (or ocr-tesseract) |
-| .txt, source code | own reader (text.py) | text: sections/~60 lines; code: top-level definitions | text-lines / code-definitions |
+Formats are registered in formats.py (one ``Format`` each: extensions -> source kind, mime, what
+sniffing expects, reader):
 
-Before a reader runs, the file is checked (``ParseOptions`` limits): size, what the content really is
-(sniff.py: a PDF named ``.docx`` is parsed as a PDF, with a warning; text named ``.pdf``, legacy
-Office files, encrypted Office files and unknown binaries are refused), ZIP bombs (Office formats),
-page counts, image pixel counts, all before anything that depends on the machine (docling's models,
-an OCR engine); Markdown/CSV/HTML that is not UTF-8 is decoded by detection
-(charset-normalizer) and handed to docling as UTF-8. Every refusal is a ``DocumentParseError``
-naming the file and the reason.
+| extensions | source kind | reader | pages | mode |
+|---|---|---|---|---|
+| .pdf | pdf | ``pdf.parse_pdf``: docling's layout model where present (pdf/layout_model.py), else docling's NativePdfPipeline + our layout pass (pdf/native.py, layout/); OCR of scanned pages (pdf/scans.py) | physical pages | docling-layout / docling-native-pdf / ocr-rapidocr (or ocr-tesseract) |
+| .docx | docx | ``structured.parse_docx`` (docling) | logical (top-level headings, ~1500 chars) | docling-docx |
+| .pptx | pptx | ``structured.parse_pptx`` (docling, + notes layer) | one per slide | docling-pptx |
+| .xlsx .xlsm | xlsx | ``structured.parse_xlsx`` (docling) | one per sheet, large sheets by row ranges | docling-xlsx |
+| .csv | csv | ``structured.parse_csv`` (docling) | 50 data rows a page | docling-csv |
+| .html .htm .xhtml | html | ``structured.parse_html`` (docling) | logical | docling-html |
+| .md .markdown | markdown | ``structured.parse_markdown`` (docling) | logical | docling-markdown |
+| .png .jpg .jpeg .tif .tiff .gif .bmp .webp | image | ``images.parse_image``: OCR (ocr.py) + our layout pass | one per image frame | ocr-rapidocr (or ocr-tesseract) |
+| .txt .text .log .rst | text | ``text.parse_text`` (own reader) | sections / ~60 lines | text-lines |
+| .py .js .ts .java .go .rs .c .sql .json .yaml ... | code | ``text.parse_code`` (own reader) | top-level definitions | code-definitions |
+
+Before a reader runs, ``parse_document`` checks the file (``ParseOptions`` limits): size, what the
+content really is (sniff.py: a PDF named ``.docx`` is parsed as a PDF, with a warning; text named
+``.pdf``, legacy Office files, encrypted Office files and unknown binaries are refused), ZIP bombs
+(Office packages); the readers check page counts (PDF, TIFF frames) and image pixel counts. All of
+it comes before anything that depends on the machine (docling's models, an OCR engine). Markdown/
+CSV/HTML that is not UTF-8 is decoded by detection (charset-normalizer) and handed to docling as
+UTF-8. Every refusal is a ``DocumentParseError`` naming the file and the reason.
+
+Modules: formats.py (the registry), sniff.py (content and ZIP checks), model.py (pages, blocks,
+``SourceFile``), options.py (``ParseOptions``), converter.py (docling's converter), docling_blocks.py
+(docling's tree -> blocks), structured.py and paginate.py (docling formats, logical pages), text.py
+(text and code), pdf/ (PDFs), layout/ (positioned lines -> blocks, for PDFs, scans and images),
+ocr.py (OCR engines), images.py (image files), render.py (page images and figure crops).
+
+Adding a format: write a reader ``SourceFile -> ParsedDocument`` (a new module here, or a function
+beside a relative), then add one ``Format(...)`` line to ``formats.FORMATS``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from kb_assets.parsing import sniff
+from kb_assets.parsing.formats import (
+    SUPPORTED_EXTENSIONS,
+    Format,
+    format_for,
+    source_kind_for,
+)
 from kb_assets.parsing.model import (
     BLOCK_KINDS,
     Block,
     DocumentParseError,
     ParsedDocument,
     ParsedPage,
+    SourceFile,
     render_table,
 )
 from kb_assets.parsing.options import ParseOptions
@@ -48,91 +69,6 @@ __all__ = [
     "source_kind_for",
 ]
 
-# extension -> (source kind, mime)
-_DOCLING_FORMATS: dict[str, tuple[str, str]] = {
-    ".pdf": ("pdf", "application/pdf"),
-    ".docx": ("docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-    ".pptx": ("pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
-    ".xlsx": ("xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-    ".xlsm": ("xlsx", "application/vnd.ms-excel.sheet.macroEnabled.12"),
-    ".csv": ("csv", "text/csv"),
-    ".html": ("html", "text/html"),
-    ".htm": ("html", "text/html"),
-    ".xhtml": ("html", "application/xhtml+xml"),
-    ".md": ("markdown", "text/markdown"),
-    ".markdown": ("markdown", "text/markdown"),
-}
-# the suffix docling is shown for each extension (it picks backends by name)
-_DOCLING_SUFFIX = {".xlsm": ".xlsx", ".htm": ".html", ".xhtml": ".html", ".markdown": ".md"}
-
-_IMAGES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".tif": "image/tiff",
-    ".tiff": "image/tiff",
-    ".gif": "image/gif",
-    ".bmp": "image/bmp",
-    ".webp": "image/webp",
-}
-_TEXT = {".txt": "text/plain", ".text": "text/plain", ".log": "text/plain", ".rst": "text/x-rst"}
-_CODE = {
-    ".py": "text/x-python",
-    ".pyi": "text/x-python",
-    ".js": "text/javascript",
-    ".mjs": "text/javascript",
-    ".cjs": "text/javascript",
-    ".jsx": "text/javascript",
-    ".ts": "text/x-typescript",
-    ".tsx": "text/x-typescript",
-    ".java": "text/x-java",
-    ".kt": "text/x-kotlin",
-    ".scala": "text/x-scala",
-    ".go": "text/x-go",
-    ".rs": "text/x-rust",
-    ".c": "text/x-c",
-    ".h": "text/x-c",
-    ".cc": "text/x-c++",
-    ".cpp": "text/x-c++",
-    ".hpp": "text/x-c++",
-    ".cs": "text/x-csharp",
-    ".rb": "text/x-ruby",
-    ".php": "text/x-php",
-    ".swift": "text/x-swift",
-    ".lua": "text/x-lua",
-    ".r": "text/x-r",
-    ".sh": "text/x-shellscript",
-    ".bash": "text/x-shellscript",
-    ".sql": "application/sql",
-    ".json": "application/json",
-    ".yaml": "application/yaml",
-    ".yml": "application/yaml",
-    ".toml": "application/toml",
-    ".ini": "text/plain",
-    ".cfg": "text/plain",
-    ".xml": "application/xml",
-    ".css": "text/css",
-}
-
-SUPPORTED_EXTENSIONS = frozenset({*_DOCLING_FORMATS, *_IMAGES, *_TEXT, *_CODE})
-# the extension a sniffed content kind is parsed under when the file's own extension is wrong
-_SUFFIX_OF_CONTENT = {"pdf": ".pdf", "docx": ".docx", "pptx": ".pptx", "xlsx": ".xlsx"}
-_BINARY_KINDS = ("pdf", "docx", "pptx", "xlsx", "image")
-
-
-def source_kind_for(name: str) -> str | None:
-    """The source kind a file name maps to, or None when it is not supported."""
-    suffix = Path(name).suffix.lower()
-    if suffix in _DOCLING_FORMATS:
-        return _DOCLING_FORMATS[suffix][0]
-    if suffix in _IMAGES:
-        return "image"
-    if suffix in _TEXT:
-        return "text"
-    if suffix in _CODE:
-        return "code"
-    return None
-
 
 def parse_document(path: Path, *, name: str | None = None, options: ParseOptions | None = None) -> ParsedDocument:
     """Parse one file into pages of blocks.
@@ -143,16 +79,24 @@ def parse_document(path: Path, *, name: str | None = None, options: ParseOptions
     ``ParseOptions()``). Raises ``DocumentParseError`` (message ``"<name>: <reason>"``) for missing,
     empty, oversized, corrupt, encrypted, disguised or unsupported files.
     """
-    from kb_assets.parsing import sniff
-
     options = options or ParseOptions()
     path = Path(path)
     display = name or path.name
     suffix = Path(display).suffix.lower() or path.suffix.lower()
-    kind = source_kind_for(f"x{suffix}")
-    if kind is None:
+    fmt = format_for(suffix)
+    if fmt is None:
         shown = suffix or "(no extension)"
         raise DocumentParseError(display, f"unsupported file type {shown!r}")
+    _check_size(path, display, options.max_file_bytes)
+    fmt, suffix, warnings = _format_of_content(display, fmt, suffix, sniff.sniff(path))
+    if fmt.content in sniff.PACKAGES:
+        sniff.check_zip(path, display, options.max_unpacked_bytes)
+    doc = fmt.read(SourceFile(path, display, fmt.source_kind, fmt.extensions[suffix], options))
+    doc.warnings[:0] = warnings
+    return doc
+
+
+def _check_size(path: Path, display: str, max_file_bytes: int) -> None:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -163,17 +107,16 @@ def parse_document(path: Path, *, name: str | None = None, options: ParseOptions
         raise DocumentParseError(display, "not a regular file")
     if size == 0:
         raise DocumentParseError(display, "file is empty (0 bytes)")
-    if size > options.max_file_bytes:
+    if size > max_file_bytes:
         raise DocumentParseError(
-            display, f"file is {size} bytes, over the limit of {options.max_file_bytes} (KB_PARSE_MAX_FILE_BYTES)"
+            display, f"file is {size} bytes, over the limit of {max_file_bytes} (KB_PARSE_MAX_FILE_BYTES)"
         )
 
-    content = sniff.sniff(path)
-    declared = "image" if kind == "image" else ("text" if kind in ("text", "code") else _DOCLING_FORMATS[suffix][0])
-    if declared in ("csv", "html", "markdown"):
-        declared = "text"
-    actual = "image" if content in sniff.IMAGE_KINDS else content
-    warnings: list[str] = []
+
+def _format_of_content(display: str, fmt: Format, suffix: str, content: str) -> tuple[Format, str, list[str]]:
+    """The format (and extension) a file is parsed as, from what sniffing found in it: the
+    extension's own, or the format its content really is (with a warning); refusals otherwise."""
+    declared, actual = fmt.content, sniff.family(content)
     if content == "encrypted-office":
         raise DocumentParseError(display, "password-protected (encrypted) Office document: remove the password and ingest it again")
     if content == "ole2":
@@ -181,67 +124,14 @@ def parse_document(path: Path, *, name: str | None = None, options: ParseOptions
             display, "legacy Office 97-2003 binary file (.doc/.xls/.ppt) is not supported: save it as .docx/.xlsx/.pptx"
         )
     if actual == "zip":
-        what = f"not a valid {suffix.lstrip('.').upper()} file" if declared in ("docx", "pptx", "xlsx") else f"not a {suffix} file"
+        what = f"not a valid {suffix.lstrip('.').upper()} file" if declared in sniff.PACKAGES else f"not a {suffix} file"
         raise DocumentParseError(display, f"{what} (a ZIP archive that is no Office document, or a truncated one)")
     if actual == "binary":
         raise DocumentParseError(display, f"binary content that is no supported format (extension {suffix})")
-    if actual == "text" and declared in _BINARY_KINDS:
+    if actual == "text" and declared != "text":
         raise DocumentParseError(display, f"not a valid {suffix.lstrip('.').upper()} file: the content is text")
-    if actual != declared and actual in _BINARY_KINDS and not (declared == "image" and actual == "image"):
-        warnings.append(
-            f"the extension is {suffix} but the content is {sniff.describe(content)}: parsed as {sniff.describe(content)}"
-        )
-        if actual == "image":
-            kind, suffix = "image", "." + content.replace("jpeg", "jpg")
-        else:
-            kind, suffix = actual, _SUFFIX_OF_CONTENT[actual]
-    doc = _parse_as(path, display, kind, suffix, options)
-    doc.warnings[:0] = warnings
-    return doc
-
-
-def _parse_as(path: Path, display: str, kind: str, suffix: str, options: ParseOptions) -> ParsedDocument:
-    if kind in ("text", "code"):
-        from kb_assets.parsing.text import parse_text
-
-        mime = _TEXT.get(suffix) or _CODE[suffix]
-        return parse_text(path, display, kind, mime)
-    if kind == "image":
-        from kb_assets.parsing.images import parse_image
-
-        return parse_image(path, display, _IMAGES.get(suffix, "image/" + suffix.lstrip(".")), options)
-
-    source_kind, mime = _DOCLING_FORMATS[suffix]
-    docling_suffix = _DOCLING_SUFFIX.get(suffix, suffix)
-    if source_kind == "pdf":
-        from kb_assets.parsing.pdf import parse_pdf
-
-        return parse_pdf(path, display, options)
-
-    from kb_assets.parsing import structured
-    from kb_assets.parsing.sniff import check_zip
-
-    if source_kind in ("docx", "pptx", "xlsx"):
-        check_zip(path, display, options.max_unpacked_bytes)
-    if source_kind == "pptx":
-        return structured.parse_pptx(path, display, mime)
-    if source_kind == "xlsx":
-        return structured.parse_xlsx(path, display, mime, docling_suffix)
-    if source_kind == "docx":
-        return structured.parse_flowing(path, display, source_kind, mime, docling_suffix)
-
-    # CSV, HTML, Markdown: text docling reads as UTF-8 (with a cp1252 fallback only): detect others
-    from kb_assets.parsing.text import decode
-
-    raw = path.read_bytes()
-    text, warning = decode(raw, display)
-    data = None
-    if warning:
-        data = b"\xef\xbb\xbf" + text.encode("utf-8")  # a BOM: docling and BeautifulSoup both honour it
-    if source_kind == "csv":
-        doc = structured.parse_csv(path, display, mime, data=data)
-    else:
-        doc = structured.parse_flowing(path, display, source_kind, mime, docling_suffix, data=data)
-    if warning:
-        doc.warnings.append(warning)
-    return doc
+    if actual == declared or actual == "text":
+        return fmt, suffix, []
+    warning = f"the extension is {suffix} but the content is {sniff.describe(content)}: parsed as {sniff.describe(content)}"
+    suffix = f".{content}"  # every binary content kind is registered under its own name (formats.py)
+    return format_for(suffix), suffix, [warning]

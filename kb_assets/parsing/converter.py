@@ -1,13 +1,12 @@
 """One docling ``DocumentConverter`` per process, built lazily (construction and pipeline set-up
-are not free), with docling's log noise turned down to warnings.
+are not free), with docling's log noise turned down to warnings, and ``convert``, the one way this
+package runs docling (errors become ``DocumentParseError``).
 
-PDFs go through docling's model-free ``NativePdfPipeline`` unless ``choose_pdf_pipeline`` finds
-docling's layout model on disk (``DOCLING_ARTIFACTS_PATH``, or docling's cache
-``~/.cache/docling/models``, as ``docling-tools models download`` leaves it) and its Python
-dependencies (torch, transformers) installed: then a second converter runs docling's standard PDF
-pipeline with that ``artifacts_path`` (never downloading), with TableFormer when its folder and
-``docling_ibm_models`` are there too. Page images are not rendered here (callers that need them
-render with pypdfium2).
+PDFs go through docling's model-free ``NativePdfPipeline`` here; the layout-model path builds its own
+converter (pdf/layout_model.py). Page images are not rendered by docling (render.py renders them
+with pypdfium2). PDFs are converted ``PDF_PAGES_PER_BATCH`` pages at a time (``pdf_page_batches``):
+docling holds every page's cell objects until a conversion ends (~4.5 MB a page with word cells,
+less with lines only).
 
 The PDF backend is docling's threaded docling-parse backend with one change: pages materialize
 only their text-line cells (and bitmap boxes), not the word cells docling asks for and the native
@@ -18,10 +17,8 @@ and far less memory). It relies on two private attributes of docling 2.143's pag
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,10 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 _LOCK = threading.Lock()
 _CONVERT_LOCK = threading.Lock()  # one conversion at a time: pipelines are shared, not thread-safe
 _CONVERTER: "DocumentConverter | None" = None
-_LAYOUT_CONVERTERS: dict[tuple[str, bool], "DocumentConverter"] = {}
 
-LAYOUT_MODEL_FOLDER = "docling-project--docling-layout-heron"
-TABLE_MODEL_FOLDER = "docling-project--docling-models"
+PDF_PAGES_PER_BATCH = 50  # docling holds every page's cell objects until a conversion ends
 
 _NOISY_LOGGERS = ("docling", "docling_core", "docling_parse", "docling_ibm_models", "RapidOCR")
 
@@ -43,6 +38,14 @@ _NOISY_LOGGERS = ("docling", "docling_core", "docling_parse", "docling_ibm_model
 def quiet_docling_logs(level: int = logging.WARNING) -> None:
     for name in _NOISY_LOGGERS:
         logging.getLogger(name).setLevel(level)
+
+
+def pdf_page_batches(page_count: int) -> list[tuple[int, int]]:
+    """1-based inclusive page ranges of ``PDF_PAGES_PER_BATCH`` pages covering a PDF."""
+    return [
+        (start, min(start + PDF_PAGES_PER_BATCH - 1, page_count))
+        for start in range(1, page_count + 1, PDF_PAGES_PER_BATCH)
+    ]
 
 
 def _lines_only_pdf_backend():
@@ -83,73 +86,6 @@ def _lines_only_pdf_backend():
                 yield page
 
     return LinesOnlyDocument
-
-
-@dataclass(frozen=True)
-class PdfPipeline:
-    kind: str  # "layout" (docling's standard pipeline with its layout model) | "native" (model-free)
-    artifacts_path: Path | None  # the model folder (layout only)
-    tables: bool  # TableFormer available (layout only)
-    reason: str  # why this pipeline: shown in warnings
-
-
-def default_artifacts_path() -> Path:
-    """docling's own model cache (``docling-tools models download`` puts models there)."""
-    try:
-        from docling.datamodel.settings import settings
-
-        return Path(settings.cache_dir) / "models"
-    except Exception:  # pragma: no cover - docling always has settings
-        return Path.home() / ".cache" / "docling" / "models"
-
-
-def choose_pdf_pipeline(artifacts_path: Path | None, default_cache: Path | None = None) -> PdfPipeline:
-    """The PDF pipeline this environment can run: ``layout`` only where the layout model is on disk
-    (complete) and torch + transformers import; else ``native`` with the reason."""
-    explicit = artifacts_path is not None
-    folder = Path(artifacts_path) if explicit else (default_cache or default_artifacts_path())
-    where = f"DOCLING_ARTIFACTS_PATH={folder}" if explicit else f"docling's model cache {folder}"
-    layout = folder / LAYOUT_MODEL_FOLDER
-    if not layout.is_dir():
-        return PdfPipeline("native", None, False, f"no docling layout model: {where} has no {LAYOUT_MODEL_FOLDER}")
-    missing = [f for f in ("config.json", "preprocessor_config.json") if not (layout / f).is_file()]
-    if missing or not any(layout.glob("*.safetensors")):
-        what = ", ".join(missing or ["*.safetensors weights"])
-        return PdfPipeline("native", None, False, f"incomplete docling layout model in {layout} (missing {what})")
-    modules = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
-    if modules:
-        return PdfPipeline("native", None, False, f"docling layout model found but {', '.join(modules)} not installed")
-    tables = (folder / TABLE_MODEL_FOLDER).is_dir() and importlib.util.find_spec("docling_ibm_models") is not None
-    note = "" if tables else " (no TableFormer: tables from the layout model only)"
-    return PdfPipeline("layout", folder, tables, f"docling layout model from {where}{note}")
-
-
-def get_layout_converter(pipeline: PdfPipeline) -> "DocumentConverter":
-    """A converter running docling's standard PDF pipeline on the models in ``pipeline.artifacts_path``
-    (OCR off: pages without text are OCRed by ``ocr.py`` like on the native path)."""
-    key = (str(pipeline.artifacts_path), pipeline.tables)
-    with _LOCK:
-        converter = _LAYOUT_CONVERTERS.get(key)
-        if converter is None:
-            quiet_docling_logs()
-            from docling.datamodel.base_models import InputFormat
-            from docling.datamodel.pipeline_options import PdfPipelineOptions
-            from docling.document_converter import DocumentConverter, PdfFormatOption
-
-            options = PdfPipelineOptions(
-                artifacts_path=pipeline.artifacts_path,
-                do_ocr=False,
-                do_table_structure=pipeline.tables,
-                generate_page_images=False,
-                generate_picture_images=False,
-                enable_remote_services=False,
-            )
-            converter = DocumentConverter(
-                allowed_formats=[InputFormat.PDF],
-                format_options={InputFormat.PDF: PdfFormatOption(pipeline_options=options)},
-            )
-            _LAYOUT_CONVERTERS[key] = converter
-    return converter
 
 
 def get_converter() -> "DocumentConverter":
@@ -209,7 +145,7 @@ def convert(
     keeps its own exception types out of callers); a partial success (some PDF pages failed) is
     returned and the caller decides per page. ``page_range`` (1-based, inclusive) converts part of
     a PDF. ``data`` replaces the file's bytes (e.g. text transcoded to UTF-8); ``converter`` replaces
-    the default one (the layout pipeline).
+    the default one (the layout-model pipeline).
     """
     from docling.datamodel.base_models import ConversionStatus
 

@@ -1,7 +1,7 @@
 """Image files (PNG, JPEG, TIFF, ...): one page per frame, read by OCR (ocr.py: ``KB_OCR_ENGINE``,
 mode ``ocr-rapidocr`` by default, or ``ocr-tesseract``).
 
-The OCR cells go through the PDF layout pass (pdf.py: running lines, tables, headings, paragraphs),
+The OCR cells go through the layout pass (layout/: running lines, tables, headings, paragraphs),
 in pixel units. The limits come first, before anything that depends on the machine (whether OCR can
 run here): the pixel count is checked before anything is decoded (decompression bombs:
 ``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. Each page keeps the
@@ -12,17 +12,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kb_assets.parsing.model import DocumentParseError, ParsedDocument, ParsedPage
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.parsing.layout import Line, PageLines, layout_pages
+from kb_assets.parsing.model import (
+    DocumentParseError,
+    ParsedDocument,
+    ParsedPage,
+    SourceFile,
+)
+from kb_assets.parsing.render import png_bytes
 
 PAGE_IMAGE_MAX_SIDE = 1400
 
 
-def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> ParsedDocument:
+def parse_image(file: SourceFile) -> ParsedDocument:
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     from kb_assets.parsing.ocr import ocr_lines, ocr_unavailable, page_mode
-    from kb_assets.parsing.pdf import _layout_pages, _Line, _PageLines, png_bytes
+
+    path, name, options = file.path, file.name, file.options
 
     try:
         image = Image.open(path)
@@ -44,16 +51,16 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
         reason = ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir) if options.ocr else "OCR is switched off"
         if reason:  # after the limits: a refusal must not depend on what this machine has installed
             raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
-        pages: dict[int, _PageLines] = {}
+        pages: dict[int, PageLines] = {}
         renders: dict[int, bytes] = {}
         try:
             for index, frame in enumerate(ImageSequence.Iterator(image)):
                 if frame.size[0] * frame.size[1] > options.max_image_pixels:
                     raise DocumentParseError(name, f"frame {index + 1} is over the pixel limit: refused")
                 gray = frame.convert("L")
-                pl = _PageLines(width=float(gray.width), height=float(gray.height), body_font="ocr", ocr=True)
+                pl = PageLines(width=float(gray.width), height=float(gray.height), body_font="ocr", ocr=True)
                 cells = ocr_lines(gray, options.ocr_engine, options.ocr_languages, options.tessdata_dir)
-                pl.lines = [_Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in cells]
+                pl.lines = [Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in cells]
                 pages[index] = pl
                 if options.images:
                     preview = frame.convert("RGB")
@@ -61,10 +68,12 @@ def parse_image(path: Path, name: str, mime: str, options: ParseOptions) -> Pars
                     renders[index] = png_bytes(preview)
         except (OSError, ValueError, EOFError) as exc:
             raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
-    blocks = _layout_pages(pages, {})
+    blocks = layout_pages(pages, {})
     parsed = [
         ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine), image_png=renders.get(i))
         for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="image", pages=parsed, warnings=warnings)
+    return ParsedDocument(
+        title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings
+    )

@@ -1,4 +1,5 @@
-"""What parsing produces: documents of pages of blocks, whose texts are exactly the page text.
+"""What parsing produces: documents of pages of blocks, whose texts are exactly the page text; and
+what a format's reader is handed (``SourceFile``).
 
 ``ParsedPage.text`` is the text lineage checks are made against: it is the blocks' texts joined by a
 blank line, so every block's ``text`` is found verbatim in it. Block texts are whitespace-clean (no
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_assets.parsing.options import ParseOptions
 
 BLOCK_KINDS = ("heading", "paragraph", "list", "table", "figure", "code")
 
@@ -60,6 +64,18 @@ class ParsedDocument:
     @property
     def page_count(self) -> int:
         return len(self.pages)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file as a reader gets it, after the checks of ``parse_document`` (size, content, ZIP
+    bombs): the reader returns a ``ParsedDocument`` of this ``source_kind`` and ``mime``."""
+
+    path: Path  # the bytes (may be a stored blob without the original extension)
+    name: str  # the display name: error messages, title fallback
+    source_kind: str  # the format's source kind (formats.py)
+    mime: str  # the mime type of the file's extension
+    options: ParseOptions
 
 
 class DocumentParseError(Exception):

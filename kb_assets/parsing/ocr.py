@@ -19,10 +19,10 @@ Why rapidocr by default: it needs nothing outside pip, and on the benchmark scan
 characters than tesseract, for several times tesseract's seconds a page on 2 cores: scanned pages
 are few beside text-layer pages, and a fresh machine must read them at all.
 
-Output: positioned cells in reading order, in pixel coordinates (top-left origin), which the PDF
-layout pass turns into headings, paragraphs, lists and tables like text-layer lines. A rapidocr cell
-is one detected text box (detection keeps table columns apart); a tesseract cell is the words of one
-line, split where they stand far apart. Spaces between CJK characters are removed. Each engine is
+Output: positioned cells in reading order, in pixel coordinates (top-left origin), which the layout
+pass (layout/) turns into headings, paragraphs, lists and tables like text-layer lines. A rapidocr
+cell is one detected text box (detection keeps table columns apart); a tesseract cell is the words
+of one line, split where they stand far apart. Spaces between CJK characters are removed. Each engine is
 built once per process and used under one lock: a tesseract handle is not thread-safe, and an
 onnxruntime session already uses every core. When the chosen engine cannot run,
 ``ocr_unavailable`` says why in one line, and pages stay without text (recorded, never silent).
@@ -91,6 +91,12 @@ def ocr_lines(image, engine: str, languages: str, tessdata: Path | None = None) 
         else:
             cells = _tesseract_cells(image, languages, tessdata)
     return [cell for cell in cells if cell.text]
+
+
+def forget_engines() -> None:
+    """Drop the engines built so far: the next ``ocr_lines`` builds its engine afresh."""
+    with _LOCK:
+        _ENGINES.clear()
 
 
 # ---------------------------------------------------------------------------------- rapidocr

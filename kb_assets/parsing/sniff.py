@@ -20,6 +20,9 @@ from kb_assets.parsing.options import MAX_PACK_RATIO, MAX_ZIP_MEMBERS
 
 HEAD_BYTES = 8192
 IMAGE_KINDS = ("png", "jpeg", "tiff", "gif", "bmp", "webp")
+PACKAGES = ("docx", "pptx", "xlsx")  # Office Open XML: ZIP packages, checked by check_zip
+# what a format expects to find (formats.py): every image kind is "image"
+CONTENT_FAMILIES = ("pdf", *PACKAGES, "image", "text")
 
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _IMAGE_MAGIC = (
@@ -48,7 +51,13 @@ def describe(kind: str) -> str:
     return _DESCRIBE.get(kind) or f"a {kind.upper()} image"
 
 
+def family(kind: str) -> str:
+    """The content family of a sniffed kind: ``image`` for every image format, else the kind."""
+    return "image" if kind in IMAGE_KINDS else kind
+
+
 def sniff(path: Path) -> str:
+    """What the file's first bytes say it is (see the module docstring)."""
     with open(path, "rb") as handle:
         head = handle.read(HEAD_BYTES)
     if b"%PDF-" in head[:1024]:

@@ -1,189 +1,35 @@
 """DOCX, PPTX, XLSX, CSV, HTML and Markdown through docling's own (model-free) converters.
 
-docling's DoclingDocument tree is walked into blocks: title/section headers -> ``heading`` (title =
-level 1, ``section_header`` level n -> n + 1, so Markdown ``##`` and HTML ``<h2>`` are level 2 and a
-Word "Heading 1" under a "Title" is level 2), text -> ``paragraph`` (inline runs joined), list groups
--> one ``list`` block (one ``marker text`` line per item), code -> ``code``, tables -> ``table``,
-pictures with a caption -> ``figure``.
+docling's DoclingDocument tree is walked into blocks (docling_blocks.py: headings, paragraphs, lists,
+code, tables, captioned figures).
 
 Pages: PPTX has one page per slide and XLSX one per sheet (docling's page provenance); DOCX, HTML and
 Markdown carry no pages, so logical pages are cut by ``paginate``; CSV pages are row ranges.
+
+CSV, HTML and Markdown that are not UTF-8 are decoded by detection (charset-normalizer) and handed
+to docling as UTF-8, with a warning.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kb_assets.parsing.converter import convert
+from kb_assets.parsing.docling_blocks import DoclingWalker, walk_blocks
 from kb_assets.parsing.model import (
     Block,
     DocumentParseError,
     ParsedDocument,
     ParsedPage,
+    SourceFile,
     clean_inline,
-    table_block,
 )
 from kb_assets.parsing.paginate import paginate, split_table
+from kb_assets.parsing.text import decode
 
 PARSER = "docling"
 CSV_ROWS_PER_PAGE = 50
 XLSX_ROWS_PER_PAGE = 50
-
-_SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,;:!?)\]}%])")
-_SPACE_AFTER_OPEN = re.compile(r"(?<=[(\[{]) ")
-
-
-def _clean_code(text: str) -> str:
-    lines = [line.expandtabs(4).rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    return "\n".join(line for line in lines if line.strip())
-
-
-def _item_text(item) -> str:
-    return clean_inline(getattr(item, "text", "") or "")
-
-
-class _Walker:
-    """Flattens a DoclingDocument into ``(block, page_no | None)`` in reading order."""
-
-    def __init__(self, doc, layers) -> None:
-        self.doc = doc
-        self.layers = layers
-        self.out: list[tuple[Block, int | None, str]] = []  # block, 1-based page, content layer
-
-    def walk(self, node) -> None:
-        for ref in node.children:
-            self.visit(ref.resolve(self.doc))
-
-    @staticmethod
-    def _page(item) -> int | None:
-        prov = getattr(item, "prov", None)
-        return prov[0].page_no if prov else None
-
-    def _emit(self, block: Block | None, item) -> None:
-        if block is not None and block.text:
-            self.out.append((block, self._page(item), item.content_layer.value))
-
-    def visit(self, item) -> None:
-        from docling_core.types.doc import (
-            CodeItem,
-            GroupItem,
-            ListItem,
-            PictureItem,
-            SectionHeaderItem,
-            TableItem,
-            TextItem,
-            TitleItem,
-        )
-        from docling_core.types.doc.labels import GroupLabel
-
-        if item.content_layer not in self.layers:
-            return
-        if isinstance(item, GroupItem):
-            if item.label == GroupLabel.INLINE:
-                self._emit(Block("paragraph", self._inline_text(item)), self._first_leaf(item))
-            elif item.label in (GroupLabel.LIST, GroupLabel.ORDERED_LIST):
-                lines: list[str] = []
-                self._list_lines(item, lines)
-                self._emit(Block("list", "\n".join(lines)), self._first_leaf(item))
-            else:
-                self.walk(item)
-            return
-        if isinstance(item, TitleItem):
-            self._emit(Block("heading", _item_text(item), level=1), item)
-        elif isinstance(item, SectionHeaderItem):
-            self._emit(Block("heading", _item_text(item), level=min((item.level or 1) + 1, 6)), item)
-        elif isinstance(item, CodeItem):
-            self._emit(Block("code", _clean_code(item.text or "")), item)
-        elif isinstance(item, TableItem):
-            caption = clean_inline(item.caption_text(self.doc))
-            if caption:
-                self._emit(Block("paragraph", caption), item)
-            rows = [[cell.text for cell in row] for row in item.data.grid]
-            self._emit(table_block(rows), item)
-            return  # children are the cells' own content (rich cells), already in the rows
-        elif isinstance(item, PictureItem):
-            caption = clean_inline(item.caption_text(self.doc))
-            if caption:
-                self._emit(Block("figure", caption), item)
-            return  # text inside pictures is not body text
-        elif isinstance(item, ListItem):  # a list item outside a list group
-            self._emit(Block("list", self._list_item_line(item)), item)
-            return
-        elif isinstance(item, TextItem):
-            self._emit(Block("paragraph", _item_text(item)), item)
-        if item.children:
-            self.walk(item)
-
-    def _first_leaf(self, group):
-        for ref in group.children:
-            child = ref.resolve(self.doc)
-            if getattr(child, "prov", None):
-                return child
-            if child.children:
-                leaf = self._first_leaf(child)
-                if getattr(leaf, "prov", None):
-                    return leaf
-        return group
-
-    def _inline_text(self, group) -> str:
-        parts: list[str] = []
-        for ref in group.children:
-            child = ref.resolve(self.doc)
-            if child.content_layer not in self.layers:
-                continue
-            if child.children:
-                parts.append(self._inline_text(child))
-            text = _item_text(child)
-            if text:
-                parts.append(text)
-        text = clean_inline(" ".join(p for p in parts if p))
-        return _SPACE_AFTER_OPEN.sub("", _SPACE_BEFORE_PUNCT.sub("", text))
-
-    def _list_item_line(self, item, number: int | None = None) -> str:
-        from docling_core.types.doc.labels import GroupLabel
-
-        text = _item_text(item)
-        inline = [
-            self._inline_text(c)
-            for c in (ref.resolve(self.doc) for ref in item.children)
-            if getattr(c, "label", None) == GroupLabel.INLINE
-        ]
-        text = clean_inline(" ".join([text, *inline]))
-        marker = clean_inline(item.marker or "") or (f"{number}." if item.enumerated and number else "-")
-        return f"{marker} {text}" if text else ""
-
-    def _list_lines(self, group, lines: list[str]) -> None:
-        from docling_core.types.doc import GroupItem, ListItem
-        from docling_core.types.doc.labels import GroupLabel
-
-        number = 0
-        for ref in group.children:
-            child = ref.resolve(self.doc)
-            if child.content_layer not in self.layers:
-                continue
-            if isinstance(child, ListItem):
-                number += 1
-                line = self._list_item_line(child, number)
-                if line:
-                    lines.append(line)
-                for sub in (r.resolve(self.doc) for r in child.children):
-                    if isinstance(sub, GroupItem) and sub.label in (GroupLabel.LIST, GroupLabel.ORDERED_LIST):
-                        self._list_lines(sub, lines)  # nested lists: flattened into the same block
-            elif isinstance(child, GroupItem) and child.label in (GroupLabel.LIST, GroupLabel.ORDERED_LIST):
-                self._list_lines(child, lines)
-            else:
-                text = _item_text(child)
-                if text:
-                    lines.append(text)
-
-
-def _walk(doc, layers=None) -> list[tuple[Block, int | None, str]]:
-    from docling_core.types.doc import ContentLayer
-
-    walker = _Walker(doc, layers or {ContentLayer.BODY})
-    walker.walk(doc.body)
-    return walker.out
 
 
 def _first_heading_text(blocks: list[Block]) -> str | None:
@@ -208,28 +54,59 @@ def _furniture_title(doc) -> str | None:
 # --------------------------------------------------------------------------------- formats
 
 
-def parse_flowing(
-    path: Path, name: str, source_kind: str, mime: str, suffix: str, data: bytes | None = None
-) -> ParsedDocument:
+def parse_docx(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-docx``)."""
+    return _parse_flowing(file, ".docx")
+
+
+def parse_html(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-html``); the title is the page's ``<title>`` where it has one."""
+    data, warnings = _as_utf8(file)
+    doc = _parse_flowing(file, ".html", data)
+    doc.warnings.extend(warnings)
+    return doc
+
+
+def parse_markdown(file: SourceFile) -> ParsedDocument:
+    """Logical pages (mode ``docling-markdown``)."""
+    data, warnings = _as_utf8(file)
+    doc = _parse_flowing(file, ".md", data)
+    doc.warnings.extend(warnings)
+    return doc
+
+
+def _parse_flowing(file: SourceFile, suffix: str, data: bytes | None = None) -> ParsedDocument:
     """DOCX / HTML / Markdown: no page provenance, logical pages cut at top-level headings.
-    ``data``: the file's text re-encoded as UTF-8 when it was not."""
-    result = convert(path, name, suffix, data=data)
-    blocks = [block for block, _, _ in _walk(result.document)]
+    ``suffix``: the extension docling is shown; ``data``: the file's text re-encoded as UTF-8 when it
+    was not."""
+    name, source_kind = file.name, file.source_kind
+    result = convert(file.path, name, suffix, data=data)
+    blocks = [block for block, _, _ in walk_blocks(result.document)]
     if not blocks:
         raise DocumentParseError(name, "no text content found")
     mode = f"docling-{source_kind}"
     pages = [ParsedPage(i, page_blocks, PARSER, mode) for i, page_blocks in enumerate(paginate(blocks))]
     title = (_furniture_title(result.document) if source_kind == "html" else None) or _first_heading_text(blocks)
-    return ParsedDocument(title=title or Path(name).stem, mime=mime, source_kind=source_kind, pages=pages)
+    return ParsedDocument(title=title or Path(name).stem, mime=file.mime, source_kind=source_kind, pages=pages)
 
 
-def parse_pptx(path: Path, name: str, mime: str) -> ParsedDocument:
+def _as_utf8(file: SourceFile) -> tuple[bytes | None, list[str]]:
+    """docling reads CSV, HTML and Markdown as UTF-8 (with a cp1252 fallback only): text in another
+    encoding is detected (text.decode) and handed over as UTF-8, with a warning naming the guess."""
+    text, warning = decode(file.path.read_bytes(), file.name)
+    if not warning:
+        return None, []
+    return b"\xef\xbb\xbf" + text.encode("utf-8"), [warning]  # a BOM: docling and BeautifulSoup both honour it
+
+
+def parse_pptx(file: SourceFile) -> ParsedDocument:
     """One page per slide; speaker notes (docling's notes layer) as a final ``Notes: ...`` block."""
     from docling_core.types.doc import ContentLayer
 
+    path, name = file.path, file.name
     result = convert(path, name, ".pptx")
     doc = result.document
-    items = _walk(doc, {ContentLayer.BODY, ContentLayer.NOTES})
+    items = walk_blocks(doc, {ContentLayer.BODY, ContentLayer.NOTES})
     slide_count = max([*doc.pages.keys(), *[p for _, p, _ in items if p]], default=0)
     body: dict[int, list[Block]] = {}
     notes: dict[int, list[str]] = {}
@@ -251,17 +128,18 @@ def parse_pptx(path: Path, name: str, mime: str) -> ParsedDocument:
     all_blocks = [b for p in pages for b in p.blocks]
     first_slide_heading = _first_heading_text(pages[0].blocks) if pages[0].blocks else None
     title = first_slide_heading or _first_heading_text(all_blocks) or Path(name).stem
-    return ParsedDocument(title=title, mime=mime, source_kind="pptx", pages=pages)
+    return ParsedDocument(title=title, mime=file.mime, source_kind=file.source_kind, pages=pages)
 
 
-def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> ParsedDocument:
+def parse_xlsx(file: SourceFile) -> ParsedDocument:
     """One page per sheet: the sheet name as a level-1 heading, then its tables; a sheet whose table
     has more than ``XLSX_ROWS_PER_PAGE`` data rows continues on further pages by row range, each
     starting with the sheet heading and the table's header row (label ``Sheet rows 2-51``)."""
     from docling_core.types.doc import GroupItem
     from docling_core.types.doc.labels import GroupLabel
 
-    result = convert(path, name, suffix)
+    name = file.name
+    result = convert(file.path, name, ".xlsx")  # .xlsm too: docling picks its backend by the name
     doc = result.document
     sheets = [
         item
@@ -273,7 +151,7 @@ def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> Parse
         raise DocumentParseError(name, "workbook has no sheets")
     pages = [ParsedPage(i, [], PARSER, "docling-xlsx") for i in range(page_count)]
     for sheet_index, sheet in enumerate(sheets):
-        items = _Walker(doc, _body_layers())
+        items = DoclingWalker(doc, _body_layers())
         items.walk(sheet)
         page_nos = [p for _, p, _ in items.out if p]
         index = (page_nos[0] - 1) if page_nos else sheet_index
@@ -285,7 +163,7 @@ def parse_xlsx(path: Path, name: str, mime: str, suffix: str = ".xlsx") -> Parse
     if not any(p.blocks for p in pages):
         raise DocumentParseError(name, "workbook has no cell content")
     pages = _split_large_sheets(pages)
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="xlsx", pages=pages)
+    return ParsedDocument(title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=pages)
 
 
 def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
@@ -314,15 +192,19 @@ def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
     return out
 
 
-def parse_csv(path: Path, name: str, mime: str, data: bytes | None = None) -> ParsedDocument:
+def parse_csv(file: SourceFile) -> ParsedDocument:
     """Row ranges of ``CSV_ROWS_PER_PAGE`` data rows a page, each with the header row first."""
-    result = convert(path, name, ".csv", data=data)
-    tables = [b for b, _, _ in _walk(result.document) if b.kind == "table"]
+    name = file.name
+    data, warnings = _as_utf8(file)
+    result = convert(file.path, name, ".csv", data=data)
+    tables = [b for b, _, _ in walk_blocks(result.document) if b.kind == "table"]
     if not tables or not tables[0].rows:
         raise DocumentParseError(name, "no rows found")
     pieces = split_table(tables[0].rows, CSV_ROWS_PER_PAGE)
     pages = [ParsedPage(i, [piece], PARSER, "docling-csv") for i, piece in enumerate(pieces)]
-    return ParsedDocument(title=Path(name).stem, mime=mime, source_kind="csv", pages=pages)
+    return ParsedDocument(
+        title=Path(name).stem, mime=file.mime, source_kind=file.source_kind, pages=pages, warnings=warnings
+    )
 
 
 def _body_layers():

@@ -29,6 +29,7 @@ from kb_assets.parsing.model import (
     DocumentParseError,
     ParsedDocument,
     ParsedPage,
+    SourceFile,
     clean_inline,
     join_lines,
 )
@@ -209,12 +210,23 @@ def _label(lines: list[str], start: int, end: int) -> str:
     return f"lines {start + 1}-{end}"
 
 
-def parse_text(path: Path, name: str, source_kind: str, mime: str) -> ParsedDocument:
-    data = path.read_bytes()
+def parse_text(file: SourceFile) -> ParsedDocument:
+    """Plain text: pages at top-level headings and every ~``PAGE_LINES`` lines (mode ``text-lines``)."""
+    return _parse_lines(file, code=False)
+
+
+def parse_code(file: SourceFile) -> ParsedDocument:
+    """Source code: pages of whole top-level definitions (mode ``code-definitions``)."""
+    return _parse_lines(file, code=True)
+
+
+def _parse_lines(file: SourceFile, code: bool) -> ParsedDocument:
+    name = file.name
+    data = file.path.read_bytes()
     text, warning = decode(data, name)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     pages: list[ParsedPage] = []
-    if source_kind == "code":
+    if code:
         for start, end in _code_ranges(lines):
             blocks = [
                 piece
@@ -232,7 +244,7 @@ def parse_text(path: Path, name: str, source_kind: str, mime: str) -> ParsedDocu
                 pages.append(ParsedPage(len(pages), blocks, PARSER, MODE, _label(lines, start, end)))
     if not pages:
         raise DocumentParseError(name, "file has no text (only whitespace)")
-    title = Path(name).name if source_kind == "code" else Path(name).stem
+    title = Path(name).name if code else Path(name).stem
     return ParsedDocument(
-        title=title, mime=mime, source_kind=source_kind, pages=pages, warnings=[warning] if warning else []
+        title=title, mime=file.mime, source_kind=file.source_kind, pages=pages, warnings=[warning] if warning else []
     )

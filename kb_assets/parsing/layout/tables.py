@@ -1,0 +1,100 @@
+"""Tables without a model, from rows of several cells.
+
+A run of >= 3 consecutive rows of >= 2 cells each whose cells start in the same columns (the first
+row's cells define them, tolerance 0.8 body line heights), rows no further apart than 2.5 line
+heights, becomes one table line (``Line.table``: its rows, the first row the header); a row of fewer
+cells right under a row (tighter than a row gap) continues that row's cells (wrapped cells).
+Table-of-contents rows never start or join a table. Not done: ruled tables whose rows are single
+cells.
+"""
+
+from __future__ import annotations
+
+from kb_assets.parsing.layout.lines import TOC_ENTRY, Line, Part
+from kb_assets.parsing.model import join_lines
+
+TABLE_MIN_ROWS = 3
+
+
+def find_tables(lines: list[Line], body_h: float) -> list[Line]:
+    """Runs of aligned multi-cell rows become one table line each (see the module docstring)."""
+    out: list[Line] = []
+    i = 0
+    while i < len(lines):
+        found = _table_run(lines, i, body_h)
+        if found is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        end, rows = found
+        run = lines[i:end]
+        header_font = run[0].font
+        table = Line(
+            text=" ".join(" ".join(r) for r in rows),
+            l=min(ln.l for ln in run),
+            t=min(ln.t for ln in run),
+            r=max(ln.r for ln in run),
+            b=max(ln.b for ln in run),
+            font=header_font,
+            size=max(ln.size for ln in run),
+            cells=max(len(r) for r in rows),
+            table=rows,
+        )
+        out.append(table)
+        i = end
+    return out
+
+
+def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[list[str]]] | None:
+    first = lines[start]
+    if len(first.parts) < 2 or first.table is not None or TOC_ENTRY.search(first.text):
+        return None
+    tol = 0.8 * body_h
+    starts = [part.l for part in first.parts]
+    rows = [[part.text for part in first.parts]]
+    full_rows = 1
+    prev = first
+    end = start + 1
+    while end < len(lines):
+        line = lines[end]
+        gap = line.t - prev.b
+        if gap < -0.3 * body_h or gap > 2.5 * body_h or TOC_ENTRY.search(line.text) or line.table is not None:
+            break
+        if abs(line.size - first.size) > 0.35 * max(line.size, first.size):
+            break
+        columns = _columns_of(line.parts, starts, tol)
+        if columns is None:
+            break
+        if len(line.parts) < 2 or len(line.parts) < len(starts) - 1:
+            if gap > 0.6 * body_h or len(rows) < 1:
+                break  # a lone line after the table, not a wrapped cell
+            for column, part in zip(columns, line.parts):  # wrapped cells continue the row above
+                rows[-1][column] = join_lines(rows[-1][column], part.text)
+        else:
+            row = [""] * len(starts)
+            for column, part in zip(columns, line.parts):
+                row[column] = part.text
+            rows.append(row)
+            full_rows += 1
+        prev = line
+        end += 1
+    if full_rows < TABLE_MIN_ROWS:
+        return None
+    return end, rows
+
+
+def _columns_of(parts: list[Part], starts: list[float], tol: float) -> list[int] | None:
+    """The column of each cell (cells start within a column's band), or None when they do not fit."""
+    columns: list[int] = []
+    for part in parts:
+        column = None
+        for index, left in enumerate(starts):
+            next_left = starts[index + 1] if index + 1 < len(starts) else float("inf")
+            if left - tol <= part.l < next_left - tol:
+                column = index
+                break
+        if column is None or (columns and column <= columns[-1]):
+            return None
+        columns.append(column)
+    return columns
+
