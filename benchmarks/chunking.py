@@ -94,7 +94,8 @@ def evaluate_retrieval(settings, catalog, model, kbs: list[str]) -> dict:
     from kb_assets.retrieval.api import make_searcher
     from kb_assets.retrieval.baseline import NaiveBaseline
     from kb_assets.retrieval.evaluation import evaluate, load_questions
-    from kb_assets.retrieval.search import STRATEGIES, SearchRequest
+    from kb_assets.retrieval.search import SearchRequest
+    from kb_assets.retrieval.strategies import STRATEGIES
 
     questions = [q for q in load_questions(QUESTIONS) if q["kb"] in kbs]
     searcher = make_searcher(settings)

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from kb_assets.retrieval.search import SearchConfig, Searcher
+from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.search import Searcher
 from kb_assets_tests.test_retrieval import INJECTIONS, ensure_corpus
 
 LOCAL = ("127.0.0.1", 50000)

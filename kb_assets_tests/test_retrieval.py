@@ -14,10 +14,11 @@ import pytest
 from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
 
+from kb_assets.retrieval.config import SearchConfig, Weights
+from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
+from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
 from kb_assets.stores.vectors import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
-                                         collection_spec)
-from kb_assets.retrieval.search import (SearchConfig, SearchRequest, SearchResponse, Searcher, Weights,
-                                        dense_query_text, keyword_overlap, query_terms)
+                                      collection_spec)
 
 CORPUS = {
     "alpha": {
@@ -109,7 +110,7 @@ def test_a_candidate_found_by_one_search_only_gets_the_other_score_computed_or_s
     from kb_assets.embedding.model import EmbeddingModel  # noqa: F401  (the loader below returns one)
 
     query = "backups kept every quarter"
-    collection, spec = kb_searcher._collection()
+    collection, spec = kb_searcher.published()
     flt = 'knowledge_base_id == "alpha"'
     vector = kb_searcher.load_model(spec["model"]).encode([query])[0]
 
@@ -234,7 +235,7 @@ def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: 
 
 
 def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_broken_dense", "kb_test_broken_dense", dense_dim=8, bm25=True)
     response = _variant(kb_searcher, alias="kb_test_broken_dense").search(
         SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid"))
@@ -246,7 +247,7 @@ def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, 
 
 
 def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_no_bm25", "kb_test_no_bm25", dense_dim=384, bm25=False)
     query = "How long are backups kept?"
     response = _variant(kb_searcher, alias="kb_test_no_bm25").search(SearchRequest(query, ["alpha"], limit=5))
@@ -260,7 +261,7 @@ def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb
 
 
 def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
     milvus_client.release_collection("test_released")           # as after a Milvus restart
     response = _variant(kb_searcher, alias="kb_test_released").search(
