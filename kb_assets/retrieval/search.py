@@ -24,13 +24,13 @@ from typing import Callable
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.retrieval import fanout, scoring
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.fallback import answer_from_pages
-from kb_assets.retrieval.fanout import Found, fan_out
+from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, dense_query_text, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
-from kb_assets.retrieval.scoring import score
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.vectors import alias_target, collection_spec, load, stored_vectors
@@ -125,14 +125,14 @@ class Searcher:
     def fan_out(self, request: SearchRequest, query: Query, pages: str | None = None,
                 dense_search: bool = True) -> Found:
         """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``)."""
-        return fan_out(self.client, self.pool, query, request.knowledge_base_ids, self.config.milvus_timeout_s,
-                       pages=pages, dense_search=dense_search)
+        return fanout.fan_out(self.client, self.pool, query, request.knowledge_base_ids,
+                              self.config.milvus_timeout_s, pages=pages, dense_search=dense_search)
 
     def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``), with warnings for degraded modes."""
         timeout = self.config.milvus_timeout_s
-        rows = score(query, found, self.config.weights, response.warnings,
-                     lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout))
+        rows = scoring.score(query, found, self.config.weights, response.warnings,
+                             lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout))
         response.timings_ms["searches"] = found.ms
         return rows
 
