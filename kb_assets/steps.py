@@ -148,7 +148,7 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
     summaries = summarize_document(pages, cached, title, summarizer)
     for page, summary in zip(pages, summaries.pages):
         page.update(summary=summary["summary"], keywords=summary["keywords"])
-    tree = build_document_tree(title, pages, _pdf_outline(doc, store))
+    tree = build_document_tree(title, pages, pdf_outline(doc, store))
     navigation = set(tree.navigation_pages)
     with catalog.connect() as conn:
         catalog.store_summaries(conn, summaries.new_cache)
@@ -160,7 +160,7 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
             "warnings": summaries.warnings, "skipped": False}
 
 
-def _pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
+def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
     """The bookmarks of a stored PDF original ([] for other formats or when it cannot be read)."""
     if store is None or not doc.object_key or not doc.object_key.lower().endswith(".pdf"):
         return []
