@@ -50,7 +50,7 @@ def distribution(values: list[int]) -> dict:
 
 def document_figures(doc, catalog, lake, store, model) -> dict:
     from kb_assets.lineage import chunk_found_in_pages
-    from kb_assets.steps import _pdf_outline
+    from kb_assets.steps import pdf_outline
     from kb_assets.structure.pageindex import build_document_tree
 
     chunks = lake.read("chunks", doc.document_id)
@@ -59,7 +59,7 @@ def document_figures(doc, catalog, lake, store, model) -> dict:
     rows = list(chunks.iter_rows(named=True))
     tokens = model.count_tokens([r["embedding_input"] for r in rows]) if rows else []
     nodes = catalog.read_nodes(doc.document_id)
-    source = build_document_tree(doc.title or doc.source_path, pages, _pdf_outline(doc, store)).source
+    source = build_document_tree(doc.title or doc.source_path, pages, pdf_outline(doc, store)).source
     return {
         "document": doc.source_path.rsplit("/", 1)[-1],
         "pages": len(pages),
@@ -94,7 +94,8 @@ def evaluate_retrieval(settings, catalog, model, kbs: list[str]) -> dict:
     from kb_assets.retrieval.api import make_searcher
     from kb_assets.retrieval.baseline import NaiveBaseline
     from kb_assets.retrieval.evaluation import evaluate, load_questions
-    from kb_assets.retrieval.search import STRATEGIES, SearchRequest
+    from kb_assets.retrieval.search import SearchRequest
+    from kb_assets.retrieval.strategies import STRATEGIES
 
     questions = [q for q in load_questions(QUESTIONS) if q["kb"] in kbs]
     searcher = make_searcher(settings)

@@ -1,5 +1,5 @@
 """Latency p50/p95 and requests/s of ``POST /v1/kb/search`` over HTTP at 10k and 100k chunks, beside raw
-pymilvus searches with the same filters on the same collection, in the same run.
+Milvus searches with the same filters on the same collection, in the same run.
 
     .venv/bin/python benchmarks/retrieval_latency.py [--home .kb-bench-latency] [--sizes 10000,100000]
 
@@ -10,8 +10,9 @@ the documents, pages (text, summary, keywords) and one PageIndex node a page, so
 strategy locates pages as it does on real documents. A second, small knowledge base makes the filter
 select something. Queries are 3-5 vocabulary words; the service embeds them with the real model.
 
-The service runs as ``kb-assets serve`` in its own process. Raw figures are what pymilvus takes for
-the Milvus searches the service makes, with the same filters, query vectors computed beforehand:
+The service runs as ``kb-assets serve`` in its own process. Raw figures are what the Milvus searches
+the service makes take, called directly (``stores.vectors.search_dense``/``search_bm25``, one pymilvus
+call each) with the same filters, query vectors computed beforehand:
 ``hybrid`` = dense + BM25 (knowledge-base filter), one after the other; ``pageindex`` = those plus
 BM25 filtered to the pages the catalog locates (the locate query itself is not in the raw
 figure); ``raw + query embedding`` adds the model call a text query needs before its dense search.
@@ -55,8 +56,7 @@ def kb_names(size: int) -> tuple[str, str]:
 
 def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, words: list[str]) -> str:
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
-    from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, publish
-    from kb_assets.stores.vectors import count_entities
+    from kb_assets.stores.vectors import EmbeddingSpec, clear, count_entities, ensure_collection, flush, insert, publish
 
     spec = EmbeddingSpec(model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",),
                          short_name=f"synthetic{size // 1000}k")
@@ -66,7 +66,7 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
     if count_entities(client, collection) == size:
         print(f"  {collection}: {size} chunks already there")
         return alias
-    client.delete(collection, filter='chunk_id != ""')
+    clear(client, collection)
     KB, OTHER_KB = kb_names(size)
     probabilities = 1 / np.arange(1, len(words) + 1) ** 1.1
     probabilities /= probabilities.sum()
@@ -88,11 +88,11 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
                      "page_index": page, "page_end": page, "chunk_index": rest, "content": f"{title}\n{text}",
                      "dense": (vector / np.linalg.norm(vector)).tolist()})
         if len(rows) == 2000:
-            client.insert(collection, rows)
+            insert(client, collection, rows)
             rows = []
     if rows:
-        client.insert(collection, rows)
-    client.flush(collection)
+        insert(client, collection, rows)
+    flush(client, collection)
     print(f"  {collection}: {size} chunks inserted and flushed in {time.perf_counter() - started:.0f} s")
 
     started = time.perf_counter()
@@ -145,10 +145,10 @@ def throughput(call, queries: list, concurrency: int, requests: int) -> float:
 def measure(size: int, alias: str, client, searcher, model, queries: list[str], args) -> dict:
     import httpx
 
-    from kb_assets.stores.vectors import OUTPUT_FIELDS, in_filter, pages_filter
-    from kb_assets.retrieval.search import query_terms
+    from kb_assets.retrieval.query import query_terms
+    from kb_assets.stores.vectors import alias_target, in_filter, pages_filter, search_bm25, search_dense
 
-    collection = client.describe_alias(alias)["collection_name"]
+    collection = alias_target(client, alias)
     KB = kb_names(size)[0]
     kb_filter = in_filter("knowledge_base_id", [KB])
     vectors = {q: model.encode([q])[0].tolist() for q in queries}
@@ -162,10 +162,8 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
 
     def raw(q: str, flt: str, dense: bool = True) -> None:
         if dense:
-            client.search(collection, data=[vectors[q]], anns_field="dense", limit=50, filter=flt,
-                          output_fields=OUTPUT_FIELDS, search_params={"metric_type": "COSINE", "params": {"ef": 100}})
-        client.search(collection, data=[q], anns_field="sparse", limit=50, filter=flt, output_fields=OUTPUT_FIELDS,
-                      search_params={"metric_type": "BM25"})
+            search_dense(client, collection, vectors[q], flt, 50)       # ef 100, as the service asks
+        search_bm25(client, collection, q, flt, 50)
 
     def raw_call(strategy: str, encode: bool = False):
         def call(q: str) -> None:

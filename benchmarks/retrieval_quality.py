@@ -40,7 +40,9 @@ def main() -> None:
     from kb_assets.cli import naive_baseline
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate, load_questions
-    from kb_assets.retrieval.search import LANGUAGE_POLICIES, STRATEGIES, SearchRequest
+    from kb_assets.retrieval.query import LANGUAGE_POLICIES
+    from kb_assets.retrieval.search import SearchRequest
+    from kb_assets.retrieval.strategies import STRATEGIES
     from kb_assets.settings import Settings
 
     one_thread_per_query()        # as kb-assets serve and eval do

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import click
 
+from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
+
+STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
 
 def emit(data, as_json: bool, render) -> None:
@@ -72,8 +75,7 @@ def ingest(settings, paths, knowledge_base_id, as_json):
 @click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
-@click.option("--strategy", type=click.Choice(["hybrid", "pageindex"]), default=None,
-              help="Default: KB_SEARCH_STRATEGY, else pageindex.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
@@ -110,8 +112,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
 @main.command("eval")
 @click.argument("questions", type=click.Path(exists=True, path_type=Path))
 @click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.")
-@click.option("--strategy", type=click.Choice(["hybrid", "pageindex"]), default=None,
-              help="Default: KB_SEARCH_STRATEGY, else pageindex.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings

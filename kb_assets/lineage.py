@@ -8,7 +8,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
-from kb_assets.stores.vectors import in_filter, milvus_string
+from kb_assets.stores.vectors import chunk_document
 from kb_assets.text import normalize_ws
 
 # chunk ids are the first 32 hex digits of a sha256 (``chunking.chunker.chunk_id``)
@@ -40,13 +40,10 @@ def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, lake
     if scope is not None and not scope:
         raise not_found
     if client is not None:
-        flt = f"chunk_id == {milvus_string(chunk_id)}"
-        if scope is not None:
-            flt += f" and {in_filter('knowledge_base_id', sorted(scope))}"
         try:
-            rows = client.query(alias, filter=flt, output_fields=["document_id"], limit=1)
-            if rows:
-                return rows[0]["document_id"]
+            document_id = chunk_document(client, alias, chunk_id, sorted(scope) if scope is not None else None)
+            if document_id:
+                return document_id
         except Exception:  # nothing published or Milvus down: the lake still knows
             pass
     readable = {d.document_id for d in catalog.list_documents(sorted(scope) if scope is not None else None)}

@@ -20,11 +20,15 @@ from kb_assets.stores.vectors import (
     SCHEMA_VERSION,
     EmbeddingSpec,
     chunk_entities,
+    collection_exists,
     count_entities,
     ensure_collection,
+    flush,
+    load,
     publish,
     published_collection,
     sync_document,
+    unpublish,
 )
 
 GOLDEN_QUERIES = 60
@@ -65,7 +69,7 @@ def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, 
         return document_hit_rate(searcher, queries)
     finally:
         searcher.close()
-        client.drop_alias(alias)
+        unpublish(client, alias)
 
 
 def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: EmbeddingModel, spec: EmbeddingSpec,
@@ -90,7 +94,7 @@ def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: Embedding
         doc_vectors[doc.document_id] = vectors
         expected += chunks.height
         progress(f"documents {done}/{len(documents)}")
-    client.flush(target)
+    flush(client, target)
 
     problems = []
     entities = count_entities(client, target)
@@ -123,11 +127,11 @@ def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
     """Re-publish the most recently retired collection that still exists."""
     current = published_collection(client, alias)
     retired = [c for c in catalog.collections() if c["state"] == "retired" and c["name"] != current
-               and client.has_collection(c["name"])]
+               and collection_exists(client, c["name"])]
     if not retired:
         raise LookupError("no retired collection to roll back to")
     previous = max(retired, key=lambda c: c["published_at"] or c["created_at"])["name"]
-    client.load_collection(previous)
+    load(client, previous)
     publish(client, alias, previous)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, previous, "published")

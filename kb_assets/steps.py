@@ -25,9 +25,10 @@ from kb_assets.stores.lake import Lake
 from kb_assets.stores.objects import ObjectStore
 from kb_assets.stores.vectors import (
     chunk_entities,
+    collection_exists,
     count_entities,
     delete_document,
-    milvus_string,
+    document_filter,
     publish,
     published_collection,
     sync_document,
@@ -147,7 +148,7 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
     summaries = summarize_document(pages, cached, title, summarizer)
     for page, summary in zip(pages, summaries.pages):
         page.update(summary=summary["summary"], keywords=summary["keywords"])
-    tree = build_document_tree(title, pages, _pdf_outline(doc, store))
+    tree = build_document_tree(title, pages, pdf_outline(doc, store))
     navigation = set(tree.navigation_pages)
     with catalog.connect() as conn:
         catalog.store_summaries(conn, summaries.new_cache)
@@ -159,7 +160,7 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
             "warnings": summaries.warnings, "skipped": False}
 
 
-def _pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
+def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
     """The bookmarks of a stored PDF original ([] for other formats or when it cannot be read)."""
     if store is None or not doc.object_key or not doc.object_key.lower().endswith(".pdf"):
         return []
@@ -215,7 +216,7 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     chunks = lake.read("chunks", doc.document_id)
     embeddings = lake.read("embeddings", doc.document_id)
     counts = sync_document(client, collection, doc.document_id, chunk_entities(chunks, embeddings))
-    in_milvus = count_entities(client, collection, f"document_id == {milvus_string(doc.document_id)}")
+    in_milvus = count_entities(client, collection, document_filter(doc.document_id))
     if in_milvus != chunks.height:
         raise DocumentFailed(f"{doc.source_path}: Milvus holds {in_milvus} entities for {chunks.height} chunks")
     with catalog.connect() as conn:
@@ -245,7 +246,7 @@ def purge_documents(gone: list[Document], stores) -> list[str]:
     if not gone:
         return []
     client = stores.milvus
-    collections = [c["name"] for c in stores.catalog.collections() if client.has_collection(c["name"])]
+    collections = [c["name"] for c in stores.catalog.collections() if collection_exists(client, c["name"])]
     for doc in gone:
         purge_document(doc, stores.catalog, stores.objects, stores.lake, client, collections)
     return [doc.document_id for doc in gone]

@@ -17,7 +17,9 @@ from kb_assets.stores.vectors import (
     collection_spec,
     count_entities,
     delete_document,
-    milvus_string,
+    document_filter,
+    document_ids,
+    flush,
     published_collection,
     sync_document,
 )
@@ -37,8 +39,7 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
     for doc in documents.values():
         chunks = lake.read("chunks", doc.document_id)
         vectors = lake.read("embeddings", doc.document_id)
-        entities = count_entities(client, collection, f"document_id == {milvus_string(doc.document_id)}") \
-            if collection else 0
+        entities = count_entities(client, collection, document_filter(doc.document_id)) if collection else 0
         if doc.status == "deleted":
             if entities or chunks.height or vectors.height:
                 if repair:
@@ -73,10 +74,7 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
             problem(doc.document_id, f"{chunks.height} chunk rows, {entities} Milvus entities, "
                     f"{doc.chunk_count} recorded chunks", repaired)
     if collection:
-        known = ", ".join(milvus_string(d) for d in documents)
-        orphans = client.query(collection, filter=f"not (document_id in [{known}])" if documents else "",
-                               output_fields=["document_id"], limit=16384)
-        for document_id in sorted({row["document_id"] for row in orphans}):
+        for document_id in sorted(document_ids(client, collection, excluding=list(documents))):
             if repair:
                 delete_document(client, collection, document_id)
             problem(document_id, "Milvus entities of a document Postgres does not know", repair)
@@ -87,5 +85,5 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                     lake.delete(table, document_id)
                 problem(document_id, f"lake {table} of a document Postgres does not know", repair)
     if repair and collection:
-        client.flush(collection)
+        flush(client, collection)
     return {"consistent": not problems, "collection": collection, "problems": problems}

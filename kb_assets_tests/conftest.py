@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / "examples" / "corpus"
+from kb_assets_tests.corpora import EXAMPLE_CORPUS
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +68,7 @@ def lake(stores):
 def corpus_dir(tmp_path_factory) -> Path:
     """A copy of the sample corpus that tests may not change (the handbook knowledge base)."""
     target = tmp_path_factory.mktemp("corpus") / "handbook"
-    shutil.copytree(CORPUS, target)
+    shutil.copytree(EXAMPLE_CORPUS, target)
     return target
 
 

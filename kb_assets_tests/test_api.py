@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from kb_assets.retrieval.search import SearchConfig, Searcher
-from kb_assets_tests.test_retrieval import INJECTIONS, ensure_corpus
+from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.search import Searcher
+from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 LOCAL = ("127.0.0.1", 50000)
 RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "sourceUri", "pageIndex", "pageEnd",
@@ -26,7 +27,7 @@ RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "s
 def api_searcher(kb_home, settings):
     from kb_assets.retrieval.api import make_searcher
 
-    ensure_corpus(kb_home, settings)
+    ensure_retrieval_corpus(kb_home, settings)
     searcher = make_searcher(settings)
     yield searcher
     searcher.close()
@@ -34,7 +35,7 @@ def api_searcher(kb_home, settings):
 
 @pytest.fixture(scope="module")
 def corpus_for_api(api_searcher):
-    """The two knowledge bases of test_retrieval (ingested by ``api_searcher``)."""
+    """The knowledge bases alpha and beta of ``corpora`` (ingested by ``api_searcher``)."""
 
 
 @pytest.fixture(scope="module")

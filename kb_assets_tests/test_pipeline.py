@@ -15,7 +15,7 @@ import pytest
 from kb_assets.stores.vectors import published_collection
 from kb_assets.stores.vectors import count_entities
 from kb_assets.retrieval.search import SearchRequest
-from kb_assets_tests.conftest import CORPUS
+from kb_assets_tests.corpora import EXAMPLE_CORPUS as CORPUS
 
 pytestmark = pytest.mark.slow
 

@@ -7,59 +7,23 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
 
+from kb_assets.retrieval.config import SearchConfig, Weights
+from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
+from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
 from kb_assets.stores.vectors import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
-                                         collection_spec)
-from kb_assets.retrieval.search import (SearchConfig, SearchRequest, SearchResponse, Searcher, Weights,
-                                        dense_query_text, keyword_overlap, query_terms)
-
-CORPUS = {
-    "alpha": {
-        "backups.md": "# Backup handbook\n\n## Retention\n\nNightly backups of the orders database are kept for "
-                      "35 days in the cold tier. Restores of the backups are tested every quarter by the "
-                      "platform team.\n\n## Encryption\n\nBackup archives are encrypted with a key stored in "
-                      "the vault. The encryption key rotates every 90 days.\n\n## Snapshots\n\nVolume snapshots "
-                      "are taken every hour and preserved for five weeks before they expire.\n",
-        "oncall.md": "# On-call guide\n\n## Rotation\n\nThe on-call rotation changes every Monday at 09:00. The "
-                     "primary engineer carries the pager for the week.\n\n## Escalation\n\nIf the primary does "
-                     "not answer within 15 minutes, the secondary engineer is paged.\n",
-    },
-    "beta": {
-        "warehouse.md": "# Analytics warehouse\n\n## Retention\n\nBackups of the analytics warehouse are kept "
-                        "for 90 days. Raw event tables are kept for 13 months.\n\n## Loading\n\nEvent data "
-                        "is loaded every 15 minutes by the ingestion service.\n",
-        "数据平台.md": "# 数据平台手册\n\n## 数据备份\n\n数据平台的备份每天执行一次，备份保留三十五天。恢复演练每季度"
-                   "进行一次。\n\n## 访问权限\n\n新员工入职后第三天获得生产环境的只读权限。\n",
-    },
-}
-INJECTIONS = ['x" or 1==1 or "', "x' or 1==1 or '", 'alpha" or knowledge_base_id == "beta',
-              'alpha\\" or 1==1 or \\"', 'x"] or knowledge_base_id not in ["']
-
-
-def ensure_corpus(kb_home: Path, settings) -> None:
-    """The two small knowledge bases of these tests, ingested once per session (later calls change nothing)."""
-    from kb_assets.ingest import ingest
-
-    for kb, files in CORPUS.items():
-        folder = kb_home / "retrieval-corpus" / kb
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            path = folder / name
-            if not path.exists():
-                path.write_text(text, encoding="utf-8")
-        report = ingest([folder], kb, settings)
-        assert not report.failures, report.failures
+                                      collection_spec)
+from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus(kb_home, settings):
-    ensure_corpus(kb_home, settings)
+    ensure_retrieval_corpus(kb_home, settings)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +73,7 @@ def test_a_candidate_found_by_one_search_only_gets_the_other_score_computed_or_s
     from kb_assets.embedding.model import EmbeddingModel  # noqa: F401  (the loader below returns one)
 
     query = "backups kept every quarter"
-    collection, spec = kb_searcher._collection()
+    collection, spec = kb_searcher.published()
     flt = 'knowledge_base_id == "alpha"'
     vector = kb_searcher.load_model(spec["model"]).encode([query])[0]
 
@@ -234,7 +198,7 @@ def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: 
 
 
 def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_broken_dense", "kb_test_broken_dense", dense_dim=8, bm25=True)
     response = _variant(kb_searcher, alias="kb_test_broken_dense").search(
         SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid"))
@@ -246,7 +210,7 @@ def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, 
 
 
 def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_no_bm25", "kb_test_no_bm25", dense_dim=384, bm25=False)
     query = "How long are backups kept?"
     response = _variant(kb_searcher, alias="kb_test_no_bm25").search(SearchRequest(query, ["alpha"], limit=5))
@@ -260,7 +224,7 @@ def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb
 
 
 def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, milvus_client):
-    collection, _ = kb_searcher._collection()
+    collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
     milvus_client.release_collection("test_released")           # as after a Milvus restart
     response = _variant(kb_searcher, alias="kb_test_released").search(

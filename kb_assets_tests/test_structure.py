@@ -15,7 +15,7 @@ from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import RULES_SUMMARIZER, SUMMARY_CHARS, summarize_document
 from kb_assets.structure.toc import is_navigation_page
-from kb_assets_tests.conftest import CORPUS
+from kb_assets_tests.corpora import EXAMPLE_CORPUS as CORPUS
 
 
 def page(index: int, blocks: list[tuple[str, str] | tuple[str, str, int]], label: str | None = None) -> dict:

@@ -18,7 +18,7 @@ from kb_assets.quality import Violation, failed_documents, validate
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.objects import ObjectStore
-from kb_assets.stores.vectors import count_entities, delete_document, milvus_string
+from kb_assets.stores.vectors import count_entities, delete_document, document_filter
 
 
 def _expectations():
@@ -173,7 +173,7 @@ def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection:
     rows = []
     for document_id in document_ids:
         expected = lake.read("chunks", document_id).height
-        actual = count_entities(client, collection, f"document_id == {milvus_string(document_id)}")
+        actual = count_entities(client, collection, document_filter(document_id))
         rows.append({"document_id": document_id, "entities_minus_chunks": actual - expected})
     frame = pl.DataFrame(rows, schema={"document_id": pl.String, "entities_minus_chunks": pl.Int64})
     violations = validate(frame, [

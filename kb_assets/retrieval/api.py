@@ -17,12 +17,10 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field, StringConstraints
 
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
-from kb_assets.retrieval.search import (
-    STRATEGIES,
-    SearchConfig,
-    Searcher,
-    SearchRequest,
-)
+from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.rows import ASSETS_PATH, asset_url
+from kb_assets.retrieval.search import Searcher, SearchRequest
+from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
@@ -68,6 +66,8 @@ def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
     return keys
 
 
+# the strategy names of the registry: validated, and listed in OpenAPI
+StrategyName = Literal[STRATEGIES]  # type: ignore[valid-type]
 KnowledgeBaseId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
@@ -77,7 +77,7 @@ class SearchBody(BaseModel):
         None, max_length=100, description="Knowledge bases to search; none: every one the caller may read.")
     limit: int = Field(10, ge=1, le=100)
     minScore: float | None = Field(None, description="Drop hybrid results below this score (then no page fallback).")
-    strategy: Literal["hybrid", "pageindex"] | None = Field(None, description="None: the configured default.")
+    strategy: StrategyName | None = Field(None, description="None: the configured default.")
 
 
 class Scores(BaseModel):
@@ -184,7 +184,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None) -> FastAPI:
                 return {"documentId": document_id, "pageIndex": page_index, "pageLabel": record["page_label"],
                         "text": record["text"], "summary": record["summary"], "keywords": record["keywords"],
                         "parser": record["parser"], "mode": record["mode"], "version": record["version"],
-                        "pageImageUrl": f"/v1/assets/{record['image_key']}" if record["image_key"] else None}
+                        "pageImageUrl": asset_url(record["image_key"])}
         raise HTTPException(404, f"document {document_id} has no page {page_index}")
 
     @app.get("/v1/chunks/{chunk_id}/lineage")
@@ -195,7 +195,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None) -> FastAPI:
         except ChunkNotFound as error:
             raise HTTPException(404, str(error)) from None
 
-    @app.get("/v1/assets/{key:path}")
+    @app.get(ASSETS_PATH + "/{key:path}")
     def asset(key: str, scope: set[str] | None = Depends(allowed_kbs)):
         """A page or figure image; its key names its document (``pages/<documentId>/...``), whose
         knowledge base the caller must be allowed to read."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
+
 
 @dataclass(frozen=True)
 class Weights:
@@ -17,7 +19,7 @@ class Weights:
 @dataclass(frozen=True)
 class SearchConfig:
     weights: Weights = Weights()
-    strategy: str = "pageindex"         # KB_SEARCH_STRATEGY: the default strategy; measured better
+    strategy: str = DEFAULT_STRATEGY    # KB_SEARCH_STRATEGY: the strategy of requests that name none
     candidates: int = 50                # KB_SEARCH_CANDIDATES: hits asked of each search path per knowledge base
     milvus_timeout_s: float = 5.0       # KB_MILVUS_TIMEOUT_S: every Milvus call of the service
     postgres_timeout_ms: int = 3000     # KB_POSTGRES_TIMEOUT_MS: every Postgres statement of the service

@@ -4,6 +4,9 @@ Versioned collections of chunks, published through one alias. One collection hol
 base (``knowledge_base_id`` is the partition key); its name is derived from the schema version and the
 embedding spec, and the spec is stored as a collection property. Filters are built only from
 escaped literals (``milvus_string``), never from request text.
+
+Every function takes the ``MilvusClient`` first; ``timeout`` (seconds, None: the client's) bounds the
+call where the retrieval service needs a deadline.
 """
 
 from __future__ import annotations
@@ -90,7 +93,12 @@ def published_collection(client: MilvusClient, alias: str) -> str | None:
     """The collection the alias points to, or None when nothing is published."""
     if alias not in client.list_aliases().get("aliases", []):
         return None
-    return client.describe_alias(alias)["collection_name"]
+    return alias_target(client, alias)
+
+
+def alias_target(client: MilvusClient, alias: str, timeout: float | None = None) -> str:
+    """The collection the alias points to; raises when there is no such alias (one call, for search)."""
+    return client.describe_alias(alias, timeout=timeout)["collection_name"]
 
 
 def publish(client: MilvusClient, alias: str, collection: str) -> None:
@@ -102,9 +110,28 @@ def publish(client: MilvusClient, alias: str, collection: str) -> None:
         client.alter_alias(collection, alias)
 
 
-def collection_spec(client: MilvusClient, collection: str) -> dict:
+def unpublish(client: MilvusClient, alias: str) -> None:
+    """Drop the alias; the collection it pointed to stays."""
+    client.drop_alias(alias)
+
+
+def collection_exists(client: MilvusClient, collection: str) -> bool:
+    return client.has_collection(collection)
+
+
+def load(client: MilvusClient, collection: str, timeout: float | None = None) -> None:
+    """Load the collection into memory for search (again after a Milvus restart; a no-op when loaded)."""
+    client.load_collection(collection, timeout=timeout)
+
+
+def flush(client: MilvusClient, collection: str) -> None:
+    """Seal the write-ahead log into indexed segments (searches after a bulk write get ~10x faster)."""
+    client.flush(collection)
+
+
+def collection_spec(client: MilvusClient, collection: str, timeout: float | None = None) -> dict:
     """The embedding spec stored with a collection (model, dimension, languages, schemaVersion)."""
-    properties = client.describe_collection(collection).get("properties") or {}
+    properties = client.describe_collection(collection, timeout=timeout).get("properties") or {}
     if SPEC_PROPERTY not in properties:
         raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY})")
     return json.loads(properties[SPEC_PROPERTY])
@@ -155,9 +182,13 @@ def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]
     return rows
 
 
+def document_filter(document_id: str) -> str:
+    """The entities of one document."""
+    return f"document_id == {milvus_string(document_id)}"
+
+
 def document_chunk_ids(client: MilvusClient, collection: str, document_id: str) -> set[str]:
-    rows = client.query(collection, filter=f"document_id == {milvus_string(document_id)}",
-                        output_fields=["chunk_id"])
+    rows = client.query(collection, filter=document_filter(document_id), output_fields=["chunk_id"])
     return {row["chunk_id"] for row in rows}
 
 
@@ -176,9 +207,66 @@ def sync_document(client: MilvusClient, collection: str, document_id: str, entit
 
 
 def delete_document(client: MilvusClient, collection: str, document_id: str) -> None:
-    client.delete(collection, filter=f"document_id == {milvus_string(document_id)}")
+    client.delete(collection, filter=document_filter(document_id))
+
+
+def insert(client: MilvusClient, collection: str, entities: list[dict]) -> None:
+    """Add entities as they are (bulk loads of new chunks; ``sync_document`` keeps a document in step)."""
+    client.insert(collection, entities)
+
+
+def clear(client: MilvusClient, collection: str) -> None:
+    """Delete every entity of the collection."""
+    client.delete(collection, filter='chunk_id != ""')
 
 
 def count_entities(client: MilvusClient, collection: str, flt: str = "") -> int:
     rows = client.query(collection, filter=flt, output_fields=["count(*)"])
     return int(rows[0]["count(*)"]) if rows else 0
+
+
+def document_ids(client: MilvusClient, collection: str, excluding: list[str] | None = None,
+                 limit: int = 16384) -> set[str]:
+    """The documents that have entities in the collection (among the first ``limit`` entities read),
+    less those ``excluding`` names."""
+    flt = f"not ({in_filter('document_id', excluding)})" if excluding else ""
+    rows = client.query(collection, filter=flt, output_fields=["document_id"], limit=limit)
+    return {row["document_id"] for row in rows}
+
+
+def chunk_document(client: MilvusClient, collection: str, chunk_id: str,
+                   knowledge_base_ids: list[str] | None = None) -> str | None:
+    """The document of a chunk, when it is in one of these knowledge bases (None: any); else None."""
+    flt = f"chunk_id == {milvus_string(chunk_id)}"
+    if knowledge_base_ids is not None:
+        flt += f" and {in_filter('knowledge_base_id', knowledge_base_ids)}"
+    rows = client.query(collection, filter=flt, output_fields=["document_id"], limit=1)
+    return rows[0]["document_id"] if rows else None
+
+
+def stored_vectors(client: MilvusClient, collection: str, chunk_ids: list[str],
+                   timeout: float | None = None) -> dict[str, list[float]]:
+    """The dense vectors stored for these chunks, by chunk id."""
+    rows = client.query(collection, filter=in_filter("chunk_id", chunk_ids), output_fields=["chunk_id", "dense"],
+                        limit=len(chunk_ids), timeout=timeout)
+    return {row["chunk_id"]: row["dense"] for row in rows}
+
+
+# search -----------------------------------------------------------------------------------
+def search_dense(client: MilvusClient, collection: str, vector: list[float], flt: str, limit: int,
+                 timeout: float | None = None) -> list:
+    """The ``limit`` chunks nearest to the vector (COSINE, HNSW) among those the filter selects; each hit
+    has ``id``, ``distance`` (the cosine) and ``entity`` (``OUTPUT_FIELDS``)."""
+    return client.search(collection, data=[vector], anns_field="dense", limit=limit, filter=flt,
+                         output_fields=OUTPUT_FIELDS, timeout=timeout,
+                         search_params={"metric_type": "COSINE", "params": {"ef": max(64, limit * 2)}})[0]
+
+
+def search_bm25(client: MilvusClient, collection: str, text: str, flt: str, limit: int,
+                timeout: float | None = None, with_vectors: bool = False) -> list:
+    """The ``limit`` best BM25 matches of the text (jieba analyzer) among those the filter selects; each
+    hit's ``distance`` is its BM25 score (negative on Milvus Lite); ``with_vectors``: the entities carry
+    their stored ``dense`` vector too (cheaper than reading it afterwards)."""
+    return client.search(collection, data=[text], anns_field="sparse", limit=limit, filter=flt,
+                         output_fields=OUTPUT_FIELDS + ["dense"] * with_vectors, timeout=timeout,
+                         search_params={"metric_type": "BM25"})[0]

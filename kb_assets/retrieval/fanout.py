@@ -1,0 +1,109 @@
+"""Milvus fan-out: the dense and the BM25 search of a query, per requested knowledge base, in parallel
+and under the service's Milvus timeout, and their candidates merged (deduped by chunk id).
+
+Up to ``MAX_SEPARATE_KB_SEARCHES`` knowledge bases are searched one by one (each gets its own top hits),
+more in one search with an ``in`` filter. A search that fails or times out is recorded in the result,
+never raised: scoring decides what the other search can still answer (``kb_assets.retrieval.scoring``).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+
+from pymilvus import MilvusClient
+
+from kb_assets.retrieval.query import Query
+from kb_assets.retrieval.request import elapsed_ms
+from kb_assets.stores.vectors import in_filter, search_bm25, search_dense
+
+# above this many requested knowledge bases, one search with an ``in`` filter replaces one search each
+MAX_SEPARATE_KB_SEARCHES = 8
+
+
+@dataclass
+class Found:
+    """What the searches of a query returned: entities, raw scores, failures."""
+
+    hits: dict[str, dict] = field(default_factory=dict)
+    dense: dict[str, float] = field(default_factory=dict)
+    bm25: dict[str, float] = field(default_factory=dict)
+    no_bm25: set[str] = field(default_factory=set)   # returned by dense; BM25 exhausted without them: score 0
+    vectors: dict[str, list[float]] = field(default_factory=dict)   # stored vectors of BM25 hits
+    dense_error: Exception | None = None
+    bm25_error: Exception | None = None
+    ms: float = 0.0
+
+    def merge(self, other: "Found") -> "Found":
+        """Both searches' candidates; a path failed only if it failed in both (BM25 scores do not depend on
+        the filter, so one chunk has one BM25 score)."""
+        merged = Found({**self.hits, **other.hits}, {**self.dense, **other.dense}, {**self.bm25, **other.bm25},
+                       ms=self.ms + other.ms)
+        merged.no_bm25 = (self.no_bm25 | other.no_bm25) - set(merged.bm25)
+        merged.vectors = {**self.vectors, **other.vectors}
+        if self.dense_error is not None and other.dense_error is not None:
+            merged.dense_error = self.dense_error
+        if self.bm25_error is not None and other.bm25_error is not None:
+            merged.bm25_error = self.bm25_error
+        return merged
+
+
+def fan_out(client: MilvusClient, pool: Executor, query: Query, knowledge_base_ids: list[str] | None,
+            timeout: float, pages: str | None = None, dense_search: bool = True) -> Found:
+    """Dense and BM25 searches, one pair per filter, in parallel (BM25 starts while the query is embedded).
+
+    ``pages``: a filter to candidate pages (pageindex); ``dense_search=False``: BM25 only. Every job put
+    in the pool is a leaf (one Milvus call): nothing in it waits on the pool.
+    """
+    started = time.perf_counter()
+    filters = _kb_filters(knowledge_base_ids, pages)
+    bm25_jobs = {kb: pool.submit(search_bm25, client, query.collection, query.text, flt, query.limit, timeout,
+                                 bool(query.dense_text)) for kb, flt in filters.items()}
+    vector = query.vector()
+    dense_jobs = {} if vector is None or not dense_search else {
+        kb: pool.submit(search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)
+        for kb, flt in filters.items()}
+    found = Found()
+    dense_ids: dict[str | None, set[str]] = {}
+    for kb, job in dense_jobs.items():
+        try:
+            hits = job.result()
+        except Exception as error:
+            found.dense_error = error
+            continue
+        dense_ids[kb] = {hit.id for hit in hits}
+        for hit in hits:
+            found.hits[hit.id] = hit["entity"]
+            found.dense[hit.id] = float(hit.distance)
+    for kb, job in bm25_jobs.items():
+        try:
+            hits = job.result()
+        except Exception as error:
+            found.bm25_error = error
+            continue
+        for hit in hits:
+            entity = dict(hit["entity"])
+            vector_of_hit = entity.pop("dense", None)
+            if vector_of_hit is not None:
+                found.vectors[hit.id] = vector_of_hit
+            found.hits.setdefault(hit.id, entity)
+            found.bm25[hit.id] = abs(float(hit.distance))   # Milvus Lite returns -score
+        if len(hits) < query.limit:     # exhausted: what it did not return shares no word with the query
+            found.no_bm25 |= dense_ids.get(kb, set()) - {hit.id for hit in hits}
+    found.ms = elapsed_ms(started)
+    return found
+
+
+def _kb_filters(knowledge_base_ids: list[str] | None, pages: str | None) -> dict[str | None, str]:
+    """One filter per knowledge base searched separately (key: the knowledge base), or one for all (key None)."""
+    knowledge_base_ids = list(dict.fromkeys(knowledge_base_ids)) if knowledge_base_ids else None
+    if knowledge_base_ids is None:
+        filters = {None: ""}
+    elif pages is None and len(knowledge_base_ids) <= MAX_SEPARATE_KB_SEARCHES:
+        filters = {kb: in_filter("knowledge_base_id", [kb]) for kb in knowledge_base_ids}
+    else:
+        filters = {None: in_filter("knowledge_base_id", knowledge_base_ids)}
+    if pages:
+        filters = {kb: f"({flt}) and ({pages})" if flt else pages for kb, flt in filters.items()}
+    return filters
