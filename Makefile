@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: install demo test dev clean
+.PHONY: install demo test test-fast dev clean
 
 $(BIN)/kb-assets: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
@@ -26,6 +26,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# pure functions of parsing, structure, chunking, scoring and planning: no service, seconds
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not services and not slow"
 
 # the Dagster UI on the instance `kb-assets ingest` writes ($KB_HOME/dagster, default ./.kb/dagster)
 dev: install

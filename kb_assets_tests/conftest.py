@@ -107,3 +107,11 @@ def frozen_milvus_client(kb_home):
         os.kill(pid, signal.SIGCONT)
         client.close()
         stop_milvus(home)
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that start or use a real service (they depend on ``kb_home``) form the ``services`` tier;
+    the rest is the fast tier: ``pytest -m "not services"``."""
+    for item in items:
+        if "kb_home" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.services)

@@ -20,6 +20,8 @@ import httpx
 import psycopg2
 import pytest
 
+pytestmark = pytest.mark.services
+
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER = Path(sys.executable).parent / "dagster"
 # what a new shell has: none of the project's variables

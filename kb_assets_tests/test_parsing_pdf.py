@@ -127,6 +127,7 @@ def ocred(scanned_pdf):
     return parse_document(scanned_pdf, options=ParseOptions(images=False))
 
 
+@pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_scanned_english_page_is_ocred_into_blocks(ocred):
     assert [(p.parser, p.mode) for p in ocred.pages] == [("rapidocr", "ocr-rapidocr")] * 2
     english = _norm(ocred.pages[0].text)
@@ -136,12 +137,14 @@ def test_scanned_english_page_is_ocred_into_blocks(ocred):
     assert ocred.warnings == []
 
 
+@pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_scanned_chinese_page_is_ocred(ocred):
     chinese = _norm(ocred.pages[1].text)
     assert "数据备份保留三十五天" in chinese
     assert "向量检索服务基于开源软件构建" in chinese  # no spaces between CJK characters
 
 
+@pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_image_file_is_ocred(tmp_path, scanned_pdf):
     import pypdfium2 as pdfium
 
@@ -155,6 +158,7 @@ def test_image_file_is_ocred(tmp_path, scanned_pdf):
     assert doc.pages[0].image_png.startswith(b"\x89PNG")
 
 
+@pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_rapidocr_reads_with_the_models_in_its_wheel_offline(tmp_path, scanned_pdf, monkeypatch):
     """A fresh engine (no cached one) with every network connection refused: nothing is downloaded."""
     import socket
@@ -178,6 +182,7 @@ def test_rapidocr_reads_with_the_models_in_its_wheel_offline(tmp_path, scanned_p
     assert 280 <= first.l < 320 and 110 <= first.t < 160 < first.b < second.t  # pixels, top-left origin
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NO_TESSERACT is not None, reason=f"KB_OCR_ENGINE=tesseract is not installed here: {NO_TESSERACT}")
 def test_tesseract_engine_reads_the_scan(scanned_pdf):
     doc = parse_document(scanned_pdf, options=ParseOptions(images=False, ocr_engine="tesseract"))
@@ -257,6 +262,7 @@ def test_pipeline_choice_follows_the_model_folder(tmp_path):
     assert choose_pdf_pipeline(None, default_cache=models).kind == "layout"  # docling's own cache counts too
 
 
+@pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_broken_layout_model_falls_back_to_native_and_says_so(tmp_path, handbook):
     models = _fake_layout_model(tmp_path / "models")
     doc = parse_document(CORPUS / "platform-handbook.pdf", options=ParseOptions(docling_artifacts_path=models, images=False))

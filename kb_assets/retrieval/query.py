@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.structure.summaries import tokenize
+from kb_assets.text import tokenize
 
 LANGUAGE_POLICIES = ("latin-words", "share", "drop", "full")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

@@ -13,7 +13,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# retrieval/search.py still imports tokenize from here; it lives in kb_assets.text
 from kb_assets.text import sha256_text, tokenize
 
 SUMMARY_CHARS = 200
