@@ -129,6 +129,7 @@ class Settings:
                 candidates=_int(env, "KB_SEARCH_CANDIDATES", search_defaults.candidates),
                 milvus_timeout_s=_float(env, "KB_MILVUS_TIMEOUT_S", search_defaults.milvus_timeout_s),
                 postgres_timeout_ms=_int(env, "KB_POSTGRES_TIMEOUT_MS", search_defaults.postgres_timeout_ms),
+                context_chars=_int(env, "KB_SEARCH_CONTEXT_CHARS", search_defaults.context_chars),
             ),
             summarizer=SummarizerSettings(
                 url=env.get("KB_SUMMARIZER_URL") or "",

@@ -234,7 +234,7 @@ def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, mil
 
 
 def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their_latin_words(kb_searcher):
-    chinese = kb_searcher.search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
+    chinese = _variant(kb_searcher, language_policy="share").search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
     assert any("dense score not used" in w for w in chinese.warnings)
     assert all(r["scores"]["dense"] is None for r in chinese.results)
     assert "备份保留三十五天" in chinese.results[0]["content"]
@@ -244,7 +244,7 @@ def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their
     mixed_query = "analytics warehouse 备份保留"
     text, share, warning = dense_query_text(mixed_query, ("en",))
     assert text == "analytics warehouse" and 0 < share < 1 and warning
-    mixed = kb_searcher.search(SearchRequest(mixed_query, ["beta"], limit=5))
+    mixed = _variant(kb_searcher, language_policy="share").search(SearchRequest(mixed_query, ["beta"], limit=5))
     assert warning in mixed.warnings
     assert all(r["scores"]["dense"] is not None for r in mixed.results)
     for row in mixed.results:
@@ -253,7 +253,16 @@ def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their
     assert dense_query_text("数据备份", ("en", "zh"))[1] == 1.0      # a model that reads Chinese keeps it all
 
 
-def test_pageindex_locates_pages_then_gives_each_page_once_in_relevance_order(kb_searcher, catalog):
+def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_still_finds_its_chinese_chunk(kb_searcher):
+    response = kb_searcher.search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
+    assert any("dictionary words" in w and "backup" in w for w in response.warnings), response.warnings
+    assert "备份保留三十五天" in response.results[0]["content"]
+    for row in response.results:       # the model reads the English words at half the dense weight
+        assert row["scores"]["dense"] is not None
+        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.5), abs=2e-6)
+
+
+def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunks(kb_searcher, catalog):
     located = kb_searcher.catalog.locate_pages(query_terms("Encryption"), "Encryption", ["alpha"], 12)
     backups = next(d for d in catalog.list_documents(["alpha"]) if d.source_path == "backups.md")
     encryption_page = next(p["page_index"] for p in catalog.read_pages(backups.document_id)
@@ -263,10 +272,16 @@ def test_pageindex_locates_pages_then_gives_each_page_once_in_relevance_order(kb
     response = kb_searcher.search(SearchRequest("Encryption", ["alpha"], limit=5, strategy="pageindex"))
     rows = response.results
     assert rows[0]["documentId"] == backups.document_id and rows[0]["pageIndex"] == encryption_page
-    pages = [(r["documentId"], r["pageIndex"]) for r in rows]
-    assert len(pages) == len(set(pages))                        # one chunk a page
+    by_page: dict = {}
+    for row in rows:
+        by_page.setdefault((row["documentId"], row["pageIndex"]), []).append(row["chunkIndex"])
+    for chunks in by_page.values():                              # at most two, never neighbours
+        assert len(chunks) <= kb_searcher.config.chunks_per_page == 2
+        assert len(chunks) == 1 or abs(chunks[0] - chunks[1]) > 1
     for row in rows:
         assert row["retrievalSource"] == "hybrid" and row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
+        # the reader's passage: the page around the chunk, holding all of it, at most 800 characters
+        assert len(row["context"]) <= 800 and " ".join(row["content"].split()) in " ".join(row["context"].split())
 
 
 def test_search_embeds_the_query_with_the_model_recorded_for_the_published_collection(kb_searcher, milvus_client,

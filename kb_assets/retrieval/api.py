@@ -98,6 +98,10 @@ class SearchResult(BaseModel):
     chunkIndex: int | None
     sectionTitle: str | None
     content: str
+    context: str | None = Field(None, description=(
+        "The passage of the result's page around its chunk, which holds the whole chunk (at most "
+        "KB_SEARCH_CONTEXT_CHARS characters, default 800): what a RAG client should read. Null for "
+        "fallback rows and when KB_SEARCH_CONTEXT_CHARS=0."))
     score: float | None = Field(description="null for fallback rows")
     scores: Scores
     retrievalSource: Literal["hybrid", "fallback_pages"]

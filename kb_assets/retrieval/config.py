@@ -23,6 +23,16 @@ class SearchConfig:
     candidates: int = 50                # KB_SEARCH_CANDIDATES: hits asked of each search path per knowledge base
     milvus_timeout_s: float = 5.0       # KB_MILVUS_TIMEOUT_S: every Milvus call of the service
     postgres_timeout_ms: int = 3000     # KB_POSTGRES_TIMEOUT_MS: every Postgres statement of the service
-    language_policy: str = "share"      # for queries in a language the model does not read
+    language_policy: str = "translate"  # for queries in a language the model does not read (query.py)
+    translated_weight: float = 0.5      # translate: the dense share a dictionary-translated word counts for
+    translate_bm25: bool = True         # translate: BM25 searches with the dictionary words too
     pageindex_pages: int = 12           # candidate pages the pageindex strategy searches within
+    chunks_per_page: int = 2            # pageindex: at most this many chunks a page gives (never neighbours)
+    locate_weight: float = 0.3          # pageindex: weight of a page's locating score for a query ranked
+                                        # lexically (the model does not read it) ...
+    locate_weight_read: float = 0.15    # ... and for one the model reads; a query read in part gets a mix
+    bm25_content_words: bool = True     # BM25 gets the query's content words only (lexical_query.py)
+    rerank_coverage: float = 0.1        # pageindex second stage (rerank.py): weight of the question's words
+    rerank_proximity: float = 0.05      # a chunk holds, and of its phrases kept together (0 and 0: off)
+    context_chars: int = 800            # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
     spec_ttl_s: float = 5.0             # how long the alias -> collection + spec answer is reused

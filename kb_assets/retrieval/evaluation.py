@@ -4,11 +4,18 @@ A question (one JSON line) names its knowledge base ``kb``, the source ``file`` 
 end of a result's ``sourceUri``), the 0-based page range ``pages`` [first, last] of the answer and the
 table-of-contents pages ``toc_pages``. A result is a hit when it comes from that file and its page range
 ``[pageIndex, pageEnd]`` overlaps ``pages`` without lying wholly on table-of-contents pages.
+
+A question with an ``answer`` phrase (``benchmarks/detail_questions.jsonl``) is also scored by
+answer-in-context: a result is an answer hit when the phrase, whitespace-collapsed and case-folded, is
+inside the text the result hands a reader (its ``context`` when there is one, else its ``content``);
+for a Chinese question (``lang: zh``) the comparison with all whitespace removed counts too (PDF line
+breaks split Chinese text).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -48,24 +55,70 @@ def first_hit_rank(results: list[dict], question: dict) -> int | None:
     return None
 
 
+def _collapse(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
+def answer_in(answer: str, text: str, lang: str = "en") -> bool:
+    """The answer phrase inside a text: whitespace-collapsed and case-folded; for Chinese (``zh``) the
+    comparison with all whitespace removed counts too."""
+    if _collapse(answer) in _collapse(text):
+        return True
+    return lang == "zh" and _squeeze(answer) in _squeeze(text)
+
+
+def returned_text(result: dict) -> str:
+    """What a reader of the result gets: its ``context`` when the response adds one (the passage around
+    the chunk, which holds the chunk), else its ``content``."""
+    return result.get("context") or result.get("content") or ""
+
+
+def first_answer_rank(results: list[dict], question: dict) -> int | None:
+    """The rank of the first result whose returned text holds the question's answer phrase (top 10)."""
+    for rank, result in enumerate(results[:K_FOR_MRR], 1):
+        if answer_in(question["answer"], returned_text(result), question.get("lang", "en")):
+            return rank
+    return None
+
+
 def evaluate(search: Callable[[dict], list[dict]], questions: list[dict]) -> dict:
     """Scores of a search function (question -> ranked results) per knowledge base and overall."""
-    per_kb: dict[str, list[tuple[int | None, float]]] = defaultdict(list)
+    per_kb: dict[str, list[tuple]] = defaultdict(list)
     for question in questions:
         started = time.perf_counter()
         results = search(question)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        per_kb[question["kb"]].append((first_hit_rank(results, question), elapsed_ms))
+        row: tuple = (first_hit_rank(results, question), elapsed_ms)
+        if question.get("answer"):
+            row += (first_answer_rank(results, question),
+                    max((len(returned_text(r)) for r in results[:5]), default=0))
+        per_kb[question["kb"]].append(row)
     report = {kb: summarize(rows) for kb, rows in sorted(per_kb.items())}
     report["overall"] = summarize([row for rows in per_kb.values() for row in rows])
     return report
 
 
-def summarize(rows: list[tuple[int | None, float]]) -> dict:
+def summarize(rows: list[tuple]) -> dict:
+    """hit@1/@5, MRR, latency p50/p95; for questions with an answer phrase (rows of four: page rank, ms,
+    answer rank, longest returned text of the top 5) also answer@1/@5, answer MRR and that length."""
     if not rows:
         return {"questions": 0}
-    ranks = [rank for rank, _ in rows]
-    latencies = sorted(ms for _, ms in rows)
+    ranks = [row[0] for row in rows]
+    latencies = sorted(row[1] for row in rows)
+    answered = [row for row in rows if len(row) > 2]
+    extra = {}
+    if answered:
+        answers = [row[2] for row in answered]
+        extra = {
+            "answer@1": round(sum(1 for r in answers if r == 1) / len(answers), 3),
+            "answer@5": round(sum(1 for r in answers if r is not None and r <= 5) / len(answers), 3),
+            "answerMrr": round(sum(1 / r for r in answers if r is not None) / len(answers), 3),
+            "maxReturnedChars": max(row[3] for row in answered),
+        }
     return {
         "questions": len(rows),
         "hit@1": round(sum(1 for r in ranks if r == 1) / len(rows), 3),
@@ -73,4 +126,5 @@ def summarize(rows: list[tuple[int | None, float]]) -> dict:
         "mrr": round(sum(1 / r for r in ranks if r is not None) / len(rows), 3),
         "latencyP50Ms": round(statistics.median(latencies), 1),
         "latencyP95Ms": round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1),
+        **extra,
     }

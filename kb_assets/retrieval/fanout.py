@@ -58,8 +58,8 @@ def fan_out(client: MilvusClient, pool: Executor, query: Query, knowledge_base_i
     """
     started = time.perf_counter()
     filters = _kb_filters(knowledge_base_ids, pages)
-    bm25_jobs = {kb: pool.submit(search_bm25, client, query.collection, query.text, flt, query.limit, timeout,
-                                 bool(query.dense_text)) for kb, flt in filters.items()}
+    bm25_jobs = {kb: pool.submit(search_bm25, client, query.collection, query.bm25_text or query.text, flt,
+                                 query.limit, timeout, bool(query.dense_text)) for kb, flt in filters.items()}
     vector = query.vector()
     dense_jobs = {} if vector is None or not dense_search else {
         kb: pool.submit(search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)

@@ -9,6 +9,12 @@ whole query is noise: the dense search runs on the query's Latin words only (``"
 with no Latin word is ranked by BM25 alone. A warning names what was done. Measured on the dev set's
 Chinese manual (``benchmarks/retrieval_quality.py``) against ``latin-words`` (Latin words at full
 weight), ``drop`` (no dense score for any Chinese query) and ``full`` (embed the whole query).
+
+The default, ``translate`` (issue 15), goes one step further: the Chinese words are looked up in a
+Chinese-English dictionary (``crosslingual.py``) and the model reads the Latin words plus those English
+words, each translated word counting for ``translated_weight`` (0.5) of a word in the dense share; BM25
+searches with them too, so a Chinese question finds a passage written in English. Chinese detail
+questions of the dev split, pageindex: hit@1 / hit@5 0.52 / 0.73 (``share``) -> 0.69 / 0.83.
 """
 
 from __future__ import annotations
@@ -21,23 +27,34 @@ import numpy as np
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.text import tokenize
 
-LANGUAGE_POLICIES = ("latin-words", "share", "drop", "full")
+LANGUAGE_POLICIES = ("translate", "share", "latin-words", "drop", "full")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
-def dense_query_text(query: str, languages: tuple[str, ...],
-                     policy: str = "share") -> tuple[str, float, str | None]:
+def dense_query_text(query: str, languages: tuple[str, ...], policy: str = "share",
+                     english: list[str] | None = None, translated_weight: float = 0.5) -> tuple[str, float, str | None]:
     """The part of the query the model reads, the share of the dense weight it keeps, and a warning.
 
     Policies for a Chinese query and a model that does not read Chinese (see the module docstring):
-    ``latin-words``: dense on the Latin words, full weight; ``share``: dense on the Latin words, weight
-    times their share of the query's words; ``drop``: no dense score; ``full``: the whole query, as is.
+    ``translate``: dense on the Latin words and ``english``, the dictionary words of the Chinese part
+    (``crosslingual.py``), weight times (Latin words + ``translated_weight`` x Chinese words) / words
+    (``share`` when the dictionary gives nothing); ``share``: dense on the Latin words, weight times
+    their share of the query's words; ``latin-words``: dense on the Latin words, full weight; ``drop``:
+    no dense score; ``full``: the whole query, as is.
     """
     if policy == "full" or "zh" in languages or not _CJK.search(query):
         return query, 1.0, None
     latin = _LATIN_WORD.findall(query)
+    if policy == "translate" and english:
+        chinese = [w for run in _CJK_RUN.findall(query) for w in _jieba_words(run)]
+        share = (len(latin) + translated_weight * len(chinese)) / (len(latin) + len(chinese))
+        text = " ".join(latin + english)
+        return text, share, (f"dense score computed on the query's non-Chinese words and dictionary words for "
+                             f"its Chinese ({text!r}), weighted by {share:.2f}")
+    if policy == "translate":
+        policy = "share"
     if policy == "drop" or not latin:
         return "", 0.0, ("dense score not used: the embedding model does not read Chinese "
                          f"(it reads {', '.join(languages)}); ranked by BM25")
@@ -47,6 +64,15 @@ def dense_query_text(query: str, languages: tuple[str, ...],
         return " ".join(latin), share, (f"dense score computed on the query's non-Chinese words only "
                                         f"({' '.join(latin)!r}), weighted by their share of the query ({share:.2f})")
     return " ".join(latin), 1.0, f"dense score computed on the query's non-Chinese words only ({' '.join(latin)!r})"
+
+
+def has_chinese(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def reads_chinese(languages: tuple[str, ...]) -> bool:
+    """Whether a model of these languages reads Chinese."""
+    return "zh" in languages
 
 
 def _jieba_words(text: str) -> list[str]:
@@ -77,8 +103,8 @@ def keyword_overlap(terms: list[str], content: str) -> float:
 
 @dataclass
 class Query:
-    """One request's query against one collection: the text BM25 reads, the text the model reads and
-    its share of the dense weight, and how many hits each search asks for."""
+    """One request's query against one collection: the query, the text BM25 searches with, the text the
+    model reads and its share of the dense weight, and how many hits each search asks for."""
 
     text: str
     collection: str
@@ -86,6 +112,8 @@ class Query:
     dense_text: str
     share: float
     limit: int                          # hits asked of each search
+    bm25_text: str = ""                 # the text BM25 searches with ("": the query as it is)
+    translations: dict[str, list[str]] | None = None   # Chinese words -> dictionary English words
     _vector: np.ndarray | None = None
 
     def vector(self) -> np.ndarray | None:

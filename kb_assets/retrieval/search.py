@@ -8,7 +8,9 @@ search, or no chunk found when the request set no ``minScore``, answers from pag
 - ``query.py``: what the model reads of the query (language policy), the query's words;
 - ``fanout.py``: the dense and BM25 searches per knowledge base, in parallel, with timeouts, merged;
 - ``scoring.py``: the hybrid formula, the scores a one-sided candidate gets, degraded modes, order;
-- ``rows.py``: the result fields and the ``/v1/assets/...`` URLs.
+- ``rows.py``: the result fields and the ``/v1/assets/...`` URLs;
+- ``lexical_query.py``: the query's content words, what BM25 searches with;
+- ``context.py``: each result's ``context``, the passage of its page around its chunk that a reader gets.
 
 Milvus is reached only through ``kb_assets.stores.vectors``; Postgres through the ``Catalog``.
 """
@@ -26,9 +28,12 @@ from pymilvus import MilvusClient
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.retrieval import fanout, scoring
 from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.context import page_passage
 from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
-from kb_assets.retrieval.query import Query, dense_query_text, query_terms
+from kb_assets.retrieval.lexical_query import bm25_query
+from kb_assets.retrieval.crosslingual import english_words, translations
+from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms, reads_chinese
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
@@ -69,6 +74,8 @@ class Searcher:
         """
         problems = []
         query_terms("预热 warm")
+        if self.config.language_policy == "translate":
+            english_words("预热")
         try:
             _, spec = self.published()
             self.load_model(spec["model"]).encode(["warm up"])
@@ -97,9 +104,15 @@ class Searcher:
         if not response.results and request.min_score is None:
             response.warnings.append("no chunk matched; answered from pages (fallback)")
             return answer_from_pages(self.catalog, request, response)
-        facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response)
+        budget = self.config.context_chars
+        facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response,
+                                with_text=budget > 0)
+        terms = query_terms(request.query) if budget > 0 else []
         for row in response.results:
-            row["pageImageUrl"] = asset_url(facts.get((row["documentId"], row["pageIndex"]), {}).get("image_key"))
+            fact = facts.get((row["documentId"], row["pageIndex"]), {})
+            row["pageImageUrl"] = asset_url(fact.get("image_key"))
+            if budget > 0:     # without the page text (page facts failed): the chunk, cut to the budget
+                row["context"] = page_passage(fact.get("text") or "", row["content"], terms, budget)
         return response
 
     # stages strategies build on ------------------------------------------------------------------
@@ -116,11 +129,18 @@ class Searcher:
         if model.dimension != spec["dimension"]:
             raise RuntimeError(f"model {spec['model']} gives {model.dimension}-d vectors, "
                                f"collection {collection} holds {spec['dimension']}-d")
-        text, share, warning = dense_query_text(request.query, tuple(spec.get("languages") or ["en"]),
-                                                self.config.language_policy)
+        languages = tuple(spec.get("languages") or ["en"])
+        translated = (translations(request.query) if self.config.language_policy == "translate"
+                      and not reads_chinese(languages) and has_chinese(request.query) else {})
+        english = english_words(request.query, translated) if translated else []
+        text, share, warning = dense_query_text(request.query, languages, self.config.language_policy,
+                                                english, self.config.translated_weight)
         if warning:
             response.warnings.append(warning)
-        return Query(request.query, collection, model, text, share, limit=max(self.config.candidates, request.limit))
+        extra = english if self.config.translate_bm25 else []
+        bm25_text = bm25_query(request.query, extra) if self.config.bm25_content_words else request.query
+        return Query(request.query, collection, model, text, share, limit=max(self.config.candidates, request.limit),
+                     bm25_text=bm25_text, translations=translated)
 
     def fan_out(self, request: SearchRequest, query: Query, pages: str | None = None,
                 dense_search: bool = True) -> Found:
@@ -136,12 +156,12 @@ class Searcher:
         response.timings_ms["searches"] = found.ms
         return rows
 
-    def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse) -> dict:
-        """Page image keys and table-of-contents marks from Postgres; without them, a warning."""
+    def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
+        """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""
         if "page facts unavailable" in " ".join(response.warnings):
             return {}
         try:
-            return self.catalog.page_facts(pages)
+            return self.catalog.page_facts(pages, with_text)
         except Exception as error:
             response.warnings.append(f"page facts unavailable ({type(error).__name__}: {short(error)}): "
                                      "no page images, table-of-contents pages not demoted")

@@ -8,9 +8,15 @@
    part, ranked by its chunks). A dense search on the located pages too changed no figure of the dev
    or paraphrased sets and costs another filtered search (Milvus Lite: ~200 ms at 100k chunks), so
    there is none.
-3. Assemble: a page's relevance is its best chunk's hybrid score plus ``LOCATE_WEIGHT`` x its
-   locating score; pages in that order (table-of-contents pages last), each giving its best
-   ``CHUNKS_PER_PAGE`` chunks in chunk order. Every row keeps its hybrid score.
+3. Assemble: a page's relevance is its best chunk's hybrid score plus the locating weight x its
+   locating score; pages in that order (table-of-contents pages last). The locating weight is
+   ``locate_weight`` (0.3) for a query ranked lexically and ``locate_weight_read`` (0.15) for one the
+   model reads, mixed by the query's dense share: where chunk scores carry meaning, a bonus from titles
+   and summaries buries pages whose summary misses the detail asked for (issue 15). Each page gives its
+   best chunk at the page's rank and up to ``chunks_per_page`` - 1 more (best first, none next to one
+   taken, so each passage is new text), each ranked by its own hybrid score (with the page's bonus,
+   second chunks pushed located pages out of the top 5 of Chinese paraphrases). Every row keeps its
+   hybrid score.
 """
 
 from __future__ import annotations
@@ -18,18 +24,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from kb_assets.retrieval.query import query_terms
+from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.query import Query, query_terms
+from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.stores.vectors import pages_filter
 
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
-
-# the weight of a page's locating score beside its best chunk's hybrid score, and how many chunks a
-# page gives (measured on the dev set and a paraphrased set: one chunk a page ranks best)
-LOCATE_WEIGHT = 0.3
-CHUNKS_PER_PAGE = 1
 
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
@@ -54,18 +57,54 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     rows = searcher.score(response, query, found)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
+    config = searcher.config
+    if config.rerank_coverage or config.rerank_proximity:
+        rerank(rows, question_words(request.query, query.translations), config.rerank_coverage,
+               config.rerank_proximity)
     locate_score = {(p["document_id"], p["page_index"]): p["score"] for p in located}
     by_page: dict[tuple[str, int], list[dict]] = {}
-    for row in sorted(rows, key=rank_key):
+    for row in sorted(rows, key=rerank_key):
         by_page.setdefault(_located_page(row, locate_score), []).append(row)
-    relevance = {key: chunks[0]["score"] + LOCATE_WEIGHT * locate_score.get(key, 0.0)
-                 for key, chunks in by_page.items()}
+    weight = locate_weight(searcher.config, query)
+    relevance = {key: _value(chunks[0]) + weight * locate_score.get(key, 0.0) for key, chunks in by_page.items()}
     toc = searcher.page_facts(list(by_page), response)
-    results = []
-    for key in sorted(by_page, key=lambda key: (toc.get(key, {}).get("is_toc", False), -relevance[key], key)):
-        best = by_page[key][:CHUNKS_PER_PAGE]
-        results += sorted(best, key=lambda r: (r["pageIndex"], r["chunkIndex"] or 0))
-    return results[: request.limit]
+    return assemble(by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")},
+                    searcher.config.chunks_per_page)[: request.limit]
+
+
+def locate_weight(config: SearchConfig, query: Query) -> float:
+    """The weight of a page's locating score: ``locate_weight`` for a query ranked lexically, moving to
+    ``locate_weight_read`` with the share of the query the model reads."""
+    share = query.share if query.dense_text else 0.0
+    return config.locate_weight + (config.locate_weight_read - config.locate_weight) * share
+
+
+def assemble(by_page: dict[tuple[str, int], list[dict]], relevance: dict[tuple[str, int], float],
+             toc: set[tuple[str, int]], chunks_per_page: int) -> list[dict]:
+    """Results from each page's chunks (best first): its best chunk at the page's relevance, up to
+    ``chunks_per_page`` - 1 more, none next to one taken, at their own scores; table-of-contents pages last."""
+    items = []
+    for key, chunks in by_page.items():
+        taken: list[dict] = []
+        for row in chunks:
+            if len(taken) == chunks_per_page:
+                break
+            if all(abs((row["chunkIndex"] or 0) - (t["chunkIndex"] or 0)) > 1 for t in taken):
+                taken.append(row)
+        for number, row in enumerate(taken):
+            items.append((key in toc, -(relevance[key] if number == 0 else _value(row)), number, key, row))
+    items.sort(key=lambda item: item[:4])
+    return [item[-1] for item in items]
+
+
+def _value(row: dict) -> float:
+    """A chunk's value for ordering: its second-stage score where there is one, else its hybrid score."""
+    return row["scores"].get("rerank", row["score"])
+
+
+def rerank_key(row: dict):
+    """Chunks by their second-stage score (the hybrid score without one), then as ``rank_key``."""
+    return (-_value(row),) + rank_key(row)[1:]
 
 
 def _located_page(row: dict, located: dict[tuple[str, int], float]) -> tuple[str, int]:

@@ -121,17 +121,20 @@ class CatalogReads(CatalogConnection):
             )
             return [dict(row) for row in cur.fetchall()]
 
-    def page_facts(self, pages: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
-        """``is_toc`` and ``image_key`` of (document_id, page_index) pairs, for search results."""
+    def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
+        """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)
+        pairs, for search results."""
         if not pages:
             return {}
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
-                "SELECT p.document_id, p.page_index, p.is_toc, p.image_key FROM pages p "
-                "JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) USING (document_id, page_index)",
+                f"SELECT p.document_id, p.page_index, p.is_toc, p.image_key, {'p.text' if with_text else 'NULL'} "
+                "FROM pages p JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) "
+                "USING (document_id, page_index)",
                 ([d for d, _ in pages], [i for _, i in pages]),
             )
-            return {(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in cur.fetchall()}
+            return {(d, i): {"is_toc": toc, "image_key": key, **({"text": text} if with_text else {})}
+                    for d, i, toc, key, text in cur.fetchall()}
 
     def locate_pages(self, terms: list[str], query: str, knowledge_base_ids: list[str] | None,
                      limit: int) -> list[dict]:

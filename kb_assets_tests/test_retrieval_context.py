@@ -1,0 +1,107 @@
+"""Detail questions (issue 15) as plain functions: the reader's passage, BM25 content words, English
+words for Chinese queries, the pageindex assembly and answer-in-context scoring."""
+
+from kb_assets.retrieval.context import page_passage
+from kb_assets.retrieval.crosslingual import english_words
+from kb_assets.retrieval.evaluation import answer_in, first_answer_rank
+from kb_assets.retrieval.lexical_query import bm25_query
+from kb_assets.retrieval.query import dense_query_text
+from kb_assets.retrieval.rerank import features, question_words, rerank
+from kb_assets.retrieval.strategies.pageindex import assemble
+
+PAGE = ("2.2 Help options\n\nR by default provides help pages as plain text displayed in a pager. "
+        + "Filler sentence about nothing in particular. " * 12
+        + "\n\nThe HTML pages are generated when packages are installed if you configure with "
+          "--enable-prebuilt-html. " + "Another filler sentence. " * 20)
+
+
+def test_passage_holds_the_chunk_and_the_neighbouring_detail():
+    chunk = "The HTML pages are generated when packages are installed if you configure with"
+    passage = page_passage(PAGE, chunk, ["html", "configure", "prebuilt"], budget=300)
+    assert len(passage) <= 300
+    assert chunk in passage
+    assert "--enable-prebuilt-html" in passage
+
+
+def test_passage_never_exceeds_the_budget_and_cuts_no_word():
+    for chunk in ("2.2 Help options", "Another filler sentence.", "not on the page at all " * 50):
+        passage = page_passage(PAGE, chunk, ["filler"], budget=200)
+        assert len(passage) <= 200
+    passage = page_passage(PAGE, "Filler sentence about nothing", ["pager"], budget=120)
+    assert passage.split()[0] in PAGE.split() and passage.split()[-1] in PAGE.split()
+
+
+def test_short_page_is_its_own_passage():
+    assert page_passage("one short page", "short", [], budget=800) == "one short page"
+
+
+def test_chunk_found_across_different_line_breaks():
+    page = "first line\nsecond   line of the\nchunk text here\n" + "x " * 600
+    passage = page_passage(page, "second line of the chunk text here", [], budget=100)
+    assert "chunk text here" in passage
+
+
+def test_bm25_query_keeps_content_words_only():
+    assert bm25_query("怎样检查一台机器是不是在用外部的时间源？").split() == ["检查", "一台", "机器", "不是", "外部", "时间", "源"]
+    assert bm25_query("Which configure switch builds the HTML help?") == "configure switch builds HTML help"
+    assert bm25_query("什么？") == "什么？"      # nothing left: the query as it is
+
+
+def test_answer_in_context_normalizes_whitespace_and_case():
+    assert answer_in("--enable-prebuilt-html", "configure with\n--Enable-Prebuilt-HTML.")
+    assert answer_in("fill = TRUE", "use fill   =\nTRUE here")
+    assert not answer_in("106 种语言", "支持 106 种\n语言", "en")
+    assert answer_in("106 种语言", "支持 106 种\n语言", "zh")   # Chinese: whitespace removed counts too
+
+
+def test_answer_rank_reads_the_context_when_there_is_one():
+    question = {"answer": "setarch i686 R", "lang": "en"}
+    results = [{"content": "setarch i686 R", "context": "a passage without it"},
+               {"content": "x", "context": "run setarch i686 R to start"}]
+    assert first_answer_rank(results, question) == 2
+
+
+def test_chinese_query_words_get_english_words_from_the_packaged_dictionary():
+    words = english_words("怎样检查一台机器是不是在用外部的时间源？")
+    assert {"examine", "machine", "external", "time", "source"} <= set(words)
+    assert "isn't" not in words and "what" not in words           # question and function words give nothing
+    assert english_words("Which configure switch?") == []        # nothing Chinese: nothing to translate
+
+
+def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_reduced_share():
+    english = english_words("数据备份保留多少天")
+    text, share, warning = dense_query_text("数据备份保留多少天", ("en",), "translate", english, 0.5)
+    assert text == " ".join(english) and "backup" in text and share == 0.5 and "dictionary" in warning
+    text, share, _ = dense_query_text("analytics 数据备份", ("en",), "translate", english_words("数据备份"), 0.5)
+    assert text.startswith("analytics ") and 0.5 < share < 1
+    # no dictionary word: as ``share`` (Latin words only, or BM25 alone)
+    assert dense_query_text("数据备份", ("en",), "translate", [], 0.5) == dense_query_text("数据备份", ("en",), "share")
+    assert dense_query_text("数据备份", ("en", "zh"), "translate", english, 0.5) == ("数据备份", 1.0, None)
+    assert bm25_query("数据备份", ["data", "backup"]).split()[-2:] == ["data", "backup"]
+
+
+def _row(page: int, chunk: int, score: float) -> dict:
+    return {"documentId": "d", "pageIndex": page, "chunkIndex": chunk, "score": score, "scores": {}}
+
+
+def test_a_page_gives_its_best_chunk_at_its_rank_and_a_second_separate_one_at_its_own_score():
+    by_page = {("d", 1): [_row(1, 4, 0.9), _row(1, 5, 0.85), _row(1, 8, 0.5), _row(1, 0, 0.4)],
+               ("d", 2): [_row(2, 1, 0.7)], ("d", 3): [_row(3, 2, 0.95)]}
+    relevance = {("d", 1): 1.1, ("d", 2): 0.7, ("d", 3): 0.95}
+    rows = assemble(by_page, relevance, toc={("d", 3)}, chunks_per_page=2)
+    # page 1 first (relevance), its neighbour chunk 5 skipped, chunk 8 at its own 0.5; the TOC page last
+    assert [(r["pageIndex"], r["chunkIndex"]) for r in rows] == [(1, 4), (2, 1), (1, 8), (3, 2)]
+    assert [(r["pageIndex"], r["chunkIndex"]) for r in assemble(by_page, relevance, set(), 1)] == [(1, 4), (3, 2), (2, 1)]
+
+
+def test_rerank_features_count_question_words_in_any_form_and_phrases_kept_together():
+    words = question_words("Where does the native pipe sit in the operator precedence list?")
+    assert [w.text for w in words] == ["native", "pipe", "sit", "operator", "precedence", "list"]
+    coverage, proximity = features(words, "Operators listed by precedence: the native pipe |> sits here")
+    assert coverage == 1.0 and proximity == 0.8        # listed, sits count; 4 of 5 pairs within 40 chars
+    assert features(words, "the position of a composite") == (0.0, 0.0)   # no word found inside another word
+    chinese = question_words("怎样检查外部的时间源", {"外部": ["external"], "时间": ["time"], "源": ["source"]})
+    assert features(chinese, "check whether an external time source is used")[0] == 0.75   # 检查 untranslated
+    rows = [{"score": 0.5, "scores": {}, "content": "native pipe operator"}]
+    rerank(rows, words, 0.1, 0.05)
+    assert rows[0]["scores"]["rerank"] == round(0.5 + 0.1 * 0.5 + 0.05 * rows[0]["scores"]["proximity"], 6)
