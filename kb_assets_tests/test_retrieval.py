@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
 
 from kb_assets.retrieval.config import SearchConfig, Weights
+from kb_assets.retrieval.evaluation import answer_in, returned_text
 from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
 from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
 from kb_assets.stores.vectors import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
@@ -253,13 +254,15 @@ def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their
     assert dense_query_text("数据备份", ("en", "zh"))[1] == 1.0      # a model that reads Chinese keeps it all
 
 
-def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_still_finds_its_chinese_chunk(kb_searcher):
+def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_finds_both_languages(kb_searcher):
     response = kb_searcher.search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
     assert any("dictionary words" in w and "backup" in w for w in response.warnings), response.warnings
-    assert "备份保留三十五天" in response.results[0]["content"]
-    for row in response.results:       # the model reads the English words at half the dense weight
+    # the two backup-retention passages lead, the Chinese one and the English one the dictionary words reach
+    top = " ".join(r["content"] for r in response.results[:2])
+    assert "备份保留三十五天" in top and "Backups of the analytics warehouse are kept for 90 days" in top
+    for row in response.results:       # the model reads the English words at the full dense weight
         assert row["scores"]["dense"] is not None
-        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.5), abs=2e-6)
+        assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=1.0), abs=2e-6)
 
 
 def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunks(kb_searcher, catalog):
@@ -282,6 +285,21 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
         assert row["retrievalSource"] == "hybrid" and row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
         # the reader's passage: the page around the chunk, holding all of it, at most 800 characters
         assert len(row["context"]) <= 800 and " ".join(row["content"].split()) in " ".join(row["context"].split())
+
+
+def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_answer_in_the_returned_text(
+        kb_searcher):
+    english = kb_searcher.search(SearchRequest("Which weekday does the pager pass to the next engineer?", ["alpha"],
+                                               limit=5, strategy="pageindex")).results
+    assert "every Monday at 09:00" in english[0]["content"]
+    assert answer_in("Monday at 09:00", returned_text(english[0]))
+    # the second stage's parts beside the hybrid score, which every row keeps
+    assert {"coverage", "proximity", "rerank"} <= set(english[0]["scores"])
+    assert english[0]["scores"]["rerank"] >= english[0]["score"]
+    # a Chinese question about an English passage: its dictionary words reach the model and BM25
+    chinese = kb_searcher.search(SearchRequest("加密密钥多久轮换一次？", ["alpha"], limit=5, strategy="pageindex"))
+    assert any("dictionary words" in w for w in chinese.warnings), chinese.warnings
+    assert answer_in("rotates every 90 days", returned_text(chinese.results[0]))
 
 
 def test_search_embeds_the_query_with_the_model_recorded_for_the_published_collection(kb_searcher, milvus_client,

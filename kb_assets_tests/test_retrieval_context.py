@@ -68,7 +68,7 @@ def test_chinese_query_words_get_english_words_from_the_packaged_dictionary():
     assert english_words("Which configure switch?") == []        # nothing Chinese: nothing to translate
 
 
-def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_reduced_share():
+def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_configured_share():
     english = english_words("数据备份保留多少天")
     text, share, warning = dense_query_text("数据备份保留多少天", ("en",), "translate", english, 0.5)
     assert text == " ".join(english) and "backup" in text and share == 0.5 and "dictionary" in warning
@@ -77,6 +77,7 @@ def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_reduced_
     # no dictionary word: as ``share`` (Latin words only, or BM25 alone)
     assert dense_query_text("数据备份", ("en",), "translate", [], 0.5) == dense_query_text("数据备份", ("en",), "share")
     assert dense_query_text("数据备份", ("en", "zh"), "translate", english, 0.5) == ("数据备份", 1.0, None)
+    assert dense_query_text("数据备份", ("en",), "translate", english)[1] == 1.0     # default: read in full
     assert bm25_query("数据备份", ["data", "backup"]).split()[-2:] == ["data", "backup"]
 
 

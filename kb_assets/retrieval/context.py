@@ -50,8 +50,9 @@ def _snap(text: str, start: int, end: int) -> str:
     return text[start:end].strip()
 
 
-def page_passage(page_text: str, content: str, terms: list[str], budget: int = 800) -> str:
-    """At most ``budget`` characters of the page around the chunk (see the module docstring)."""
+def page_passage(page_text: str, content: str, terms: list[str | tuple[str, ...]], budget: int = 800) -> str:
+    """At most ``budget`` characters of the page around the chunk (see the module docstring). A term may
+    be a tuple of forms (a word, its stem, its English words): any of them counts for it."""
     located = _find(page_text or "", content)
     if located is None:
         return content[:budget]
@@ -59,8 +60,9 @@ def page_passage(page_text: str, content: str, terms: list[str], budget: int = 8
     if len(text) <= budget:
         return text.strip()
     folded = text.casefold()
-    terms = [t for t in dict.fromkeys(t.casefold() for t in terms) if t]
-    positions = {t: [m.start() for m in re.finditer(re.escape(t), folded)] for t in terms}
+    groups = list(dict.fromkeys(tuple(f.casefold() for f in ((t,) if isinstance(t, str) else t) if f) for t in terms))
+    positions = {group: [(m.start(), m.end()) for m in re.finditer("|".join(map(re.escape, group)), folded)]
+                 for group in groups if group}
     if end - start >= budget:
         return _snap(text, start, start + budget)
     first, last = max(0, end - budget), min(start, len(text) - budget)
@@ -68,7 +70,7 @@ def page_passage(page_text: str, content: str, terms: list[str], budget: int = 8
     best, best_key = first, None
     for a in list(range(first, last + 1, STEP)) + [last]:
         b = a + budget
-        covered = sum(1 for t, hits in positions.items() if any(a <= h and h + len(t) <= b for h in hits))
+        covered = sum(1 for hits in positions.values() if any(a <= h and e <= b for h, e in hits))
         key = (covered, -abs((a + b) / 2 - middle))
         if best_key is None or key > best_key:
             best, best_key = a, key

@@ -34,6 +34,7 @@ from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms, reads_chinese
+from kb_assets.retrieval.rerank import question_words
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
@@ -107,7 +108,8 @@ class Searcher:
         budget = self.config.context_chars
         facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response,
                                 with_text=budget > 0)
-        terms = query_terms(request.query) if budget > 0 else []
+        terms = [w.forms for w in question_words(request.query, translations(request.query) if
+                 self.config.language_policy == "translate" and has_chinese(request.query) else None)] if budget > 0 else []
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
