@@ -56,7 +56,7 @@ def wheel_python(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fresh_root(tmp_path_factory, wheel_python):
+def fresh_root(wheel_python):
     """A repository root as a fresh clone has it (dagster.yaml, workspace.yaml), with a docs folder;
     its embedded services are stopped at the end."""
     root = Path(tempfile.mkdtemp(prefix="kb-test-fresh-root-"))   # outside pytest's 0700 basetemp (see conftest)
