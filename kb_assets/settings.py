@@ -72,7 +72,7 @@ class Settings:
     alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
-    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=/path/b" folders the sensor keeps current
+    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
     parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_ENGINE, KB_OCR_LANGUAGES, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
@@ -148,14 +148,15 @@ class Settings:
     def storage_options(self) -> dict:
         return self.s3.storage_options()
 
-    def watched_folders(self) -> list[tuple[str, Path]]:
-        """(knowledge base, folder) pairs of KB_WATCH."""
-        pairs = []
+    def watched_folders(self) -> list[tuple[str, Path | str]]:
+        """(knowledge base, folder) pairs of KB_WATCH; an s3:// prefix stays a URL string."""
+        pairs: list[tuple[str, Path | str]] = []
         for item in filter(None, (part.strip() for part in self.watch.split(";"))):
             kb, _, folder = item.partition("=")
             if not kb.strip() or not folder.strip():
-                raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER")
-            pairs.append((kb.strip(), Path(folder.strip()).expanduser()))
+                raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER or KB=s3://bucket/prefix")
+            folder = folder.strip()
+            pairs.append((kb.strip(), folder if folder.startswith(("s3://", "s3a://")) else Path(folder).expanduser()))
         return pairs
 
 

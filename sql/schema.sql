@@ -85,3 +85,12 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (text_sha, summarizer)
 );
+
+-- Sources in object storage: the ETag an s3:// object had when its bytes hashed to ``version``. A scan
+-- that lists the same ETag for a published document of that version does not download it again.
+CREATE TABLE IF NOT EXISTS source_etags (
+    document_id  text PRIMARY KEY REFERENCES documents (document_id) ON DELETE CASCADE,
+    etag         text NOT NULL,
+    version      text NOT NULL,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);

@@ -82,8 +82,10 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
     docs = active_documents(context, cat)
+    sources = object_store.s3.storage_options()   # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id))
+        context, cat, docs,
+        lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id, sources))
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),

@@ -36,6 +36,13 @@ class CatalogReads(CatalogConnection):
             row = cur.fetchone()
             return Document(*row) if row else None
 
+    def source_etags(self, document_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """(ETag, version) last seen for the s3:// sources of these documents."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT document_id, etag, version FROM source_etags WHERE document_id = ANY(%s)",
+                        (list(document_ids),))
+            return {row[0]: (row[1], row[2]) for row in cur.fetchall()}
+
     def list_documents(self, knowledge_base_ids: list[str] | None = None) -> list[Document]:
         with self.connect() as conn, conn.cursor() as cur:
             if knowledge_base_ids:

@@ -41,6 +41,13 @@ class CatalogWrites(CatalogConnection):
                 (document_id, knowledge_base_id, source_path, source_uri, version, size_bytes),
             )
 
+    def record_source_etag(self, conn, document_id: str, etag: str, version: str) -> None:
+        """Remember that the s3:// object of a document had this ETag when its bytes hashed to ``version``."""
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO source_etags (document_id, etag, version) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag, version = EXCLUDED.version, "
+                        "updated_at = now()", (document_id, etag, version))
+
     def update_document(self, conn, document_id: str, **fields) -> None:
         unknown = set(fields) - set(DOCUMENT_COLUMNS)
         if unknown:
