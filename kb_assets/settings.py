@@ -9,6 +9,7 @@ all state under one directory, ``KB_HOME`` (default ``./.kb``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,10 +82,10 @@ class Settings:
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
-        """Settings from ``env`` (default: this process's environment)."""
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Settings from ``env`` (default: this process's environment), read through ``get`` and ``[]``."""
         from_process = env is None
-        env = dict(os.environ if env is None else env)
+        env = dict(os.environ) if env is None else env
         home = Path(env.get("KB_HOME") or "./.kb").expanduser().resolve()
         search_defaults, parse_defaults = SearchConfig(), ParseOptions()
         artifacts = env.get("DOCLING_ARTIFACTS_PATH")
@@ -160,21 +161,21 @@ class Settings:
         return pairs
 
 
-def _int(env: dict[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         return int(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a whole number") from None
 
 
-def _float(env: dict[str, str], name: str, default: float) -> float:
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         return float(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a number") from None
 
 
-def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """An enumerated setting: the first choice when unset, an error naming the choices when unknown."""
     value = (env.get(name) or choices[0]).strip().lower()
     if value not in choices:
