@@ -331,7 +331,7 @@ def migrate(settings, as_json):
     model = stores.model()
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     data = run_migrate(stores.catalog, stores.lake, stores.milvus, model, embedding_spec(model), settings.alias,
-                       load_model, progress)
+                       load_model, progress, settings.milvus_dense_index)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")

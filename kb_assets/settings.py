@@ -23,6 +23,9 @@ from kb_assets.parsing.options import (
 )
 from kb_assets.retrieval.config import SearchConfig, Weights
 
+# KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
+DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
+
 # environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
 SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 
@@ -71,6 +74,7 @@ class Settings:
     embedding_model: str = "all-MiniLM-L6-v2"  # KB_EMBEDDING_MODEL: a model id or a local path
     embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE
     alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
+    milvus_dense_index: str = "hnsw"       # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
@@ -106,6 +110,7 @@ class Settings:
             embedding_model=env.get("KB_EMBEDDING_MODEL") or cls.embedding_model,
             embedding_batch_size=_int(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
+            milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
             run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
             api_keys=env.get("KB_API_KEYS") or "",
             watch=env.get("KB_WATCH") or "",
