@@ -96,6 +96,17 @@ class CatalogReads(CatalogConnection):
     def collection(self, name: str) -> dict | None:
         return next((c for c in self.collections() if c["name"] == name), None)
 
+    # sizing ------------------------------------------------------------------------------------
+    def table_sizes(self) -> dict[str, tuple[int, int]]:
+        """Rows and bytes on disk (with indexes and TOAST) of each table of the schema."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
+            sizes = {}
+            for (table,) in cur.fetchall():
+                cur.execute(f'SELECT count(*), pg_total_relation_size(%s) FROM "{table}"', (table,))
+                sizes[table] = tuple(cur.fetchone())
+            return sizes
+
     # retrieval (read-only, pooled connections) -------------------------------------------------
     def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
         """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
