@@ -85,3 +85,8 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (text_sha, summarizer)
 );
+
+-- Page geometry (issue 14): the page's size in the units of its blocks' boxes (PDF points, or pixels
+-- of an image file); NULL for formats without page geometry. Chunks' regions (lake) use the same units.
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS width double precision;
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS height double precision;

@@ -52,7 +52,8 @@ class CatalogReads(CatalogConnection):
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
-                "parser, mode, image_key, run_id FROM pages WHERE document_id = %s ORDER BY page_index",
+                "parser, mode, image_key, run_id, width, height FROM pages WHERE document_id = %s "
+                "ORDER BY page_index",
                 (document_id,),
             )
             return [dict(row) for row in cur.fetchall()]
