@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from kb_assets.retrieval.auth import ANONYMOUS
+from kb_assets.retrieval.schemas import SearchAnswer
 
 MCP_PATH = "/mcp"
 
@@ -72,9 +73,10 @@ def mcp_app(service) -> McpEndpoint:
         if service.keys.enabled and caller is ANONYMOUS:
             raise ToolError("missing or unknown API key")
         try:
-            return await anyio.to_thread.run_sync(
+            answer = await anyio.to_thread.run_sync(
                 lambda: service.search(caller, query, knowledge_base_ids, limit, min_score))
         except HTTPException as error:      # 403 outside the key's scope, 422 a refused request
             raise ToolError(f"{error.status_code}: {error.detail}") from None
+        return SearchAnswer.model_validate(answer).model_dump()   # the fields POST /v1/kb/search answers
 
     return McpEndpoint(server, service.keys)
