@@ -60,8 +60,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError):
         """422 as FastAPI answers it, in ASCII JSON: the echoed input may hold a lone surrogate, which
-        UTF-8 cannot carry (the default handler then fails with a 500)."""
-        body = json.dumps({"detail": jsonable_encoder(error.errors())}, ensure_ascii=True, default=str)
+        UTF-8 cannot carry, or be raw bytes that are not UTF-8 (the default handler then fails with a 500)."""
+        detail = jsonable_encoder(error.errors(), custom_encoder={bytes: lambda b: b.decode("utf-8", "replace")})
+        body = json.dumps({"detail": detail}, ensure_ascii=True, default=str)
         return Response(body, status_code=422, media_type="application/json")
 
     def unavailable(store: str, error: BaseException) -> JSONResponse:
