@@ -5,9 +5,6 @@ as ``POST /v1/kb/search`` does and refuses knowledge bases outside the key's sco
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from dataclasses import replace
 
 import httpx
@@ -15,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kb_assets_tests.corpora import ensure_retrieval_corpus
+from kb_assets_tests.live_server import live_server
 
 LOCAL = ("127.0.0.1", 50000)
 KEYS = "alpha-key=alpha;all-key=*"
@@ -38,24 +36,10 @@ def client(web_settings):
 @pytest.fixture(scope="module")
 def server(web_settings):
     """A real uvicorn server on 127.0.0.1 (what the MCP client talks to)."""
-    import uvicorn
-
     from kb_assets.retrieval.api import create_app
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(web_settings, heal_milvus=False), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with live_server(create_app(web_settings, heal_milvus=False)) as url:
+        yield url
 
 
 def handbook_pdf_result(client) -> dict:
