@@ -148,10 +148,20 @@ def test_search_then_lineage_shows_the_page_image_with_the_chunk_highlighted(sit
     wait(browser, lambda d: d.find_element(By.ID, "page-label").text != before)
 
 
-def test_a_chinese_query_shows_chinese_results(site, browser):
+def test_a_chinese_query_shows_chinese_results_at_phone_width(site, browser):
+    from selenium.webdriver.common.by import By
+
     sign_in(browser, site, "all-key")
-    results = search(browser, "数据备份保留多久？", "handbook")
-    assert results and "数据备份保留 35 天" in results[0].text
+    browser.set_window_size(390, 844)
+    try:
+        results = search(browser, "数据备份保留多久？", "handbook")
+        assert results and "数据备份保留 35 天" in results[0].text
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        results[0].find_element(By.TAG_NAME, "button").click()      # the lineage fits a phone too
+        wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed())
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        browser.set_window_size(1400, 1000)
 
 
 def test_a_key_scoped_to_one_knowledge_base_sees_no_other_documents(site, browser):
