@@ -77,6 +77,9 @@ class Settings:
     milvus_dense_index: str = "hnsw"       # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
+    url_signing_secret: str = field(default="", repr=False)  # KB_URL_SIGNING_SECRET; "": random per process
+    url_ttl_seconds: int = 300             # KB_URL_TTL_SECONDS: how long a signed image URL is valid
+    dagster_url: str = ""                  # KB_DAGSTER_URL: the Dagster UI the web page links runs to
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
@@ -113,6 +116,9 @@ class Settings:
             milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
             run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
             api_keys=env.get("KB_API_KEYS") or "",
+            url_signing_secret=env.get("KB_URL_SIGNING_SECRET") or "",
+            url_ttl_seconds=_int(env, "KB_URL_TTL_SECONDS", cls.url_ttl_seconds),
+            dagster_url=(env.get("KB_DAGSTER_URL") or "").rstrip("/"),
             watch=env.get("KB_WATCH") or "",
             watch_interval_seconds=_int(env, "KB_WATCH_INTERVAL_SECONDS", cls.watch_interval_seconds),
             refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,

@@ -116,6 +116,7 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: Pa
         pages.append({
             "page_index": page.page_index, "page_label": page.label, "text": page.text, "blocks": blocks,
             "parser": page.parser, "mode": page.mode, "image_key": image_key,
+            "width": page.width, "height": page.height,
         })
     with catalog.connect() as conn:
         catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id)

@@ -94,3 +94,8 @@ CREATE TABLE IF NOT EXISTS source_etags (
     version      text NOT NULL,
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
+
+-- Page geometry (issue 14): the page's size in the units of its blocks' boxes (PDF points, or pixels
+-- of an image file); NULL for formats without page geometry. Chunks' regions (lake) use the same units.
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS width double precision;
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS height double precision;

@@ -59,8 +59,34 @@ class CatalogReads(CatalogConnection):
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
-                "parser, mode, image_key, run_id FROM pages WHERE document_id = %s ORDER BY page_index",
+                "parser, mode, image_key, run_id, width, height FROM pages WHERE document_id = %s "
+                "ORDER BY page_index",
                 (document_id,),
+            )
+            return [dict(row) for row in cur.fetchall()]
+
+    def read_page(self, document_id: str, page_index: int) -> dict | None:
+        """One page record (as ``read_pages`` gives them), or None."""
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT document_id, version, page_index, page_label, text, summary, keywords, parser, mode, "
+                "image_key, run_id, width, height FROM pages WHERE document_id = %s AND page_index = %s",
+                (document_id, page_index),
+            )
+            row = cur.fetchone()
+            return dict(row) if row else None
+
+    def knowledge_base_counts(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
+        """Per knowledge base (those named; None: all), its documents by status."""
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT knowledge_base_id, count(*) FILTER (WHERE status <> 'deleted') AS documents, "
+                "count(*) FILTER (WHERE status = 'published') AS published, "
+                "count(*) FILTER (WHERE status = 'failed') AS failed, "
+                "count(*) FILTER (WHERE status = 'pending') AS pending "
+                "FROM documents WHERE %(all)s OR knowledge_base_id = ANY(%(kbs)s) "
+                "GROUP BY knowledge_base_id ORDER BY knowledge_base_id",
+                {"all": knowledge_base_ids is None, "kbs": list(knowledge_base_ids or [])},
             )
             return [dict(row) for row in cur.fetchall()]
 

@@ -82,10 +82,11 @@ class CatalogWrites(CatalogConnection):
             psycopg2.extras.execute_values(
                 cur,
                 "INSERT INTO pages (document_id, version, page_index, page_label, text, blocks, summary, "
-                "keywords, parser, mode, image_key, run_id) VALUES %s",
+                "keywords, parser, mode, image_key, run_id, width, height) VALUES %s",
                 [(document_id, version, p["page_index"], p.get("page_label"), p["text"],
                   json.dumps(p["blocks"], ensure_ascii=False), p.get("summary"), p.get("keywords") or [],
-                  p["parser"], p["mode"], p.get("image_key"), run_id) for p in pages],
+                  p["parser"], p["mode"], p.get("image_key"), run_id, p.get("width"), p.get("height"))
+                 for p in pages],
             )
 
     # PageIndex nodes -------------------------------------------------------------------------
