@@ -65,8 +65,12 @@ def purge(gone: list, stores: Stores, instance: dg.DagsterInstance) -> list[str]
     return [doc.document_id for doc in gone]
 
 
-def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
+def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
+    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base.
+
+    An entry that cannot be named, stat-ed or read is a failure in the report (``documentId`` null when
+    its name is not UTF-8); the other entries go on, and documents whose sources are gone are purged."""
     from kb_assets.definitions import (
         make_definitions,  # loads every asset: import on use
     )
@@ -75,9 +79,10 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
     catalog = stores.catalog
     instance = dagster_instance(settings)
 
-    files, roots = planning.scan(paths, knowledge_base_id)
-    changes = planning.register_changes(files, knowledge_base_id, catalog)
-    report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged)
+    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
+    changes = planning.register_changes(found.files, knowledge_base_id, catalog)
+    report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
+                          failures=[failure.as_json() for failure in found.failures])
     to_run = changes.to_run
 
     existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
@@ -85,11 +90,12 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
     if new_keys:
         instance.add_dynamic_partitions(documents_partitions.name, new_keys)
 
-    gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
+    gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
     report.deleted = purge(gone, stores, instance)
 
-    progress(f"{len(files)} files: {len(report.new)} new, {len(report.changed)} changed, "
-             f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted")
+    progress(f"{len(found.files)} files: {len(report.new)} new, {len(report.changed)} changed, "
+             f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted"
+             + (f", {len(found.failures)} unreadable" if found.failures else ""))
     if to_run:
         job = make_definitions(settings).resolve_job_def("ingest_documents")
         ordered = instance.get_dynamic_partitions(documents_partitions.name)
