@@ -7,6 +7,7 @@ binds 127.0.0.1).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field, StringConstraints
 
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.page_images import ensure_page_image
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.rows import ASSETS_PATH, asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
@@ -24,7 +26,6 @@ from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.models import load_model
 
 
 def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Searcher:
@@ -37,21 +38,17 @@ def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Sea
         client=stores.milvus,
         catalog=Catalog(stores.catalog.dsn, statement_timeout_ms=config.postgres_timeout_ms),
         alias=settings.alias,
-        load_model=load_model,
+        load_model=stores.model,
         config=config,
         owns_catalog=True,
     )
 
 
-def one_thread_per_query() -> None:
-    """Encode each query with one intra-op thread (processes that serve queries, not ingest).
-
-    Queries are one sentence: parallelism comes from concurrent requests. Measured on a busy 2-core
-    machine: 25 ms a query with one thread, ~490 ms with two (the threads wait for each other).
-    """
-    import torch
-
-    torch.set_num_threads(1)
+def one_thread_per_query(settings: Settings) -> Settings:
+    """The settings of a process that serves queries (not ingest): each query encodes with one
+    intra-op thread. Queries are one sentence: parallelism comes from concurrent requests. Measured
+    on a busy 2-core machine (torch): 25 ms a query with one thread, ~490 ms with two."""
+    return dataclasses.replace(settings, encoder_threads=1)
 
 
 def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
@@ -207,7 +204,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None) -> FastAPI:
             doc = stores.catalog.get_document(parts[1])
             if doc is None or doc.knowledge_base_id not in scope:
                 raise HTTPException(404, f"no asset {key}")
-        if not store.exists(key):
+        if not ensure_page_image(key, stores.catalog, store):   # a page image is rendered on first request
             raise HTTPException(404, f"no asset {key}")
         path = store.path(key)
         if path.protocol in ("", "file", "local"):
