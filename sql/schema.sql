@@ -85,3 +85,8 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (text_sha, summarizer)
 );
+
+-- Hash-bucket partitions (KB_PARTITIONING=buckets:N): a bucket's run works on the bucket's pending
+-- documents and on those it wrote last.
+CREATE INDEX IF NOT EXISTS documents_pending ON documents (document_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS documents_last_run ON documents (last_run_id);
