@@ -68,6 +68,9 @@ def open_session(model_file: Path, threads: int):
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    # idle threads sleep instead of spinning: on shared or oversubscribed cores (parse workers beside
+    # the encoder, concurrent runs) spinning threads take the CPU the others need
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
 
 
