@@ -132,7 +132,7 @@ def test_a_large_document_is_embedded_in_slices_and_does_not_hold_up_the_small_o
 
     folder = tmp_path / "slices"
     folder.mkdir()
-    (folder / "a-long-log.txt").write_text(_large_text(160))       # first in partition order
+    (folder / "a-long-log.txt").write_text(_large_text(320))       # first in partition order; ~110 chunks
     (folder / "z-note.md").write_text("# Note\n\nThe relay station reboots every Sunday at 03:00.\n")
 
     report = ingest([folder], "slices", replace(settings, embedding_slice=16))
