@@ -55,33 +55,40 @@ def purge(gone: list, stores: Stores, instance: dg.DagsterInstance) -> list[str]
     return [doc.document_id for doc in gone]
 
 
-def register(paths: list[Path], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
-             partitioning: str) -> tuple[IngestReport, list[str], list[str]]:
+def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
+             settings: Settings) -> tuple[IngestReport, list[str], list[str], int]:
     """Scan, register the changes, add their partitions and purge what is gone, one ingest or sensor
-    tick at a time (the registration lock): the report so far, the documents to run and their partitions."""
+    tick at a time (the registration lock): the report so far, the documents to run, their partitions
+    and how many files were found. An entry that cannot be named, stat-ed or read is a failure in the
+    report (``documentId`` null when its name is not UTF-8); the other entries go on."""
     catalog = stores.catalog
-    files, roots = planning.scan(paths, knowledge_base_id)
+    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
     with catalog.registration_lock():
-        changes = planning.register_changes(files, knowledge_base_id, catalog)
-        report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged)
-        keys = planning.partition_keys(changes.to_run, partitioning)
+        changes = planning.register_changes(found.files, knowledge_base_id, catalog)
+        report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
+                              failures=[failure.as_json() for failure in found.failures])
+        keys = planning.partition_keys(changes.to_run, settings.partitioning)
         existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
         new_keys = [key for key in keys if key not in existing_keys]
         if new_keys:
             instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-        gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
+        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
         report.deleted = purge(gone, stores, instance)
-    return report, changes.to_run, keys
+    return report, changes.to_run, keys, len(found.files)
 
 
-def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
+def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
+    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
+    documents whose sources are gone are purged."""
     stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
-    report, to_run, keys = register(paths, knowledge_base_id, stores, instance, settings.partitioning)
-    progress(f"{len(report.new) + len(report.changed) + len(report.unchanged)} files: {len(report.new)} new, "
-             f"{len(report.changed)} changed, {len(report.unchanged)} unchanged, {len(report.deleted)} deleted")
+    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings)
+    unreadable = len(report.failures)
+    progress(f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
+             f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted"
+             + (f", {unreadable} unreadable" if unreadable else ""))
     if keys:
         ordered = instance.get_dynamic_partitions(documents_partitions.name)
         runs = max(1, settings.concurrent_runs)

@@ -73,13 +73,14 @@ def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, 
 
 
 def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: EmbeddingModel, spec: EmbeddingSpec,
-            alias: str, load_model, progress=lambda message: None) -> dict:
-    """Build, validate and publish the collection of ``spec``; the published one is kept for rollback."""
+            alias: str, load_model, progress=lambda message: None, dense_index: str = "hnsw") -> dict:
+    """Build, validate and publish the collection of ``spec`` (with that dense index, when it is new);
+    the published one is kept for rollback."""
     current = published_collection(client, alias)
     target = spec.collection_name()
     if current == target:
         return {"status": "unchanged", "published": target}
-    ensure_collection(client, spec)
+    ensure_collection(client, spec, dense_index)
     with catalog.connect() as conn:
         catalog.record_collection(conn, name=target, alias=alias, schema_version=SCHEMA_VERSION, model=spec.model,
                                   dimension=spec.dimension, languages=list(spec.languages), state="building")

@@ -180,7 +180,7 @@ def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(handbook
 
     folder = tmp_path / "overlap"
     shutil.copytree(EXAMPLE_CORPUS, folder)
-    report, to_run, keys = register([folder], "overlap", stores, dagster_instance(settings), settings.partitioning)
+    report, to_run, keys, _ = register([folder], "overlap", stores, dagster_instance(settings), settings)
     assert len(keys) == 8
     ranges = [range_tags(keys[0], keys[4], "overlap"), range_tags(keys[2], keys[6], "overlap"),
               range_tags(keys[3], keys[7], "overlap")]

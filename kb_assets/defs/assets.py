@@ -25,15 +25,21 @@ from kb_assets.defs.resources import (
     ParsingResource,
     SummarizerResource,
 )
+from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush
 
-# BackfillPolicy.single_run is what batches many documents into one run; its beta notice is known
+# The backfill policy is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+# A backfill launched from the UI is cut into runs of at most this many contiguous partitions (one run
+# pod each on Kubernetes), as `kb-assets ingest` and the sensor cut theirs at KB_RUN_BATCH_SIZE; this
+# is that setting's default (definitions are built before any setting is read).
+BACKFILL_PARTITIONS_PER_RUN = Settings.run_batch_size
 
 COMMON = dict(
     partitions_def=documents_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=BACKFILL_PARTITIONS_PER_RUN),
     group_name="knowledge_base",
 )
 
@@ -84,8 +90,10 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
     docs = active_documents(context, cat)
+    sources = object_store.s3.storage_options()   # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id))
+        context, cat, docs,
+        lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id, sources))
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
@@ -177,7 +185,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
     target, client, collection = None, None, None
     if publishing:
         client, spec = milvus.client(), embedding_model.spec()
-        collection = ensure_collection(client, spec)
+        collection = ensure_collection(client, spec, milvus.dense_index)
         with cat.connect() as conn:
             cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION,
                                   model=spec.model, dimension=spec.dimension, languages=list(spec.languages),

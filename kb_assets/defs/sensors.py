@@ -1,6 +1,7 @@
-"""Keep watched folders current: new and changed files become runs, deleted files are purged.
+"""Keep watched folders and S3 prefixes current: new and changed files become runs, deleted files are purged.
 
-``KB_WATCH="kbA=/path/a;kbB=/path/b"`` names the folders. Per-file state lives in Postgres (the
+``KB_WATCH="kbA=/path/a;kbB=s3://bucket/prefix"`` names them (S3 through the AWS_* settings); an entry
+that cannot be read is logged as a warning and the others go on. Per-file state lives in Postgres (the
 ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new partitions are added a
 tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
 """
@@ -27,6 +28,7 @@ class WatchPlan:
     new_keys: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped_new: int = 0
+    failures: list[planning.ScanFailure] = field(default_factory=list)   # entries that could not be read
 
 
 def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> WatchPlan:
@@ -36,11 +38,12 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     existing = instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
     plan = WatchPlan()
-    for knowledge_base_id, folder in settings.watched_folders():
-        files, roots = planning.scan([folder], knowledge_base_id)
+    for knowledge_base_id, source in settings.watched_folders():
+        found = planning.scan([source], knowledge_base_id, stores.catalog, settings.storage_options())
+        plan.failures += found.failures
         with stores.catalog.registration_lock():   # one registration at a time (ingests, ticks)
-            changed = planning.register_changes(files, knowledge_base_id, stores.catalog).to_run
-            gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, stores.catalog)
+            changed = planning.register_changes(found.files, knowledge_base_id, stores.catalog).to_run
+            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, stores.catalog)
             for document_id in steps.purge_documents(gone, stores):
                 if instance.has_dynamic_partition(documents_partitions.name, document_id):
                     instance.delete_dynamic_partition(documents_partitions.name, document_id)
@@ -77,6 +80,8 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
         plan = plan_watched_folders(context.instance, settings)
         if plan.deleted:
             context.log.info(f"purged {len(plan.deleted)} deleted documents")
+        for failure in plan.failures:
+            context.log.warning(f"{failure.source_uri}: {failure.reason}")
         if plan.skipped_new:
             context.log.info(f"{plan.skipped_new} new documents wait for the next tick")
         if not plan.run_requests:

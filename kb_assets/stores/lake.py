@@ -32,6 +32,10 @@ CHUNKS_SCHEMA = pl.Schema({
     "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
     "image_key": pl.String,
     "run_id": pl.String,
+    # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
+    # for formats without page geometry
+    "regions": pl.List(pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32,
+                                  "r": pl.Float32, "b": pl.Float32})),
 })
 
 EMBEDDINGS_SCHEMA = pl.Schema({
@@ -69,7 +73,11 @@ class Lake:
         path = self._path(table, document_id)
         if not path.exists():
             return pl.DataFrame(schema=TABLES[table])
-        return pl.read_parquet(io.BytesIO(path.read_bytes())).cast(TABLES[table])
+        frame = pl.read_parquet(io.BytesIO(path.read_bytes()))
+        schema = TABLES[table]
+        missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame.columns]
+        # files written before a column was added read with it empty
+        return frame.with_columns(missing).select(list(schema)).cast(schema)
 
     def exists(self, table: str, document_id: str) -> bool:
         return self._path(table, document_id).exists()
