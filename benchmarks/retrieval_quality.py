@@ -114,8 +114,7 @@ def main() -> None:
     from kb_assets.retrieval.strategies import STRATEGIES
     from kb_assets.settings import Settings
 
-    one_thread_per_query()        # as kb-assets serve and eval do
-    settings = Settings.from_env()
+    settings = one_thread_per_query(Settings.from_env())   # as kb-assets serve and eval do
     sets = question_sets(args, load_questions)
     searcher = make_searcher(settings)
     searcher.config = config_overrides(args.set, searcher.config)

@@ -85,7 +85,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
 
-    one_thread_per_query()
+    settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     try:
         response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
@@ -129,7 +129,7 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
         rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-    one_thread_per_query()
+    settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     strategy = strategy or searcher.config.strategy
     searcher.warm_up()
@@ -177,8 +177,7 @@ def serve(settings, host, port):
     if not settings.api_keys and not is_loopback(host):
         raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
 
-    one_thread_per_query()
-    uvicorn.run(create_app(settings), host=host, port=port)
+    uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
 
 
 def _document_json(doc) -> dict:
@@ -325,13 +324,13 @@ def collections(settings, action, as_json):
 def migrate(settings, as_json):
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL)."""
     from kb_assets.migration import migrate as run_migrate
-    from kb_assets.stores.models import embedding_spec, load_model
+    from kb_assets.stores.models import embedding_spec
 
     stores = _stores(settings)
     model = stores.model()
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     data = run_migrate(stores.catalog, stores.lake, stores.milvus, model, embedding_spec(model), settings.alias,
-                       load_model, progress, settings.milvus_dense_index)
+                       stores.model, progress, settings.milvus_dense_index)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
@@ -351,12 +350,11 @@ def migrate(settings, as_json):
 @pass_settings
 def verify(settings, repair, as_json):
     """Consistency per document: Postgres rows vs lake rows vs Milvus entities; exit 1 if inconsistent."""
-    from kb_assets.stores.models import load_model
     from kb_assets.verify import verify as run_verify
 
     stores = _stores(settings)
     data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias, repair=repair,
-                      load_model=load_model)
+                      load_model=stores.model)
 
     def render(d):
         click.echo("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")

@@ -15,7 +15,9 @@ from kb_assets.settings import Settings
 
 
 def make_definitions(settings: Settings) -> dg.Definitions:
-    return dg.Definitions(assets=ASSETS, jobs=[ingest_documents],
+    # the executor of every run, UI materializations of an asset selection included: in process, like
+    # ingest (the multiprocess default starts a process per step, each loading the code and models again)
+    return dg.Definitions(assets=ASSETS, jobs=[ingest_documents], executor=dg.in_process_executor,
                           sensors=[build_watched_folders_sensor(settings)],
                           schedules=[build_incremental_update_schedule(settings)],
                           resources=build_resources(settings))

@@ -1,9 +1,11 @@
 """``kb-assets ingest``: register files as document partitions, materialize what changed, purge what is gone.
 
 Everything goes through Dagster: documents are added as dynamic partitions of the instance at
-``DAGSTER_HOME`` (default ``$KB_HOME/dagster``) and materialized by in-process runs of the
-``ingest_documents`` job, one run per contiguous range of changed partitions (at most
-``run_batch_size`` documents a run). The plan (scan, register, ranges, purge) is ``kb_assets.planning``.
+``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash
+buckets) and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of
+changed partitions (at most ``run_batch_size`` partitions a run, and at least one range for each of
+``KB_CONCURRENT_RUNS`` runs at once: runs.py). The plan (scan, register, ranges, purge) is
+``kb_assets.planning``; registration is serialized across concurrent ingests and sensor ticks.
 """
 
 from __future__ import annotations
@@ -16,12 +18,10 @@ import dagster as dg
 
 from kb_assets import planning, steps
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.runs import dagster_instance, execute_runs
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.vectors import published_collection
-
-# step events still go to the instance (the UI shows them); the terminal shows progress lines
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @dataclass
@@ -46,68 +46,63 @@ class IngestReport:
         }
 
 
-def dagster_instance(settings: Settings) -> dg.DagsterInstance:
-    """The instance at ``settings.dagster_home``, shared with ``dagster dev`` (SQLite unless its
-    dagster.yaml says otherwise)."""
-    home = settings.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
-    return dg.DagsterInstance.from_config(str(home))
-
-
 def purge(gone: list, stores: Stores, instance: dg.DagsterInstance) -> list[str]:
-    """Remove documents whose files are gone from every store and their partitions from the instance."""
+    """Remove documents whose files are gone from every store and their partitions from the instance
+    (a document's own partition; a hash bucket stays)."""
     for document_id in steps.purge_documents(gone, stores):
         if instance.has_dynamic_partition(documents_partitions.name, document_id):
             instance.delete_dynamic_partition(documents_partitions.name, document_id)
     return [doc.document_id for doc in gone]
 
 
+def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
+             settings: Settings) -> tuple[IngestReport, list[str], list[str], int]:
+    """Scan, register the changes, add their partitions and purge what is gone, one ingest or sensor
+    tick at a time (the registration lock): the report so far, the documents to run, their partitions
+    and how many files were found. An entry that cannot be named, stat-ed or read is a failure in the
+    report (``documentId`` null when its name is not UTF-8); the other entries go on."""
+    catalog = stores.catalog
+    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
+    with catalog.registration_lock():
+        changes = planning.register_changes(found.files, knowledge_base_id, catalog)
+        report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
+                              failures=[failure.as_json() for failure in found.failures])
+        keys = planning.partition_keys(changes.to_run, settings.partitioning)
+        existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
+        new_keys = [key for key in keys if key not in existing_keys]
+        if new_keys:
+            instance.add_dynamic_partitions(documents_partitions.name, new_keys)
+        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+        report.deleted = purge(gone, stores, instance)
+    return report, changes.to_run, keys, len(found.files)
+
+
 def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
-    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base.
-
-    An entry that cannot be named, stat-ed or read is a failure in the report (``documentId`` null when
-    its name is not UTF-8); the other entries go on, and documents whose sources are gone are purged."""
-    from kb_assets.definitions import (
-        make_definitions,  # loads every asset: import on use
-    )
-
+    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
+    documents whose sources are gone are purged."""
     stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
-
-    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
-    changes = planning.register_changes(found.files, knowledge_base_id, catalog)
-    report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
-                          failures=[failure.as_json() for failure in found.failures])
-    to_run = changes.to_run
-
-    existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
-    new_keys = [key for key in to_run if key not in existing_keys]
-    if new_keys:
-        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-
-    gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
-    report.deleted = purge(gone, stores, instance)
-
-    progress(f"{len(found.files)} files: {len(report.new)} new, {len(report.changed)} changed, "
+    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings)
+    unreadable = len(report.failures)
+    progress(f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
              f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted"
-             + (f", {len(found.failures)} unreadable" if found.failures else ""))
-    if to_run:
-        job = make_definitions(settings).resolve_job_def("ingest_documents")
+             + (f", {unreadable} unreadable" if unreadable else ""))
+    if keys:
         ordered = instance.get_dynamic_partitions(documents_partitions.name)
-        done = 0
-        for start, end, count in planning.contiguous_ranges(ordered, set(to_run), settings.run_batch_size):
-            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG,
-                                            tags=planning.range_tags(start, end, knowledge_base_id))
-            report.run_ids.append(result.run_id)
-            done += count
+        runs = max(1, settings.concurrent_runs)
+        batch = max(1, min(settings.run_batch_size, -(-len(keys) // runs)))   # at least one range a run
+        ranges = [planning.range_tags(start, end, knowledge_base_id)
+                  for start, end, _ in planning.contiguous_ranges(ordered, set(keys), batch)]
+
+        def done(run_id: str) -> None:
             docs = catalog.get_documents(to_run)
-            progress(f"documents {done}/{len(to_run)}: pages {sum(d.page_count or 0 for d in docs.values())}, "
+            finished = sum(1 for d in docs.values() if d.status in ("published", "failed"))
+            progress(f"documents {finished}/{len(to_run)}: pages {sum(d.page_count or 0 for d in docs.values())}, "
                      f"chunks {sum(d.chunk_count or 0 for d in docs.values() if d.status == 'published')}")
+
+        report.run_ids = execute_runs(ranges, settings, done)
 
     docs = catalog.get_documents(to_run)
     for document_id in to_run:

@@ -283,7 +283,8 @@ def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: C
             if previous is not None and previous.status == "published" and previous.version == source.sha256:
                 changes.unchanged.append(source.document_id)
             else:
-                new = previous is None or previous.status == "deleted"
+                new = previous is None or previous.status == "deleted" or (   # or registered by an ingest still running
+                    previous.status == "pending" and previous.version == source.sha256 and not previous.published_version)
                 (changes.new if new else changes.changed).append(source.document_id)
                 catalog.register_document(conn, document_id=source.document_id, knowledge_base_id=knowledge_base_id,
                                           source_path=source.source_path, source_uri=source.uri,
@@ -306,6 +307,50 @@ def contiguous_ranges(ordered_keys: list[str], selected: set[str], max_size: int
     if current:
         ranges.append((current[0], current[-1], len(current)))
     return ranges
+
+
+# partitions: one per document, or hash buckets of document ids (KB_PARTITIONING) ------------------
+BUCKET_PREFIX = "bucket-"
+
+
+def bucket_count(partitioning: str) -> int | None:
+    """N of ``buckets:N``; None for ``documents``."""
+    kind, _, count = partitioning.partition(":")
+    return int(count) if kind == "buckets" else None
+
+
+def partition_key(document_id: str, partitioning: str) -> str:
+    """The partition that holds a document: the document itself, or its hash bucket
+    (``bucket-017-of-256``; the key says how many buckets, so a run knows its documents without settings)."""
+    count = bucket_count(partitioning)
+    if count is None:
+        return document_id
+    bucket = int.from_bytes(hashlib.sha256(document_id.encode()).digest()[:8], "big") % count
+    return f"{BUCKET_PREFIX}{bucket:0{len(str(count - 1))}d}-of-{count}"
+
+
+def partition_keys(document_ids: list[str], partitioning: str) -> list[str]:
+    """The partitions of these documents, each once, in the documents' order."""
+    return list(dict.fromkeys(partition_key(d, partitioning) for d in document_ids))
+
+
+def is_bucket(key: str) -> bool:
+    return key.startswith(BUCKET_PREFIX) and "-of-" in key
+
+
+def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Document]:
+    """The documents a run over these partitions works on, in partition order: a document key names
+    its document; a bucket key names the bucket's documents that are pending or that this run has
+    touched already (a bucket's run processes only its changed documents)."""
+    documents = [key for key in keys if not is_bucket(key)]
+    found = catalog.get_documents(documents)
+    docs = [found[key] for key in documents if key in found]
+    buckets = [key for key in keys if is_bucket(key)]
+    if buckets:
+        wanted, counts = set(buckets), {int(key.rsplit("-of-", 1)[1]) for key in buckets}
+        docs += [doc for doc in catalog.documents_of_run(run_id)
+                 if any(partition_key(doc.document_id, f"buckets:{n}") in wanted for n in counts)]
+    return docs
 
 
 def range_tags(start: str, end: str, knowledge_base_id: str) -> dict[str, str]:

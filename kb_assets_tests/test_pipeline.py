@@ -193,14 +193,15 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
     assert record["runIds"]["chunks"] in handbook.run_ids
 
 
-def test_definitions_load_with_six_partitioned_assets(settings):
+def test_definitions_load_with_seven_partitioned_assets(settings):
     from kb_assets.definitions import make_definitions
 
     defs = make_definitions(settings)
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"raw_files", "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection"}
+    assert keys == {"raw_files", "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection",
+                    "page_images"}
     for key in graph.get_all_asset_keys():
         assert graph.get(key).partitions_def.name == "documents"
 

@@ -99,3 +99,8 @@ CREATE TABLE IF NOT EXISTS source_etags (
 -- of an image file); NULL for formats without page geometry. Chunks' regions (lake) use the same units.
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS width double precision;
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS height double precision;
+
+-- Hash-bucket partitions (KB_PARTITIONING=buckets:N): a bucket's run works on the bucket's pending
+-- documents and on those it wrote last.
+CREATE INDEX IF NOT EXISTS documents_pending ON documents (document_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS documents_last_run ON documents (last_run_id);

@@ -12,9 +12,10 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import steps
+from kb_assets import planning, steps
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import (
     CatalogResource,
     EmbeddingModelResource,
@@ -44,10 +45,10 @@ COMMON = dict(
 
 
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
-    """The run's documents that are still going (not failed or deleted), in partition order."""
-    found = catalog.get_documents(list(context.partition_keys))
-    return [found[key] for key in context.partition_keys
-            if key in found and found[key].status not in ("failed", "deleted")]
+    """The run's documents that are still going (not failed or deleted), in partition order (a
+    hash-bucket partition names its changed documents: ``planning.run_documents``)."""
+    docs = planning.run_documents(list(context.partition_keys), context.run.run_id, catalog)
+    return [doc for doc in docs if doc.status not in ("failed", "deleted")]
 
 
 def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
@@ -56,7 +57,8 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
     results, failures = {}, {}
     for doc in docs:
         try:
-            results[doc.document_id] = step(doc)
+            with catalog.document_lock(doc.document_id):   # a concurrent writer of the document waits
+                results[doc.document_id] = step(doc)
         except steps.DocumentFailed as error:
             failures[doc.document_id] = str(error)
         except Exception as error:  # an unexpected bug in one document must not stop the batch
@@ -143,7 +145,8 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id))
+        context, cat, docs,
+        lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, embedding_model.max_chunks_per_document))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
@@ -154,48 +157,98 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
         check_results=[check])
 
 
-@dg.asset(**COMMON, deps=[chunks], kinds={"python", "parquet"},
-          check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True)])
-def embeddings(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-               embedding_model: EmbeddingModelResource):
-    """Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded."""
+EMBEDDINGS = dg.AssetSpec(
+    "embeddings", deps=[chunks], kinds={"python", "parquet"}, group_name=COMMON["group_name"],
+    partitions_def=documents_partitions,
+    description="Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded.")
+MILVUS_COLLECTION = dg.AssetSpec(
+    "milvus_collection", deps=[EMBEDDINGS], kinds={"python", "milvus"}, group_name=COMMON["group_name"],
+    partitions_def=documents_partitions,
+    description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.")
+
+
+@dg.multi_asset(
+    specs=[EMBEDDINGS, MILVUS_COLLECTION], can_subset=True, backfill_policy=COMMON["backfill_policy"],
+    partitions_def=documents_partitions,
+    check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
+                 dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
+def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+                      milvus: MilvusResource, embedding_model: EmbeddingModelResource):
+    """``embeddings`` and ``milvus_collection`` in one step, so that a document is published as soon as
+    its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
+    first, and each document's vectors are stored, checked (``vectors_valid``, before publishing) and
+    upserted into Milvus when its last slice is done; a large document delays the others of its run by
+    one slice at most."""
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    run_id = context.run.run_id
+    publishing = MILVUS_COLLECTION.key in context.selected_asset_keys
+    target, client, collection = None, None, None
+    if publishing:
+        client, spec = milvus.client(), embedding_model.spec()
+        collection = ensure_collection(client, spec, milvus.dense_index)
+        with cat.connect() as conn:
+            cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION,
+                                  model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
+                                  state="building")
+        target = (client, collection)
     docs = active_documents(context, cat)
+    violations: list = []
+
+    def check(document_id: str) -> list:
+        found = checks.embedding_violations(lk, document_id, model.dimension)
+        violations.extend(found)
+        return found
+
+    alias_set: list[str | None] = []
+
+    def published(doc) -> None:
+        if publishing and not alias_set:   # the first build: the alias serves the first published document
+            alias_set.append(steps.publish_if_unpublished(client, cat, milvus.alias, collection))
+
     try:
-        results = steps.embed_chunks(docs, lk, model, embedding_model.model, context.run.run_id)
-    except Exception as error:  # one batch encode: a failure here is the model's, not a document's
+        results, failures = steps.embed_and_publish(docs, cat, lk, model, embedding_model.model, run_id,
+                                                    embedding_model.slice_size, check, target, published)
+    except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    check = checks.check_embeddings(cat, lk, list(results), model.dimension, context.run.run_id)
-    return dg.MaterializeResult(
-        metadata=report(results, {}, started, model=embedding_model.model, dimension=model.dimension,
+    for document_id, reason in failures.items():
+        context.log.warning(f"document {document_id} failed: {reason}")
+    checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
+    yield dg.MaterializeResult(
+        asset_key=EMBEDDINGS.key,
+        metadata=report(results, failures, started, model=embedding_model.model, encoder=model.backend,
+                        dimension=model.dimension, slice_size=embedding_model.slice_size,
                         embedded=sum(r["embedded"] for r in results.values()),
                         reused=sum(r["reused"] for r in results.values())),
-        check_results=[check])
+        check_results=[checks.check_embeddings(cat, checked, violations, run_id)])
+    if publishing:
+        flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
+        alias = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
+        check = checks.check_milvus(cat, lk, client, collection, list(results), run_id)
+        yield dg.MaterializeResult(
+            asset_key=MILVUS_COLLECTION.key,
+            metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
+                            alias_target=alias or "not this collection (run kb-assets migrate)",
+                            entities_written=sum(r.get("written", 0) for r in results.values()),
+                            entities_deleted=sum(r.get("deleted", 0) for r in results.values())),
+            check_results=[check])
 
 
-@dg.asset(**COMMON, deps=[embeddings], kinds={"python", "milvus"},
-          check_specs=[dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
-def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-                      milvus: MilvusResource, embedding_model: EmbeddingModelResource):
-    """Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec."""
-    started, cat, lk, client = time.monotonic(), catalog.catalog(), lake.lake(), milvus.client()
-    spec = embedding_model.spec()
-    collection = ensure_collection(client, spec, milvus.dense_index)
-    with cat.connect() as conn:
-        cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION, model=spec.model,
-                              dimension=spec.dimension, languages=list(spec.languages), state="building")
-    docs = active_documents(context, cat)
-    results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.publish_document(d, cat, lk, client, collection, context.run.run_id))
-    flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
-    published = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
-    check = checks.check_milvus(cat, lk, client, collection, list(results), context.run.run_id)
-    return dg.MaterializeResult(
-        metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
-                        alias_target=published or "not this collection (run kb-assets migrate)",
-                        entities_written=sum(r["written"] for r in results.values()),
-                        entities_deleted=sum(r["deleted"] for r in results.values())),
-        check_results=[check])
+@dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
+def page_images(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+    """Page renders (PNG, 72 dpi) of PDF and image documents, for the page images search results and
+    the page endpoint link to. Off the path to publication: the lowest priority of the run, so it
+    runs after its documents are published; a page still without a render is rendered on its first request."""
+    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    results, failures = {}, {}
+    for doc in (d for d in active_documents(context, cat) if has_page_images(d.source_kind)):
+        try:
+            results[doc.document_id] = render_missing(doc, cat, store)
+        except Exception as error:  # a page image is not worth failing a published document: rendered on request
+            failures[doc.document_id] = f"{doc.source_path}: {type(error).__name__}: {error}"
+            context.log.warning(f"page images of {doc.source_path}: {failures[doc.document_id]}")
+    return dg.MaterializeResult(metadata=report(
+        results, failures, started, rendered=sum(r["rendered"] for r in results.values()),
+        already_present=sum(r["present"] for r in results.values())))
 
 
-ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embeddings, milvus_collection]
+ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, page_images]

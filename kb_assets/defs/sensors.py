@@ -41,12 +41,14 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     for knowledge_base_id, source in settings.watched_folders():
         found = planning.scan([source], knowledge_base_id, stores.catalog, settings.storage_options())
         plan.failures += found.failures
-        to_run = planning.register_changes(found.files, knowledge_base_id, stores.catalog).to_run
-        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, stores.catalog)
-        for document_id in steps.purge_documents(gone, stores):
-            if instance.has_dynamic_partition(documents_partitions.name, document_id):
-                instance.delete_dynamic_partition(documents_partitions.name, document_id)
-            plan.deleted.append(document_id)
+        with stores.catalog.registration_lock():   # one registration at a time (ingests, ticks)
+            changed = planning.register_changes(found.files, knowledge_base_id, stores.catalog).to_run
+            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, stores.catalog)
+            for document_id in steps.purge_documents(gone, stores):
+                if instance.has_dynamic_partition(documents_partitions.name, document_id):
+                    instance.delete_dynamic_partition(documents_partitions.name, document_id)
+                plan.deleted.append(document_id)
+        to_run = planning.partition_keys(changed, settings.partitioning)
         fresh = [key for key in to_run if key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
@@ -54,11 +56,12 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
         plan.new_keys += admitted
         known.update(admitted)
         selected = {key for key in to_run if key in known}
-        versions = {d.document_id: d.version for d in stores.catalog.get_documents(sorted(selected)).values()}
+        admitted_docs = [d for d in changed if planning.partition_key(d, settings.partitioning) in selected]
+        versions = {d.document_id: d.version for d in stores.catalog.get_documents(admitted_docs).values()}
         for start, end, _ in planning.contiguous_ranges([*existing, *plan.new_keys], selected,
                                                         settings.run_batch_size):
             # the same documents at the same versions never launch twice
-            key_material = f"{start}..{end}:" + ",".join(f"{k}@{versions.get(k)}" for k in sorted(selected))
+            key_material = f"{start}..{end}:" + ",".join(f"{k}@{v}" for k, v in sorted(versions.items()))
             plan.run_requests.append(dg.RunRequest(
                 run_key=hashlib.sha256(key_material.encode()).hexdigest()[:32],
                 tags=planning.range_tags(start, end, knowledge_base_id)))
