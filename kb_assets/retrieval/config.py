@@ -24,7 +24,7 @@ class SearchConfig:
     milvus_timeout_s: float = 5.0       # KB_MILVUS_TIMEOUT_S: every Milvus call of the service
     postgres_timeout_ms: int = 3000     # KB_POSTGRES_TIMEOUT_MS: every Postgres statement of the service
     language_policy: str = "translate"  # for queries in a language the model does not read (query.py)
-    translated_weight: float = 1.0      # translate: the dense share a dictionary-translated word counts for
+    translated_weight: float = 0.5      # translate: the dense share a dictionary-translated word counts for
     translate_bm25: bool = True         # translate: BM25 searches with the dictionary words too
     pageindex_pages: int = 12           # candidate pages the pageindex strategy searches within
     chunks_per_page: int = 2            # pageindex: at most this many chunks a page gives (never neighbours)
