@@ -146,3 +146,7 @@ def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_sc
     unknown = httpx.post(f"{server}/mcp", headers={"Authorization": "Bearer nope", "Accept": "application/json"},
                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
     assert unknown.status_code == 401
+    # stateless JSON: no standalone SSE stream that would hold a connection open forever
+    stream = httpx.get(f"{server}/mcp", headers={"Authorization": "Bearer all-key", "Accept": "text/event-stream"},
+                       timeout=30)
+    assert stream.status_code == 405

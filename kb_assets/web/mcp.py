@@ -36,7 +36,9 @@ class McpEndpoint:
         security = None if not keys.enabled else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                    transport_security=security)
-        self.route = Route(MCP_PATH, endpoint=self, methods=["GET", "POST", "DELETE"])
+        # POST only: a stateless JSON server sends nothing unasked, so GET (a standalone SSE stream that would
+        # hold the connection forever) and DELETE (ending a session it never made) answer 405, as the spec allows
+        self.route = Route(MCP_PATH, endpoint=self, methods=["POST"])
 
     @asynccontextmanager
     async def lifespan(self):
