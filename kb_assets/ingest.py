@@ -1,9 +1,14 @@
-"""``kb-assets ingest``: register files as document partitions, materialize what changed, purge what is gone.
+"""``kb-assets ingest``: register files as document partitions, materialize what is new, changed or stale,
+purge what is gone, and start a due collection migration.
 
 Everything goes through Dagster: documents are added as dynamic partitions of the instance at
 ``DAGSTER_HOME`` (default ``$KB_HOME/dagster``) and materialized by in-process runs of the
-``ingest_documents`` job, one run per contiguous range of changed partitions (at most
-``run_batch_size`` documents a run). The plan (scan, register, ranges, purge) is ``kb_assets.planning``.
+``ingest_documents`` job, one run per contiguous range of partitions that start at the same first stale
+step (at most ``run_batch_size`` documents a run; ``kb_assets.versions`` says what is stale); gone files
+are purged by a ``purge_documents`` run; a changed embedding spec starts the migration
+(``publish_collection``) unless ``KB_AUTO_MIGRATE=0``. Runs that a killed ``kb-assets`` left STARTED are
+marked failed first, and scratch folders of killed processes removed. The plan is ``kb_assets.planning``;
+launching, ``kb_assets.defs.launch``.
 """
 
 from __future__ import annotations
@@ -12,16 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import dagster as dg
-
-from kb_assets import planning, steps
+from kb_assets import planning
+from kb_assets.defs import launch
+from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
+from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
-
-# step events still go to the instance (the UI shows them); the terminal shows progress lines
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @dataclass
@@ -31,8 +35,11 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
+    stale: list[dict] = field(default_factory=list)        # unchanged files re-run for a newer pipeline version
     published: dict = field(default_factory=dict)
+    migration: dict | None = None
     run_ids: list[str] = field(default_factory=list)
+    abandoned_runs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
@@ -40,82 +47,61 @@ class IngestReport:
             "documents": {"new": len(self.new), "changed": len(self.changed), "unchanged": len(self.unchanged),
                           "deleted": len(self.deleted), "failed": len(self.failures)},
             "failures": self.failures,
+            "stale": self.stale,
             "published": self.published,
+            "migration": self.migration,
             "runIds": self.run_ids,
+            "abandonedRuns": self.abandoned_runs,
             "warnings": self.warnings,
         }
 
 
-def dagster_instance(settings: Settings) -> dg.DagsterInstance:
-    """The instance at ``settings.dagster_home``, shared with ``dagster dev`` (SQLite unless its
-    dagster.yaml says otherwise)."""
-    home = settings.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
-    return dg.DagsterInstance.from_config(str(home))
-
-
-def purge(gone: list, stores: Stores, instance: dg.DagsterInstance) -> list[str]:
-    """Remove documents whose files are gone from every store and their partitions from the instance."""
-    for document_id in steps.purge_documents(gone, stores):
-        if instance.has_dynamic_partition(documents_partitions.name, document_id):
-            instance.delete_dynamic_partition(documents_partitions.name, document_id)
-    return [doc.document_id for doc in gone]
-
-
 def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
-    from kb_assets.definitions import (
-        make_definitions,  # loads every asset: import on use
-    )
+    from kb_assets.definitions import make_definitions  # loads every asset: import on use
 
     stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
+    report = IngestReport(abandoned_runs=launch.fail_abandoned_runs(instance))
+    clean_scratch(settings.scratch_root)
 
     files, roots = planning.scan(paths, knowledge_base_id)
     changes = planning.register_changes(files, knowledge_base_id, catalog)
-    report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged)
-    to_run = changes.to_run
+    report.new, report.changed, report.unchanged = changes.new, changes.changed, changes.unchanged
+    defs = make_definitions(settings)
+    gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
+    report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
 
-    existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
-    new_keys = [key for key in to_run if key not in existing_keys]
+    docs = list(catalog.get_documents([f.document_id for f in files]).values())
+    due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+    stale = planning.stale_documents(docs, settings.step_versions(),
+                                     {c["name"]: c["model"] for c in catalog.collections()}, migrating=due is not None)
+    stale = {key: why for key, why in stale.items() if not why.migration}   # the migration's, below
+    report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
+                    if key in set(changes.unchanged)]
+    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    new_keys = [key for key in stale if key not in existing]
     if new_keys:
         instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-
-    gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
-    report.deleted = purge(gone, stores, instance)
-
     progress(f"{len(files)} files: {len(report.new)} new, {len(report.changed)} changed, "
-             f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted")
-    if to_run:
-        job = make_definitions(settings).resolve_job_def("ingest_documents")
-        ordered = instance.get_dynamic_partitions(documents_partitions.name)
-        done = 0
-        for start, end, count in planning.contiguous_ranges(ordered, set(to_run), settings.run_batch_size):
-            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG,
-                                            tags=planning.range_tags(start, end, knowledge_base_id))
-            report.run_ids.append(result.run_id)
-            done += count
-            docs = catalog.get_documents(to_run)
-            progress(f"documents {done}/{len(to_run)}: pages {sum(d.page_count or 0 for d in docs.values())}, "
-                     f"chunks {sum(d.chunk_count or 0 for d in docs.values() if d.status == 'published')}")
+             f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted")
+    plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name),
+                               settings.run_batch_size)
+    report.run_ids = launch.run_plans(defs, instance, catalog, plans, progress)
 
-    docs = catalog.get_documents(to_run)
-    for document_id in to_run:
-        doc = docs[document_id]
+    if due and settings.auto_migrate:
+        report.migration = launch.migrate(settings, stores, instance, due, progress)
+        report.run_ids += report.migration.pop("runIds")
+    elif due:
+        report.warnings.append(f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
+                               "(changed documents are written into both collections meanwhile)")
+    after = catalog.get_documents(list(stale))
+    for document_id in stale:
+        doc = after[document_id]
         if doc.status != "published":
             report.failures.append({"documentId": document_id, "sourceUri": doc.source_uri,
-                                    "reason": doc.error or f"not published (status {doc.status})"})
+                                    "reason": doc.error or f"not published (status {doc.status})",
+                                    "servesLastGoodVersion": doc.serves_last_good_version})
     report.published = {"alias": settings.alias, "collection": published_collection(stores.milvus, settings.alias)}
-    if to_run:  # the runs loaded the model: knowing its collection costs nothing now
-        from kb_assets.stores.models import embedding_spec
-
-        target = embedding_spec(stores.model()).collection_name()
-        if report.published["collection"] != target:
-            report.warnings.append(f"the configured embedding spec writes to {target}, but the alias "
-                                   f"{settings.alias} publishes {report.published['collection']}: "
-                                   "run kb-assets migrate to publish it")
     return report

@@ -1,5 +1,6 @@
 """What ``kb-assets ingest``, the watched-folder sensor and the schedule share: scan folders, register
-new and changed files as pending documents, cut the changed partitions into run ranges, and find the
+new and changed files as pending documents, find from which step each document is stale
+(``kb_assets.versions``), cut the stale partitions into runs that start at that step, and find the
 documents whose files are gone.
 
 Plain Python over the stores; nothing here knows the Dagster definitions.
@@ -8,10 +9,11 @@ Plain Python over the stores; nothing here knows the Dagster definitions.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.versions import Staleness, staleness
 
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
 
@@ -109,6 +111,101 @@ def range_tags(start: str, end: str, knowledge_base_id: str) -> dict[str, str]:
     """The tags of a run over a range of document partitions."""
     return {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
             "kb/knowledge_base_id": knowledge_base_id}
+
+
+@dataclass
+class RunPlan:
+    """One run: a range of adjacent document partitions, materialized from ``step`` onward."""
+
+    start: str
+    end: str
+    documents: list[Document]
+    step: str
+    alone: bool = False             # one document retried alone: if it fails again, so does the run
+    migration: str | None = None    # the collection a migration backfill fills
+
+    def tags(self) -> dict[str, str]:
+        """Run tags that make the run readable in the UI: knowledge base(s), source paths, first step."""
+        first, last = self.documents[0], self.documents[-1]
+        kbs = sorted({d.knowledge_base_id for d in self.documents})
+        tags = {"kb/knowledge_base_id": ",".join(kbs)[:200], "kb/from_step": self.step,
+                "kb/documents": str(len(self.documents)),
+                "kb/source": first.source_path[:200] if first is last
+                else f"{first.source_path[:95]} .. {last.source_path[:95]}"}
+        if self.alone:
+            tags["dagster/partition"] = self.start
+            tags["kb/retry_alone"] = "true"
+        else:
+            tags.update({"dagster/asset_partition_range_start": self.start, "dagster/asset_partition_range_end": self.end})
+        if self.migration:
+            tags["kb/migration"] = self.migration
+        return tags
+
+    def key(self) -> str:
+        """The same documents at the same versions from the same step give the same key (sensor run keys)."""
+        material = f"{self.step}|{self.migration}|" + ",".join(f"{d.document_id}@{d.version}@{d.failed_step}"
+                                                               for d in self.documents)
+        return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def stale_documents(docs: list[Document], current: dict[str, str], legacy_models: dict[str, str] | None = None,
+                    migrating: bool = True) -> dict[str, Staleness]:
+    """Why each of ``docs`` must run again, by document id (current documents left out).
+    ``legacy_models``: collection name -> embedding model, for documents published before versions were
+    recorded. ``migrating``: whether a collection migration is due; when it is not (the published
+    collection has the configured spec, e.g. after a rollback), vectors of another model are simply stale."""
+    out = {}
+    for doc in docs:
+        why = staleness(doc, current, (legacy_models or {}).get(doc.collection_name or ""))
+        if why is not None:
+            out[doc.document_id] = why if migrating or not why.migration else replace(why, migration=False)
+    return out
+
+
+def plan_runs(docs: list[Document], stale: dict[str, Staleness], ordered_keys: list[str], batch_size: int,
+              retry_failed: bool = True, migration: str | None = None) -> list[RunPlan]:
+    """Runs for the stale documents: one per contiguous range of partitions that start at the same step
+    (at most ``batch_size`` documents); failed documents are retried alone (``retry_failed``; else a
+    failure stands until its step's version changes). Stale only by a new embedding spec: a migration's
+    backfill, planned only when ``migration`` names the collection it fills."""
+    by_id = {d.document_id: d for d in docs}
+    groups: dict[str, set[str]] = {}
+    plans = []
+    for document_id, why in stale.items():
+        if why.failed:
+            if retry_failed:
+                plans.append(RunPlan(document_id, document_id, [by_id[document_id]], why.step, alone=True))
+        elif why.migration:
+            if migration:
+                groups.setdefault("embeddings", set()).add(document_id)
+        else:
+            groups.setdefault(why.step, set()).add(document_id)
+    ranged = []
+    for step, selected in groups.items():
+        for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):
+            keys = ordered_keys[ordered_keys.index(start):ordered_keys.index(end) + 1]
+            ranged.append(RunPlan(start, end, [by_id[k] for k in keys], step,
+                                  migration=migration if step == "embeddings" and any(
+                                      stale[k].migration for k in keys) else None))
+    order = {key: i for i, key in enumerate(ordered_keys)}
+    ranged.sort(key=lambda plan: order.get(plan.start, 0))
+    return ranged + plans
+
+
+def migration_documents(docs: list[Document], stale: dict[str, Staleness], current: dict[str, str]) -> dict[str, Staleness]:
+    """The documents a collection migration backfills from the lake: published documents stale only by
+    the embedding spec, and failed documents whose last good version still serves (carried over when
+    its chunks are still in the lake)."""
+    picked = {}
+    for doc in docs:
+        why = stale.get(doc.document_id)
+        if doc.status == "published" and why is not None and why.migration:
+            picked[doc.document_id] = why
+        elif doc.status == "failed" and doc.published_version and \
+                (doc.step_versions or {}).get("milvus_collection") != current["milvus_collection"]:
+            picked[doc.document_id] = Staleness("embeddings", "its last good version is carried into the new "
+                                                "collection", migration=True)
+    return picked
 
 
 def gone_documents(knowledge_base_id: str, roots: list[Path], present: set[str], catalog: Catalog) -> list[Document]:

@@ -85,3 +85,12 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (text_sha, summarizer)
 );
+
+-- Pipeline versions (kb_assets/versions.py): each output records the version of the step that wrote
+-- it (rows written before versions were recorded count as version 1); per document, step_versions is
+-- the index the planner reads (step -> the version whose output is current), and failed_step names the
+-- step and version a failed document failed at ("chunks@2").
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAULT '1';
+ALTER TABLE pageindex_nodes ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAULT '1';
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS step_versions jsonb NOT NULL DEFAULT '{}';
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS failed_step text;

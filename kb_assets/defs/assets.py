@@ -3,6 +3,12 @@
 Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.steps`` for each,
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
 asset carries a blocking data-quality check (see ``checks.py``).
+
+Each asset's ``code_version`` is its pipeline version (``kb_assets.versions``, set from the settings by
+``versioned``); the step records it on what it writes. Every partition's materialization carries the
+document's source path, knowledge base and outcome. A step in which every document of the run failed
+fails (so does the run): Dagster then marks exactly those partitions failed; a document that fails in a
+batch whose others go on is retried alone in a run of its own (``defs/launch.py``).
 """
 
 
@@ -24,8 +30,10 @@ from kb_assets.defs.resources import (
     ParsingResource,
     SummarizerResource,
 )
+from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush
+from kb_assets.stores.models import load_model
+from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
 
 # BackfillPolicy.single_run is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -37,16 +45,35 @@ COMMON = dict(
 )
 
 
+def step_version(context: dg.AssetExecutionContext) -> str:
+    """This asset's pipeline version: its code version (``versioned`` sets it from the settings)."""
+    version = context.assets_def.code_versions_by_key.get(context.asset_key)
+    if version is None:
+        raise dg.DagsterInvariantViolationError(
+            f"{context.asset_key.to_user_string()} has no code version: build the definitions with "
+            "kb_assets.definitions.make_definitions")
+    return version
+
+
+def failed_step(context: dg.AssetExecutionContext) -> str:
+    """What a document that fails here records: ``asset@version``."""
+    return f"{context.asset_key.to_user_string()}@{step_version(context)}"
+
+
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
-    """The run's documents that are still going (not failed or deleted), in partition order."""
+    """The run's documents that are still going (not deleted, not failed earlier in this run), in
+    partition order; a document that failed in an earlier run is retried."""
     found = catalog.get_documents(list(context.partition_keys))
-    return [found[key] for key in context.partition_keys
-            if key in found and found[key].status not in ("failed", "deleted")]
+    run_id = context.run.run_id
+    return [found[key] for key in context.partition_keys if key in found and found[key].status != "deleted"
+            and not (found[key].status == "failed" and found[key].last_run_id == run_id)]
 
 
 def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
                       step: Callable[[Document], dict]) -> tuple[dict[str, dict], dict[str, str]]:
-    """Run a step per document; a failing document is marked failed and the others go on."""
+    """Run a step per document; a failing document is marked failed and the others go on. When every
+    document failed, the step fails (with every reason), so the run fails and Dagster marks the
+    partitions failed."""
     results, failures = {}, {}
     for doc in docs:
         try:
@@ -57,9 +84,32 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
             context.log.exception(f"{doc.source_uri}: unexpected error")
             failures[doc.document_id] = f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
     for document_id, reason in failures.items():
-        catalog.mark_failed(document_id, reason, context.run.run_id)
+        catalog.mark_failed(document_id, reason, context.run.run_id, failed_step(context))
         context.log.warning(f"document {document_id} failed: {reason}")
+    describe_partitions(context, catalog, results, failures)
+    if failures and not results:
+        raise dg.Failure(description="; ".join(failures.values())[:2000],
+                         metadata={"failures": dg.MetadataValue.json(failures)})
     return results, failures
+
+
+def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict],
+                        failures: dict[str, str]) -> None:
+    """Per-partition metadata for the UI: which file a partition is, and what happened to it here."""
+    docs = catalog.get_documents(list(context.partition_keys))
+    for key in context.partition_keys:
+        doc = docs.get(key)
+        if doc is None:
+            continue
+        result = results.get(key, {})
+        outcome = (f"failed: {failures[key]}" if key in failures
+                   else "current: skipped" if result.get("skipped")
+                   else "same output as before: nothing rewritten" if result.get("unchanged")
+                   else "written" if key in results
+                   else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else ""))
+        context.add_asset_metadata({"source": doc.source_path, "knowledge_base": doc.knowledge_base_id,
+                                    "source_uri": doc.source_uri, "document_version": (doc.version or "")[:12],
+                                    "outcome": outcome[:1000]}, partition_key=key)
 
 
 def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
@@ -83,8 +133,9 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
     started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id))
-    check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
+        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id,
+                                                       step_version(context)))
+    check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
         check_results=[check])
@@ -97,10 +148,11 @@ def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, ob
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
     started, cat, store, options = time.monotonic(), catalog.catalog(), object_store.store(), parsing.options()
     docs = active_documents(context, cat)
-    results, failures = for_each_document(context, cat, docs,
-                                          lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id))
+    version = step_version(context)
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version))
     modes = sorted({r["mode"] for r in results.values()})
-    check = checks.check_pages(cat, list(results), context.run.run_id)
+    check = checks.check_pages(cat, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, pages=sum(r["pages"] for r in results.values()),
                         parser_modes=", ".join(modes) or "none"),
@@ -116,10 +168,11 @@ def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource,
     started, cat, store, page_summarizer = time.monotonic(), catalog.catalog(), object_store.store(), summarizer.summarizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer))
+        context, cat, docs,
+        lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer, step_version(context)))
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_trees(cat, list(results), context.run.run_id)
+    check = checks.check_trees(cat, list(results), context.run.run_id, failed_step(context))
     sources = sorted({r["source"] for r in results.values() if r.get("source")})
     return dg.MaterializeResult(
         metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values()),
@@ -135,11 +188,11 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id))
+        context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context)))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
-    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id)
+    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values()),
                         fallback_chunked=sum(1 for r in results.values() if r.get("fallback"))),
@@ -154,10 +207,12 @@ def embeddings(context: dg.AssetExecutionContext, catalog: CatalogResource, lake
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
     docs = active_documents(context, cat)
     try:
-        results = steps.embed_chunks(docs, lk, model, embedding_model.model, context.run.run_id)
+        results = steps.embed_chunks(docs, cat, lk, model, embedding_model.model, context.run.run_id,
+                                     step_version(context))
     except Exception as error:  # one batch encode: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    check = checks.check_embeddings(cat, lk, list(results), model.dimension, context.run.run_id)
+    describe_partitions(context, cat, results, {})
+    check = checks.check_embeddings(cat, lk, list(results), model.dimension, context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, {}, started, model=embedding_model.model, dimension=model.dimension,
                         embedded=sum(r["embedded"] for r in results.values()),
@@ -169,25 +224,42 @@ def embeddings(context: dg.AssetExecutionContext, catalog: CatalogResource, lake
           check_specs=[dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
 def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
                       milvus: MilvusResource, embedding_model: EmbeddingModelResource):
-    """Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec."""
+    """Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec; while
+    another spec's collection is published (a migration is due), changed documents are written there too."""
     started, cat, lk, client = time.monotonic(), catalog.catalog(), lake.lake(), milvus.client()
     spec = embedding_model.spec()
     collection = ensure_collection(client, spec)
     with cat.connect() as conn:
         cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION, model=spec.model,
                               dimension=spec.dimension, languages=list(spec.languages), state="building")
+    serving = published_collection(client, milvus.alias)
+    also = None
+    if serving not in (None, collection):
+        also = (serving, load_model(collection_spec(client, serving)["model"], embedding_model.batch_size))
     docs = active_documents(context, cat)
+    version = step_version(context)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.publish_document(d, cat, lk, client, collection, context.run.run_id))
+        context, cat, docs,
+        lambda d: steps.publish_document(d, cat, lk, client, collection, context.run.run_id, version, also))
     flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
+    if also:
+        flush(client, also[0])
     published = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
-    check = checks.check_milvus(cat, lk, client, collection, list(results), context.run.run_id)
+    check = checks.check_milvus(cat, lk, client, collection, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
-                        alias_target=published or "not this collection (run kb-assets migrate)",
+                        alias_target=published or f"{serving} (the migration publishes {collection})",
+                        also_written_to=also[0] if also else "none",
                         entities_written=sum(r["written"] for r in results.values()),
                         entities_deleted=sum(r["deleted"] for r in results.values())),
         check_results=[check])
 
 
 ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embeddings, milvus_collection]
+
+
+def versioned(assets: list[dg.AssetsDefinition], settings: Settings) -> list[dg.AssetsDefinition]:
+    """The document assets with their pipeline versions as code versions (``Settings.step_versions``)."""
+    versions = settings.step_versions()
+    return [asset.map_asset_specs(
+        lambda spec: spec.replace_attributes(code_version=versions[spec.key.to_user_string()])) for asset in assets]

@@ -29,11 +29,12 @@ def _expectations():
 
 
 def result(check_name: str, catalog: Catalog, document_ids: list[str], violations: list[Violation],
-           run_id: str, **metadata) -> dg.AssetCheckResult:
-    """Quarantine the violating documents and turn the violations into a check result."""
+           run_id: str, step: str | None = None, **metadata) -> dg.AssetCheckResult:
+    """Quarantine the violating documents (failed at ``step``, "asset@version") and turn the violations
+    into a check result."""
     failed = failed_documents(violations)
     for document_id, reason in failed.items():
-        catalog.mark_failed(document_id, reason, run_id)
+        catalog.mark_failed(document_id, reason, run_id, step)
     severity = dg.AssetCheckSeverity.ERROR if document_ids and len(failed) == len(document_ids) \
         else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
@@ -46,7 +47,7 @@ def result(check_name: str, catalog: Catalog, document_ids: list[str], violation
     )
 
 
-def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str], run_id: str):
+def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str], run_id: str, step: str | None = None):
     gxe = _expectations()
     docs = catalog.get_documents(document_ids).values()
     frame = pl.DataFrame({
@@ -60,10 +61,10 @@ def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str
         gxe.ExpectColumnValuesToBeBetween(column="size_bytes", min_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="stored", value_set=[True]),
     ])
-    return result("original_stored", catalog, document_ids, violations, run_id)
+    return result("original_stored", catalog, document_ids, violations, run_id, step)
 
 
-def check_pages(catalog: Catalog, document_ids: list[str], run_id: str):
+def check_pages(catalog: Catalog, document_ids: list[str], run_id: str, step: str | None = None):
     gxe = _expectations()
     rows = []
     for document_id in document_ids:
@@ -77,10 +78,10 @@ def check_pages(catalog: Catalog, document_ids: list[str], run_id: str):
         gxe.ExpectColumnValuesToNotBeNull(column="parser"),
         gxe.ExpectColumnValuesToNotBeNull(column="mode"),
     ])
-    return result("pages_complete", catalog, document_ids, violations, run_id, pages=frame.height)
+    return result("pages_complete", catalog, document_ids, violations, run_id, step, pages=frame.height)
 
 
-def check_trees(catalog: Catalog, document_ids: list[str], run_id: str):
+def check_trees(catalog: Catalog, document_ids: list[str], run_id: str, step: str | None = None):
     """One root per tree, every parent in the tree, every node within the document's pages."""
     gxe = _expectations()
     docs = catalog.get_documents(document_ids)
@@ -106,10 +107,10 @@ def check_trees(catalog: Catalog, document_ids: list[str], run_id: str):
         gxe.ExpectColumnValuesToBeBetween(column="roots", min_value=1, max_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="parent_known", value_set=[True]),
     ])
-    return result("tree_within_pages", catalog, document_ids, violations, run_id, nodes=frame.height)
+    return result("tree_within_pages", catalog, document_ids, violations, run_id, step, nodes=frame.height)
 
 
-def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: EmbeddingModel, run_id: str):
+def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: EmbeddingModel, run_id: str, step: str | None = None):
     """Unique ids; content found in its pages (lineage); embedding input within the model window;
     table chunks start with the header they repeat; known kinds."""
     gxe = _expectations()
@@ -140,10 +141,10 @@ def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: E
     ])
     for document_id in failed_documents(violations):
         lake.delete("chunks", document_id)
-    return result("chunks_traceable", catalog, document_ids, violations, run_id, chunks=frame.height)
+    return result("chunks_traceable", catalog, document_ids, violations, run_id, step, chunks=frame.height)
 
 
-def check_embeddings(catalog: Catalog, lake: Lake, document_ids: list[str], dimension: int, run_id: str):
+def check_embeddings(catalog: Catalog, lake: Lake, document_ids: list[str], dimension: int, run_id: str, step: str | None = None):
     gxe = _expectations()
     frames = []
     for document_id in document_ids:
@@ -164,11 +165,11 @@ def check_embeddings(catalog: Catalog, lake: Lake, document_ids: list[str], dime
     ])
     for document_id in failed_documents(violations):
         lake.delete("embeddings", document_id)
-    return result("vectors_valid", catalog, document_ids, violations, run_id, vectors=frame.height)
+    return result("vectors_valid", catalog, document_ids, violations, run_id, step, vectors=frame.height)
 
 
 def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, document_ids: list[str],
-                 run_id: str):
+                 run_id: str, step: str | None = None):
     gxe = _expectations()
     rows = []
     for document_id in document_ids:
@@ -181,4 +182,4 @@ def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection:
     ])
     for document_id in failed_documents(violations):
         delete_document(client, collection, document_id)
-    return result("entities_match_chunks", catalog, document_ids, violations, run_id, collection=collection)
+    return result("entities_match_chunks", catalog, document_ids, violations, run_id, step, collection=collection)

@@ -19,6 +19,7 @@ from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.scratch import scratch_dir
 from kb_assets.stores.vectors import EmbeddingSpec
 from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_settings
 
@@ -102,12 +103,14 @@ class ParsingResource(dg.ConfigurableResource):
     ocr_languages: str
     tessdata_dir: str = ""
     docling_artifacts_path: str = ""
+    scratch_root: str = ""               # $KB_HOME/tmp: temporary copies of sources, one folder a process
 
     def options(self) -> ParseOptions:
         config = self.model_dump()
         for name in ("tessdata_dir", "docling_artifacts_path"):
             config[name] = Path(config[name]) if config[name] else None
-        return ParseOptions(**config)
+        root = config.pop("scratch_root")
+        return ParseOptions(**config, scratch_dir=scratch_dir(Path(root)) if root else None)
 
 
 class SummarizerResource(dg.ConfigurableResource):
@@ -147,7 +150,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
                                    max_unpacked_bytes=parse.max_unpacked_bytes,
                                    max_image_pixels=parse.max_image_pixels, ocr_engine=parse.ocr_engine,
                                    ocr_languages=parse.ocr_languages, tessdata_dir=str(parse.tessdata_dir or ""),
-                                   docling_artifacts_path=str(parse.docling_artifacts_path or "")),
+                                   docling_artifacts_path=str(parse.docling_artifacts_path or ""),
+                                   scratch_root=str(settings.scratch_root)),
         "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
                                          api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),
                                          timeout_seconds=settings.summarizer.timeout_seconds),

@@ -37,3 +37,4 @@ class ParseOptions:
     images: bool = True  # render page images and figure crops (PDF) into the parsed pages
     tessdata_dir: Path | None = None  # tesseract's language data (TESSDATA_PREFIX); None: Debian's folders
     docling_artifacts_path: Path | None = None  # docling's model folder (DOCLING_ARTIFACTS_PATH)
+    scratch_dir: Path | None = None  # where a parse puts its temporary copy of the source; None: the system's

@@ -32,6 +32,7 @@ CHUNKS_SCHEMA = pl.Schema({
     "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
     "image_key": pl.String,
     "run_id": pl.String,
+    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.versions)
 })
 
 EMBEDDINGS_SCHEMA = pl.Schema({
@@ -42,9 +43,12 @@ EMBEDDINGS_SCHEMA = pl.Schema({
     "dimension": pl.Int32,
     "vector": pl.List(pl.Float32),
     "run_id": pl.String,
+    "pipeline_version": pl.String,  # the encoding version that made the vector (with ``model``: the spec)
 })
 
 TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
+# columns added after files were written: what an older file's rows hold for them
+ADDED_COLUMNS = {"pipeline_version": "1"}
 
 
 class Lake:
@@ -69,7 +73,11 @@ class Lake:
         path = self._path(table, document_id)
         if not path.exists():
             return pl.DataFrame(schema=TABLES[table])
-        return pl.read_parquet(io.BytesIO(path.read_bytes())).cast(TABLES[table])
+        frame = pl.read_parquet(io.BytesIO(path.read_bytes()))
+        missing = [name for name in TABLES[table] if name not in frame.columns]
+        if missing:  # written before a column was added: its default (pipeline versions: version 1)
+            frame = frame.with_columns(pl.lit(ADDED_COLUMNS.get(name)).alias(name) for name in missing)
+        return frame.select(list(TABLES[table])).cast(TABLES[table])
 
     def exists(self, table: str, document_id: str) -> bool:
         return self._path(table, document_id).exists()
