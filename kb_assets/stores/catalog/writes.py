@@ -61,6 +61,20 @@ class CatalogWrites(CatalogConnection):
             self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id,
                                  failed_step=failed_step)
 
+    def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
+        """Tombstone a deleted document (its pages and tree removed); True when another live document
+        still shares its stored original (same bytes), which must then stay."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
+                        "AND status <> 'deleted'", (object_key, document_id))
+            shared = cur.fetchone()[0] > 0
+            cur.execute("UPDATE documents SET step_versions = '{}'::jsonb WHERE document_id = %s", (document_id,))
+            self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
+                                 published_version=None, failed_step=None)
+        return shared
+
     def record_step(self, conn, document_id: str, step: str, version: str, invalidate: tuple[str, ...] = ()) -> None:
         """Record that ``step``'s output of the document is current under ``version``; the entries of
         ``invalidate`` (the steps after it, when its output changed) become "" (made from older input), so
