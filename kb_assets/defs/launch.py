@@ -156,7 +156,7 @@ def migrate(settings: Settings, stores: Stores, instance: dg.DagsterInstance, du
     run_ids.append(result.run_id)
     report = {}
     for event in result.asset_materializations_for_node("collection_candidate"):
-        report = event.materialization.metadata["report"].value
+        report = event.metadata["report"].value
     if not report:
         return {"status": "failed", "problems": [f"the publish run {result.run_id} failed before validating"],
                 "published": due["published"], "runIds": run_ids}
