@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: install demo test test-fast dev clean
+.PHONY: install browser demo test test-fast dev clean
 
 $(BIN)/kb-assets: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
@@ -24,7 +24,14 @@ demo: install
 	$(BIN)/kb-assets ingest examples/corpus --kb handbook
 	$(BIN)/kb-assets search "How long are backups kept?" --kb handbook --limit 3
 
-test: install
+# the web page's tests drive Debian's headless chromium: installed here when root, else they skip
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "web page tests skip: install Debian's chromium and chromium-driver to run them" >&2; fi; }
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 # pure functions of parsing, structure, chunking, scoring and planning: no service, seconds

@@ -42,17 +42,19 @@ def main(ctx: click.Context):
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.")
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
 def ingest(settings, paths, knowledge_base_id, as_json):
-    """Register files under PATHS as documents of KB, materialize new/changed ones, purge gone ones."""
+    """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
+    new/changed ones, purge gone ones."""
     from kb_assets.ingest import ingest as run_ingest
 
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
+    sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
     try:
-        report = run_ingest(list(paths), knowledge_base_id, settings, progress=progress)
+        report = run_ingest(sources, knowledge_base_id, settings, progress=progress)
     except FileNotFoundError as error:
         raise click.ClickException(str(error)) from None
     data = report.as_json()

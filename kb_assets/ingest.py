@@ -56,8 +56,12 @@ class IngestReport:
         }
 
 
-def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
+def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
+    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base.
+
+    An entry that cannot be named, stat-ed or read is a failure in the report (``documentId`` null when
+    its name is not UTF-8); the other entries go on, and documents whose sources are gone are purged."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
 
     stores = Stores(settings)
@@ -66,14 +70,15 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
     report = IngestReport(abandoned_runs=launch.fail_abandoned_runs(instance))
     clean_scratch(settings.scratch_root)
 
-    files, roots = planning.scan(paths, knowledge_base_id)
-    changes = planning.register_changes(files, knowledge_base_id, catalog)
+    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
+    changes = planning.register_changes(found.files, knowledge_base_id, catalog)
     report.new, report.changed, report.unchanged = changes.new, changes.changed, changes.unchanged
+    report.failures = [failure.as_json() for failure in found.failures]
     defs = make_definitions(settings)
-    gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
+    gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
     report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
 
-    docs = list(catalog.get_documents([f.document_id for f in files]).values())
+    docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
     stale = planning.stale_documents(docs, settings.step_versions(),
                                      {c["name"]: c["model"] for c in catalog.collections()}, migrating=due is not None)
@@ -84,8 +89,9 @@ def ingest(paths: list[Path], knowledge_base_id: str, settings: Settings,
     new_keys = [key for key in stale if key not in existing]
     if new_keys:
         instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-    progress(f"{len(files)} files: {len(report.new)} new, {len(report.changed)} changed, "
-             f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted")
+    progress(f"{len(found.files)} files: {len(report.new)} new, {len(report.changed)} changed, "
+             f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
+             + (f", {len(found.failures)} unreadable" if found.failures else ""))
     plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name),
                                settings.run_batch_size)
     report.run_ids = launch.run_plans(defs, instance, catalog, plans, progress)

@@ -1,4 +1,5 @@
-"""Chunk lineage: chunk -> page(s) -> document version -> stored file, with the runs that wrote them."""
+"""Chunk lineage: chunk -> page(s) -> document version -> stored file, with the runs that wrote each
+asset, and the regions of its pages the chunk covers (page units; images scale to ``width``/``height``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 
 from pymilvus import MilvusClient
 
+from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import chunk_document
@@ -70,6 +72,13 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
     found = chunk_found_in_pages(chunk, {p["page_index"]: p["text"] for p in pages})
     same_version = doc is not None and all(p["version"] == chunk["document_version"] for p in pages) \
         and doc.version == chunk["document_version"]
+    nodes = catalog.read_nodes(document_id)
+    embeddings = lake.read("embeddings", document_id).filter(chunk_id=chunk_id)
+    runs = [("parsed_pages", pages[0]["run_id"] if pages else None),
+            ("pageindex_trees", nodes[0]["run_id"] if nodes else None),
+            ("chunks", chunk["run_id"]),
+            ("embeddings", embeddings["run_id"][0] if embeddings.height else None),
+            ("milvus_collection", doc.last_run_id if doc and doc.status == "published" else None)]
     return {
         "chunkId": chunk_id,
         "chunkIndex": chunk["chunk_index"],
@@ -78,7 +87,14 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
         "pageIndex": chunk["page_index"],
         "pageEnd": chunk["page_end"],
         "pages": [{"pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"],
-                   "mode": p["mode"], "version": p["version"], "runId": p["run_id"]} for p in pages],
+                   "mode": p["mode"], "version": p["version"], "runId": p["run_id"], "text": p["text"],
+                   "width": p.get("width"), "height": p.get("height"), "imageUrl": asset_url(p["image_key"])}
+                  for p in pages],
+        # the page areas the chunk covers, in the units of its pages' width/height (top-left origin)
+        "regions": [{"pageIndex": r["page_index"], "l": r["l"], "t": r["t"], "r": r["r"], "b": r["b"]}
+                    for r in chunk.get("regions") or []],
+        "kind": chunk["kind"],
+        "tableHeader": chunk["table_header"],
         "document": {
             "documentId": document_id,
             "knowledgeBaseId": chunk["knowledge_base_id"],
@@ -88,7 +104,12 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
             "currentVersion": doc.version if doc else None,
             "status": doc.status if doc else None,
             "objectKey": doc.object_key if doc else None,
+            "sizeBytes": doc.size_bytes if doc else None,
+            "mime": doc.mime if doc else chunk["mime"],
+            "sourceKind": doc.source_kind if doc else chunk["source_kind"],
+            "pageCount": doc.page_count if doc else None,
         },
+        "runs": [{"asset": asset, "runId": run_id} for asset, run_id in runs],
         "runIds": {"chunks": chunk["run_id"], "pages": pages[0]["run_id"] if pages else None,
                    "document": doc.last_run_id if doc else None},
         "verified": bool(found and same_version),

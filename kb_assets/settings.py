@@ -9,6 +9,7 @@ all state under one directory, ``KB_HOME`` (default ``./.kb``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from kb_assets.parsing.options import (
 )
 from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.versions import PipelineVersions, step_versions
+
+# KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
+DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
 
 # environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
 SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -71,9 +75,13 @@ class Settings:
     embedding_model: str = "all-MiniLM-L6-v2"  # KB_EMBEDDING_MODEL: a model id or a local path
     embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE
     alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
+    milvus_dense_index: str = "hnsw"       # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
     api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
-    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=/path/b" folders the sensor keeps current
+    url_signing_secret: str = field(default="", repr=False)  # KB_URL_SIGNING_SECRET; "": random per process
+    url_ttl_seconds: int = 300             # KB_URL_TTL_SECONDS: how long a signed image URL is valid
+    dagster_url: str = ""                  # KB_DAGSTER_URL: the Dagster UI the web page links runs to
+    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
     auto_migrate: bool = True              # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
@@ -84,10 +92,10 @@ class Settings:
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
-        """Settings from ``env`` (default: this process's environment)."""
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Settings from ``env`` (default: this process's environment), read through ``get`` and ``[]``."""
         from_process = env is None
-        env = dict(os.environ if env is None else env)
+        env = dict(os.environ) if env is None else env
         home = Path(env.get("KB_HOME") or "./.kb").expanduser().resolve()
         search_defaults, parse_defaults = SearchConfig(), ParseOptions()
         artifacts = env.get("DOCLING_ARTIFACTS_PATH")
@@ -108,8 +116,12 @@ class Settings:
             embedding_model=env.get("KB_EMBEDDING_MODEL") or cls.embedding_model,
             embedding_batch_size=_int(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
+            milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
             run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
             api_keys=env.get("KB_API_KEYS") or "",
+            url_signing_secret=env.get("KB_URL_SIGNING_SECRET") or "",
+            url_ttl_seconds=_int(env, "KB_URL_TTL_SECONDS", cls.url_ttl_seconds),
+            dagster_url=(env.get("KB_DAGSTER_URL") or "").rstrip("/"),
             watch=env.get("KB_WATCH") or "",
             watch_interval_seconds=_int(env, "KB_WATCH_INTERVAL_SECONDS", cls.watch_interval_seconds),
             refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,
@@ -162,32 +174,33 @@ class Settings:
     def storage_options(self) -> dict:
         return self.s3.storage_options()
 
-    def watched_folders(self) -> list[tuple[str, Path]]:
-        """(knowledge base, folder) pairs of KB_WATCH."""
-        pairs = []
+    def watched_folders(self) -> list[tuple[str, Path | str]]:
+        """(knowledge base, folder) pairs of KB_WATCH; an s3:// prefix stays a URL string."""
+        pairs: list[tuple[str, Path | str]] = []
         for item in filter(None, (part.strip() for part in self.watch.split(";"))):
             kb, _, folder = item.partition("=")
             if not kb.strip() or not folder.strip():
-                raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER")
-            pairs.append((kb.strip(), Path(folder.strip()).expanduser()))
+                raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER or KB=s3://bucket/prefix")
+            folder = folder.strip()
+            pairs.append((kb.strip(), folder if folder.startswith(("s3://", "s3a://")) else Path(folder).expanduser()))
         return pairs
 
 
-def _int(env: dict[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         return int(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a whole number") from None
 
 
-def _float(env: dict[str, str], name: str, default: float) -> float:
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         return float(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a number") from None
 
 
-def _bool(env: dict[str, str], name: str, default: bool) -> bool:
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     value = (env.get(name) or "").strip().lower()
     if not value:
         return default
@@ -196,7 +209,7 @@ def _bool(env: dict[str, str], name: str, default: bool) -> bool:
     return value in ("1", "true", "yes", "on")
 
 
-def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """An enumerated setting: the first choice when unset, an error naming the choices when unknown."""
     value = (env.get(name) or choices[0]).strip().lower()
     if value not in choices:

@@ -18,7 +18,6 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 from pymilvus import MilvusClient
-from upath import UPath
 
 from kb_assets.chunking.chunker import DocumentContext, chunk_with_fallback
 from kb_assets.embedding.model import EmbeddingModel
@@ -28,6 +27,7 @@ from kb_assets.planning import sha256_bytes
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.paths import source_path
 from kb_assets.stores.vectors import (
     chunk_entities,
     collection_exists,
@@ -61,10 +61,11 @@ def current(doc: Document, step: str, version: str) -> bool:
 
 
 def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_bytes: int, run_id: str,
-                   version: str = "1") -> dict:
-    """Copy the source bytes into the content-addressed object store and record their version."""
+                   source_options: dict | None = None, version: str = "1") -> dict:
+    """Copy the source bytes (a local file or an s3:// object, read with ``source_options``) into the
+    content-addressed object store and record their version."""
     try:
-        data = UPath(doc.source_uri).read_bytes()
+        data = source_path(doc.source_uri, source_options).read_bytes()
     except FileNotFoundError:
         raise DocumentFailed(f"{doc.source_uri}: source file not found") from None
     except OSError as error:
@@ -130,6 +131,7 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: Pa
         pages.append({
             "page_index": page.page_index, "page_label": page.label, "text": page.text, "blocks": blocks,
             "parser": page.parser, "mode": page.mode, "image_key": image_key,
+            "width": page.width, "height": page.height,
         })
     title = parsed.title or name
     unchanged = title == doc.title and same_pages(existing, pages, doc.version)

@@ -9,6 +9,7 @@ import re
 _CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _SPACE_NEAR_CJK = re.compile(f"(?<=[{_CJK_CLASS}]) | (?=[{_CJK_CLASS}])")
+SPACE_NEAR_CJK = _SPACE_NEAR_CJK  # the spaces normalize_ws drops from collapsed text (chunking/regions.py maps them)
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)|(?<=[。！？；])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{2,}|[\u3400-\u9fff]{2,}")
 _STOPWORDS = set("""the and for are but not you all any can had her was one our out has his how its may new now

@@ -90,6 +90,8 @@ def test_scan_ids_are_stable_per_knowledge_base_and_path_and_hidden_files_are_sk
     (tmp_path / "docs" / "a.md").write_text("# A\n")
     (tmp_path / "docs" / ".git" / "config").write_text("x")
     (tmp_path / "docs" / ".DS_Store").write_text("x")
-    files, roots = scan([tmp_path / "docs"], "kb")
-    assert [f.source_path for f in files] == ["a.md"] and roots == [(tmp_path / "docs").resolve()]
+    found = scan([tmp_path / "docs"], "kb")
+    files = found.files
+    assert [f.source_path for f in files] == ["a.md"] and found.roots == [(tmp_path / "docs").resolve()]
+    assert found.failures == []
     assert files[0].document_id == document_id_for("kb", "a.md") != document_id_for("other", "a.md")

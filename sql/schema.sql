@@ -86,6 +86,20 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     PRIMARY KEY (text_sha, summarizer)
 );
 
+-- Sources in object storage: the ETag an s3:// object had when its bytes hashed to ``version``. A scan
+-- that lists the same ETag for a published document of that version does not download it again.
+CREATE TABLE IF NOT EXISTS source_etags (
+    document_id  text PRIMARY KEY REFERENCES documents (document_id) ON DELETE CASCADE,
+    etag         text NOT NULL,
+    version      text NOT NULL,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+-- Page geometry (issue 14): the page's size in the units of its blocks' boxes (PDF points, or pixels
+-- of an image file); NULL for formats without page geometry. Chunks' regions (lake) use the same units.
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS width double precision;
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS height double precision;
+
 -- Pipeline versions (kb_assets/versions.py): each output records the version of the step that wrote
 -- it (rows written before versions were recorded count as version 1); per document, step_versions is
 -- the index the planner reads (step -> the version whose output is current), and failed_step names the

@@ -10,7 +10,8 @@ Each block goes to the chunker of its kind (``kinds/``: ``text.py`` paragraphs a
 - Table-of-contents and index pages (``pages.is_toc``) give chunks of kind ``toc``.
 - Without heading blocks, sections come from the document's PageIndex tree.
 
-Each chunk keeps its page range, its section and a deterministic id. ``content`` is what users see;
+Each chunk keeps its page range, its section, a deterministic id and the regions of its pages it
+covers (``regions.py``, where the pages have geometry). ``content`` is what users see;
 ``embedding_input`` is a locating prefix (document title > section path > page label) and the
 content, and always fits the model's window, counted with the model's tokenizer (``window.py``): a
 piece that does not fit is split (never truncated). When the content-aware pass fails on a document,
@@ -29,6 +30,7 @@ from kb_assets.chunking import CHUNKER_VERSION
 from kb_assets.chunking.fallback import fallback_pieces
 from kb_assets.chunking.kinds import TEXT_KINDS, chunker_for
 from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece  # noqa: F401  (MIN_CHARS re-exported)
+from kb_assets.chunking.regions import chunk_regions
 from kb_assets.chunking.walk import Walk
 from kb_assets.chunking.window import CountTokens, embedding_prefix, fit_to_window
 from kb_assets.stores.lake import CHUNKS_SCHEMA
@@ -170,6 +172,8 @@ def chunk_rows(pieces: list[Piece], pages: list[dict], doc: DocumentContext, cou
             "run_id": doc.run_id,
             "pipeline_version": doc.pipeline_version,
         })
+    for row, regions in zip(rows, chunk_regions(rows, pages)):
+        row["regions"] = regions
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
 
 

@@ -35,12 +35,17 @@ from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.models import load_model
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
 
-# BackfillPolicy.single_run is what batches many documents into one run; its beta notice is known
+# The backfill policy is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+# A backfill launched from the UI is cut into runs of at most this many contiguous partitions (one run
+# pod each on Kubernetes), as `kb-assets ingest` and the sensor cut theirs at KB_RUN_BATCH_SIZE; this
+# is that setting's default (definitions are built before any setting is read).
+BACKFILL_PARTITIONS_PER_RUN = Settings.run_batch_size
 
 COMMON = dict(
     partitions_def=documents_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=BACKFILL_PARTITIONS_PER_RUN),
     group_name="knowledge_base",
 )
 
@@ -132,9 +137,10 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
     docs = active_documents(context, cat)
+    sources = object_store.s3.storage_options()   # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
         context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id,
-                                                       step_version(context)))
+                                                       sources, step_version(context)))
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
@@ -228,7 +234,7 @@ def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResourc
     another spec's collection is published (a migration is due), changed documents are written there too."""
     started, cat, lk, client = time.monotonic(), catalog.catalog(), lake.lake(), milvus.client()
     spec = embedding_model.spec()
-    collection = ensure_collection(client, spec)
+    collection = ensure_collection(client, spec, milvus.dense_index)
     with cat.connect() as conn:
         cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION, model=spec.model,
                               dimension=spec.dimension, languages=list(spec.languages), state="building")

@@ -25,7 +25,7 @@ def collection_candidate(context: dg.AssetExecutionContext, catalog: CatalogReso
     """The collection of the configured embedding spec, filled from the lake for every document that serves a
     version; validated before the alias may point at it (blocking check ``candidate_valid``)."""
     cat, client, model = catalog.catalog(), milvus.client(), embedding_model.load()
-    collection = ensure_collection(client, embedding_model.spec())
+    collection = ensure_collection(client, embedding_model.spec(), milvus.dense_index)
     flush(client, collection)
     report = migration.validate(cat, lake.lake(), client, collection, milvus.alias, model.dimension, load_model)
     metadata = {"collection": collection, "published": report["previous"] or "none",

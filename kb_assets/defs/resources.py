@@ -74,6 +74,7 @@ class MilvusResource(dg.ConfigurableResource):
     home: str
     uri: str = ""
     alias: str = "kb_chunks"
+    dense_index: str = "hnsw"           # KB_MILVUS_DENSE_INDEX: the dense index of a new collection
 
     def client(self) -> MilvusClient:
         return open_milvus(Path(self.home), self.uri or None)
@@ -143,7 +144,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
                                    postgres_binaries=settings.postgres_binaries),
         "object_store": ObjectStoreResource(url=settings.object_store_url, s3=s3),
         "lake": LakeResource(url=settings.lake_url, s3=s3),
-        "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias),
+        "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias,
+                                 dense_index=settings.milvus_dense_index),
         "embedding_model": EmbeddingModelResource(model=settings.embedding_model,
                                                   batch_size=settings.embedding_batch_size),
         "parsing": ParsingResource(max_file_bytes=parse.max_file_bytes, max_pages=parse.max_pages,

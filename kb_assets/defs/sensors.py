@@ -1,11 +1,13 @@
-"""Sensors: keep watched folders current, and start a collection migration when the embedding spec changes.
+"""Sensors: keep watched folders and S3 prefixes current, and start a collection migration when the
+embedding spec changes.
 
-``watched_folders_sensor``: ``KB_WATCH="kbA=/path/a;kbB=/path/b"`` names the folders. New, changed and
-stale documents (``kb_assets.versions``) become runs of ``ingest_documents`` that start at their first
-stale step; deleted files become a ``purge_documents`` run; a document whose failure the UI does not show
-yet is retried alone (its run fails again, and the partition shows failed). Per-file state lives in
-Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new partitions
-are added a tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
+``watched_folders_sensor``: ``KB_WATCH="kbA=/path/a;kbB=s3://bucket/prefix"`` names them (S3 through the
+AWS_* settings); an entry that cannot be read is logged as a warning and the others go on. New, changed
+and stale documents (``kb_assets.versions``) become runs of ``ingest_documents`` that start at their
+first stale step; deleted files become a ``purge_documents`` run; a document whose failure the UI does
+not show yet is retried alone (its run fails again, and the partition shows failed). Per-file state
+lives in Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new
+partitions are added a tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
 
 ``collection_migration_sensor`` (on unless ``KB_AUTO_MIGRATE=0``): when the published collection's spec
 is not the configured one, requests the backfill runs, then (when none is left and none is running) the
@@ -39,6 +41,7 @@ class WatchPlan:
     new_keys: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped_new: int = 0
+    failures: list[planning.ScanFailure] = field(default_factory=list)   # entries that could not be read
 
     def purge_request(self) -> dg.RunRequest:
         return dg.RunRequest(
@@ -65,12 +68,13 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     legacy = {c["name"]: c["model"] for c in catalog.collections()}
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
     plan = WatchPlan()
-    for knowledge_base_id, folder in settings.watched_folders():
-        files, roots = planning.scan([folder], knowledge_base_id)
-        planning.register_changes(files, knowledge_base_id, catalog)
-        gone = planning.gone_documents(knowledge_base_id, roots, {f.document_id for f in files}, catalog)
+    for knowledge_base_id, source in settings.watched_folders():
+        found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
+        plan.failures += found.failures
+        planning.register_changes(found.files, knowledge_base_id, catalog)
+        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
         plan.deleted += [doc.document_id for doc in gone]
-        docs = list(catalog.get_documents([f.document_id for f in files]).values())
+        docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
         stale = planning.stale_documents(docs, current, legacy, migrating)
         fresh = [key for key in stale if key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
@@ -95,6 +99,8 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
         if not settings.watch:
             return dg.SkipReason("KB_WATCH is not set: no folder to watch")
         plan = plan_watched_folders(context.instance, settings)
+        for failure in plan.failures:
+            context.log.warning(f"{failure.source_uri}: {failure.reason}")
         if plan.skipped_new:
             context.log.info(f"{plan.skipped_new} new documents wait for the next tick")
         requests = [document_run_request(run) for run in plan.runs] + ([plan.purge_request()] if plan.deleted else [])

@@ -70,7 +70,8 @@ def parse_image(file: SourceFile) -> ParsedDocument:
             raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
     blocks = layout_pages(pages, {})
     parsed = [
-        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine), image_png=renders.get(i))
+        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine), image_png=renders.get(i),
+                   width=pages[i].width, height=pages[i].height)
         for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]

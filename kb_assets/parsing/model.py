@@ -5,6 +5,12 @@ what a format's reader is handed (``SourceFile``).
 blank line, so every block's ``text`` is found verbatim in it. Block texts are whitespace-clean (no
 runs of spaces, no stray newlines) except for the single newlines that separate table rows, list
 items and code lines.
+
+Geometry, where the format has it (PDF text layers, OCR of scans and images): a page records its
+``width`` and ``height`` and each block its ``box`` (the union of its lines) and ``lines`` (the
+character span of each line in ``text`` with that line's box), in page units with a top-left origin
+(PDF points; pixels of the original image for image files). Chunks turn them into the regions they
+cover (``chunking/regions.py``). Formats without page geometry leave them None.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from pathlib import Path
 from kb_assets.parsing.options import ParseOptions
 
 BLOCK_KINDS = ("heading", "paragraph", "list", "table", "figure", "code")
+
+Box = tuple[float, float, float, float]  # (left, top, right, bottom), page units, top-left origin
+LineSpan = tuple[int, int, float, float, float, float]  # (start, end) of a line in the block text, and its box
 
 _CJK_CLASS = "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
 _CJK_END = re.compile(f"[{_CJK_CLASS}]$")
@@ -32,6 +41,8 @@ class Block:
     rows: tuple[tuple[str, ...], ...] | None = None  # tables: first row is the header
     # figures: the crop as PNG (PDF pictures; stored by ``parse_pages`` as the block's image_key)
     image_png: bytes | None = field(default=None, compare=False, repr=False)
+    box: Box | None = field(default=None, compare=False, repr=False)  # the union of its lines' boxes
+    lines: tuple[LineSpan, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in BLOCK_KINDS:
@@ -47,6 +58,8 @@ class ParsedPage:
     label: str | None = None  # printed page label (PDF), or the line range of a text/code page
     image_png: bytes | None = field(default=None, compare=False, repr=False)  # page render (PDF, images)
     removed: tuple[str, ...] = field(default=(), compare=False)  # running header/footer lines left out
+    width: float | None = field(default=None, compare=False)  # page size in the units of the block boxes
+    height: float | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:

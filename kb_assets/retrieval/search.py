@@ -66,6 +66,10 @@ class Searcher:
         if self.owns_catalog:
             self.catalog.close_pool()
 
+    def forget_published(self) -> None:
+        """Ask Milvus again which collection is published and load it (after the server restarted)."""
+        self._published = self._loaded = None
+
     def warm_up(self) -> list[str]:
         """Load what the first query would otherwise wait for (the model, jieba); best effort.
 

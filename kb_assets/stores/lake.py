@@ -33,6 +33,10 @@ CHUNKS_SCHEMA = pl.Schema({
     "image_key": pl.String,
     "run_id": pl.String,
     "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.versions)
+    # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
+    # for formats without page geometry
+    "regions": pl.List(pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32,
+                                  "r": pl.Float32, "b": pl.Float32})),
 })
 
 EMBEDDINGS_SCHEMA = pl.Schema({
@@ -74,10 +78,11 @@ class Lake:
         if not path.exists():
             return pl.DataFrame(schema=TABLES[table])
         frame = pl.read_parquet(io.BytesIO(path.read_bytes()))
-        missing = [name for name in TABLES[table] if name not in frame.columns]
-        if missing:  # written before a column was added: its default (pipeline versions: version 1)
-            frame = frame.with_columns(pl.lit(ADDED_COLUMNS.get(name)).alias(name) for name in missing)
-        return frame.select(list(TABLES[table])).cast(TABLES[table])
+        schema = TABLES[table]
+        # files written before a column was added read with its default (pipeline versions: version 1) or empty
+        missing = [pl.lit(ADDED_COLUMNS.get(name), dtype).alias(name) for name, dtype in schema.items()
+                   if name not in frame.columns]
+        return frame.with_columns(missing).select(list(schema)).cast(schema)
 
     def exists(self, table: str, document_id: str) -> bool:
         return self._path(table, document_id).exists()

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -32,6 +33,16 @@ SCALAR_FIELDS = {
 }
 INT_FIELDS = ("page_index", "page_end", "chunk_index")
 SPEC_PROPERTY = "kb_assets.embedding_spec"
+# The dense index of a new collection (KB_MILVUS_DENSE_INDEX), COSINE: HNSW keeps each vector and its
+# graph links in memory (~1.7 KB at 384-d); HNSW_SQ and IVF_SQ8 keep 8-bit codes (~4x less, a little
+# recall lost); DISKANN keeps the graph and vectors on the query node's SSD (Milvus distributed with
+# queryNode.disk enabled; Milvus Lite accepts it but never builds it).
+DENSE_INDEXES = {
+    "hnsw": ("HNSW", {"M": 16, "efConstruction": 200}),
+    "hnsw_sq": ("HNSW_SQ", {"M": 16, "efConstruction": 200, "sq_type": "SQ8"}),
+    "ivf_sq8": ("IVF_SQ8", {"nlist": 1024}),
+    "diskann": ("DISKANN", {}),
+}
 OUTPUT_FIELDS = ["chunk_id", *SCALAR_FIELDS, *INT_FIELDS, "content"]
 
 
@@ -73,13 +84,14 @@ def build_schema(client: MilvusClient, spec: EmbeddingSpec):
     return schema
 
 
-def ensure_collection(client: MilvusClient, spec: EmbeddingSpec) -> str:
-    """Create the collection of a spec if missing (dense HNSW/COSINE, sparse BM25) and load it."""
+def ensure_collection(client: MilvusClient, spec: EmbeddingSpec, dense_index: str = "hnsw") -> str:
+    """Create the collection of a spec if missing (dense ``DENSE_INDEXES[dense_index]``/COSINE, sparse
+    BM25) and load it. An existing collection keeps the index it was built with."""
     name = spec.collection_name()
     if not client.has_collection(name):
+        index_type, params = DENSE_INDEXES[dense_index]
         index_params = client.prepare_index_params()
-        index_params.add_index("dense", index_type="HNSW", metric_type="COSINE",
-                               params={"M": 16, "efConstruction": 200})
+        index_params.add_index("dense", index_type=index_type, metric_type="COSINE", params=params)
         index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         client.create_collection(name, schema=build_schema(client, spec), index_params=index_params)
         # Milvus Lite keeps no schema description; collection properties persist
@@ -299,13 +311,31 @@ def stored_vectors(client: MilvusClient, collection: str, chunk_ids: list[str],
 
 
 # search -----------------------------------------------------------------------------------
+@lru_cache(maxsize=64)
+def dense_index_type(client: MilvusClient, collection: str) -> str:
+    """The dense index a collection was built with (fixed for its life): asked once per client."""
+    return client.describe_index(collection, "dense")["index_type"]
+
+
+def dense_search_params(index_type: str, limit: int) -> dict:
+    """The search-time parameters of a dense index type for ``limit`` hits."""
+    if index_type.startswith("HNSW"):
+        return {"ef": max(64, limit * 2)}
+    if index_type.startswith("IVF"):
+        return {"nprobe": 32}
+    if index_type == "DISKANN":
+        return {"search_list": max(100, limit * 2)}
+    return {}
+
+
 def search_dense(client: MilvusClient, collection: str, vector: list[float], flt: str, limit: int,
                  timeout: float | None = None) -> list:
-    """The ``limit`` chunks nearest to the vector (COSINE, HNSW) among those the filter selects; each hit
-    has ``id``, ``distance`` (the cosine) and ``entity`` (``OUTPUT_FIELDS``)."""
+    """The ``limit`` chunks nearest to the vector (COSINE, with the collection's dense index) among those
+    the filter selects; each hit has ``id``, ``distance`` (the cosine) and ``entity`` (``OUTPUT_FIELDS``)."""
+    params = dense_search_params(dense_index_type(client, collection), limit)
     return client.search(collection, data=[vector], anns_field="dense", limit=limit, filter=flt,
                          output_fields=OUTPUT_FIELDS, timeout=timeout,
-                         search_params={"metric_type": "COSINE", "params": {"ef": max(64, limit * 2)}})[0]
+                         search_params={"metric_type": "COSINE", "params": params})[0]
 
 
 def search_bm25(client: MilvusClient, collection: str, text: str, flt: str, limit: int,

@@ -8,6 +8,10 @@
   consecutive items make one ``list`` block, one item per line. Table-of-contents entries are list
   lines, one each.
 - A heading wrapped over two rows is one heading block.
+
+Each block keeps its geometry: ``box``, the union of its rows' boxes, and ``lines``, the character
+span of each row in the block's text with the row's box (a table: one span a rendered row, where its
+rows are known).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import re
 
 from kb_assets.parsing.layout.figures import FIGURE_TEXT
 from kb_assets.parsing.layout.lines import LIST_MARKER, TOC_ENTRY, Line, PageLines
-from kb_assets.parsing.model import Block, join_lines, table_block
+from kb_assets.parsing.model import Block, LineSpan, join_lines, table_block
 
 _SENTENCE_END = re.compile(r"[.!?:。！？：]$")
 
@@ -35,6 +39,36 @@ def _continues(prev: Line, line: Line, gap_limit: float, right_edge: float, left
     return True
 
 
+def _joined(left: str, right: str, spans: list[LineSpan], line: Line) -> str:
+    """``join_lines(left, right)``, recording where ``right`` (the row ``line``) lands in the result."""
+    text = join_lines(left, right)
+    spans.append((len(text) - len(right), len(text), line.l, line.t, line.r, line.b))
+    return text
+
+
+def union_box(spans) -> tuple[float, float, float, float] | None:
+    """The box around every (.., l, t, r, b) span (None without any)."""
+    if not spans:
+        return None
+    return (min(s[-4] for s in spans), min(s[-3] for s in spans), max(s[-2] for s in spans), max(s[-1] for s in spans))
+
+
+def _table(line: Line) -> Block | None:
+    """A table block with its box, and one span a rendered row when every row kept its box."""
+    block = table_block(line.table)
+    if block is None:
+        return None
+    box = (line.l, line.t, line.r, line.b)
+    spans: list[LineSpan] = []
+    boxes = line.row_boxes or []
+    if len(boxes) == len(block.rows):
+        start = 0
+        for row_text, row_box in zip(block.text.split("\n"), boxes):
+            spans.append((start, start + len(row_text), *row_box))
+            start += len(row_text) + 1
+    return Block("table", block.text, rows=block.rows, box=box, lines=tuple(spans) or ((0, len(block.text), *box),))
+
+
 def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
     """The blocks of one page, in flow order; ``gap_limit``: the largest gap inside a paragraph."""
     if not pl.lines:
@@ -46,28 +80,52 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
     blocks: list[Block] = []
     kind: str | None = None  # "heading" | "paragraph" | "list"
     parts: list[str] = []  # heading/paragraph: text so far; list: one entry per item
+    spans: list[list[LineSpan]] = []  # per part: where each of its rows lies in it, with the row's box
     level: int | None = None
     last: Line | None = None
     item_left = 0.0
     cont_left: float | None = None
 
+    def start(new_kind: str | None, text: str | None = None, line: Line | None = None) -> None:
+        nonlocal kind, parts, spans
+        kind, parts, spans = new_kind, [], []
+        if text is not None:
+            add(text, line)
+
+    def add(text: str, line: Line) -> None:
+        parts.append(text)
+        spans.append([(0, len(text), line.l, line.t, line.r, line.b)])
+
+    def extend(text: str, line: Line) -> None:
+        parts[-1] = _joined(parts[-1], text, spans[-1], line)
+
     def flush() -> None:
-        nonlocal kind, parts
         if kind == "list":
-            text = "\n".join(p for p in parts if p)
+            text, offset, lines = "", 0, []
+            for part, part_spans in zip(parts, spans):
+                if not part:
+                    continue
+                if text:
+                    text += "\n"
+                offset = len(text)
+                text += part
+                lines += [(offset + a, offset + b, *box) for a, b, *box in part_spans]
         else:
-            text = parts[0] if parts else ""
+            text, lines = (parts[0], spans[0]) if parts else ("", [])
         if text:
-            blocks.append(Block(kind=kind, text=text, level=level if kind == "heading" else None))
-        kind, parts = None, []
+            blocks.append(Block(kind=kind, text=text, level=level if kind == "heading" else None,
+                                box=union_box(lines), lines=tuple(lines)))
+        start(None)
 
     for line in pl.lines:
         if line.table is not None or line.figure is not None:
             flush()
             if line.table is not None:
-                block = table_block(line.table)
+                block = _table(line)
             else:
-                block = Block("figure", line.text or FIGURE_TEXT)
+                text = line.text or FIGURE_TEXT
+                box = (line.l, line.t, line.r, line.b)
+                block = Block("figure", text, box=box, lines=((0, len(text), *box),))
             if block is not None:
                 blocks.append(block)
             last = None
@@ -82,21 +140,22 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
                 and abs(line.size - last.size) < 0.5
                 and len(parts[0]) + len(line.text) <= 200
             ):
-                parts[0] = join_lines(parts[0], line.text)  # a heading wrapped over two lines
+                extend(line.text, line)  # a heading wrapped over two lines
             else:
                 flush()
-                kind, parts, level = "heading", [line.text], line.level
+                start("heading", line.text, line)
+                level = line.level
         elif TOC_ENTRY.search(line.text):  # table-of-contents entries: one list line each
             if kind != "list":
                 flush()
-                kind, parts = "list", []
-            parts.append(line.text)
+                start("list")
+            add(line.text, line)
             item_left, cont_left = line.l, None
         elif LIST_MARKER.match(line.text):
             if not (kind == "list" and last is not None and line.t - last.b <= gap_limit * 1.5):
                 flush()
-                kind, parts = "list", []
-            parts.append(line.text)
+                start("list")
+            add(line.text, line)
             item_left, cont_left = line.l, None
         elif (
             kind == "list"
@@ -106,7 +165,7 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
             and (cont_left is None or abs(line.l - cont_left) <= 3.0)
             and _continues(last, line, gap_limit, right_edge, left_edge)
         ):
-            parts[-1] = join_lines(parts[-1], line.text)
+            extend(line.text, line)
             cont_left = line.l
         elif (
             kind == "paragraph"
@@ -115,10 +174,10 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
             and last.cells == 1
             and _continues(last, line, gap_limit, right_edge, left_edge)
         ):
-            parts[0] = join_lines(parts[0], line.text)
+            extend(line.text, line)
         else:
             flush()
-            kind, parts = "paragraph", [line.text]
+            start("paragraph", line.text, line)
         last = line
     flush()
     return blocks

@@ -48,6 +48,7 @@ class Line:
     cells: int = 1
     parts: list[Part] = field(default_factory=list)  # the cells of a merged row, left to right
     table: list[list[str]] | None = None  # a detected table (this line stands for all its rows)
+    row_boxes: list[tuple[float, float, float, float]] | None = None  # a table: each row's box
     figure: tuple[float, float, float, float] | None = None  # a figure: its box (l, t, r, b)
 
     def __post_init__(self) -> None:

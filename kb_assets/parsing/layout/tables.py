@@ -26,7 +26,7 @@ def find_tables(lines: list[Line], body_h: float) -> list[Line]:
             out.append(lines[i])
             i += 1
             continue
-        end, rows = found
+        end, rows, boxes = found
         run = lines[i:end]
         header_font = run[0].font
         table = Line(
@@ -39,19 +39,26 @@ def find_tables(lines: list[Line], body_h: float) -> list[Line]:
             size=max(ln.size for ln in run),
             cells=max(len(r) for r in rows),
             table=rows,
+            row_boxes=boxes,
         )
         out.append(table)
         i = end
     return out
 
 
-def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[list[str]]] | None:
+def _grow(box: tuple[float, float, float, float], line: Line) -> tuple[float, float, float, float]:
+    return min(box[0], line.l), min(box[1], line.t), max(box[2], line.r), max(box[3], line.b)
+
+
+def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[list[str]], list] | None:
+    """(end, rows, each row's box) of the table starting at ``start``, or None."""
     first = lines[start]
     if len(first.parts) < 2 or first.table is not None or TOC_ENTRY.search(first.text):
         return None
     tol = 0.8 * body_h
     starts = [part.l for part in first.parts]
     rows = [[part.text for part in first.parts]]
+    boxes = [(first.l, first.t, first.r, first.b)]
     full_rows = 1
     prev = first
     end = start + 1
@@ -70,17 +77,19 @@ def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[
                 break  # a lone line after the table, not a wrapped cell
             for column, part in zip(columns, line.parts):  # wrapped cells continue the row above
                 rows[-1][column] = join_lines(rows[-1][column], part.text)
+            boxes[-1] = _grow(boxes[-1], line)
         else:
             row = [""] * len(starts)
             for column, part in zip(columns, line.parts):
                 row[column] = part.text
             rows.append(row)
+            boxes.append((line.l, line.t, line.r, line.b))
             full_rows += 1
         prev = line
         end += 1
     if full_rows < TABLE_MIN_ROWS:
         return None
-    return end, rows
+    return end, rows, boxes
 
 
 def _columns_of(parts: list[Part], starts: list[float], tol: float) -> list[int] | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -130,10 +130,12 @@ def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipe
         page = start - 1
         for (block, page_no, _layer), item in zip(walker.out, walker.items):
             page = page_no - 1 if page_no else page  # items without provenance stay with the page before
+            box = item_box(result.document, item)
+            if box is not None:  # the item's place on the page (its first provenance), for chunk regions
+                block = replace(block, box=box, lines=((0, len(block.text), *box),))
+                if block.kind == "figure":
+                    boxes[page].append(box)
             blocks[page].append(block)
-            box = item_box(result.document, item) if block.kind == "figure" else None
-            if box is not None:
-                boxes[page].append(box)
         del result
 
     warnings: list[str] = []
@@ -150,10 +152,13 @@ def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipe
         parsed: list[ParsedPage] = []
         for index in range(facts.page_count):
             label = facts.labels[index]
+            width, height = pdf[index].get_size()
             if index in ocr_blocks:
-                parsed.append(ParsedPage(index, ocr_blocks[index], *ocr_parser(options), label))
+                parsed.append(ParsedPage(index, ocr_blocks[index], *ocr_parser(options), label,
+                                         width=width, height=height))
             else:
-                parsed.append(ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label))
+                parsed.append(ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label,
+                                         width=width, height=height))
         if options.images:
             render_pdf_images(pdf, parsed, dict(boxes), set(boxes) | set(scanned))
     finally:

@@ -58,13 +58,14 @@ def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> Pars
             label = label or pl.printed_number
             page_blocks = blocks.get(index, [])
             removed = tuple(pl.removed)
+            size = {"width": pl.width, "height": pl.height}
             if pl.ocr:
-                parsed.append(ParsedPage(index, page_blocks, *ocr_parser(options), label, removed=removed))
+                parsed.append(ParsedPage(index, page_blocks, *ocr_parser(options), label, removed=removed, **size))
                 continue
             mode = MODE
             if not page_blocks and needs_ocr(pl):
                 mode = MODE_NO_TEXT
-            parsed.append(ParsedPage(index, page_blocks, PARSER, mode, label, removed=removed))
+            parsed.append(ParsedPage(index, page_blocks, PARSER, mode, label, removed=removed, **size))
         if options.images:
             color = {i for i, pl in pages.items() if pl.pictures}
             render_pdf_images(pdf, parsed, figure_boxes(pages), color)

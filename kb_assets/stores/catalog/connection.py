@@ -50,7 +50,7 @@ class CatalogConnection:
         """A pooled read-only connection for the retrieval service (a fresh connection costs ~7 ms).
 
         Connecting and every statement are bounded by ``statement_timeout_ms``; a connection that saw an
-        error is discarded.
+        error is discarded, and one that died while idle (Postgres restarted) is replaced before use.
         """
         import psycopg2.pool
 
@@ -61,10 +61,18 @@ class CatalogConnection:
                     4, 32, self.dsn, connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
                     options=f"-c statement_timeout={self.statement_timeout_ms}")
         conn = self._pool.getconn()
+        for _ in range(8):  # idle connections of a server that restarted are dead: drop them, take others
+            try:
+                if not conn.autocommit:
+                    conn.set_session(readonly=True, autocommit=True)
+                if _alive(conn):
+                    break
+            except psycopg2.Error:
+                pass
+            self._pool.putconn(conn, close=True)
+            conn = self._pool.getconn()
         broken = False
         try:
-            if not conn.autocommit:
-                conn.set_session(readonly=True, autocommit=True)
             yield conn
         except Exception:
             broken = True
@@ -77,3 +85,15 @@ class CatalogConnection:
             if getattr(self, "_pool", None) is not None:
                 self._pool.closeall()
                 self._pool = None
+
+
+def _alive(conn) -> bool:
+    """The connection still reaches its server (one round trip; a closed or broken one is not)."""
+    if conn.closed:
+        return False
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")
+        return True
+    except psycopg2.Error:
+        return False

@@ -36,6 +36,13 @@ class CatalogReads(CatalogConnection):
             row = cur.fetchone()
             return Document(*row) if row else None
 
+    def source_etags(self, document_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """(ETag, version) last seen for the s3:// sources of these documents."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT document_id, etag, version FROM source_etags WHERE document_id = ANY(%s)",
+                        (list(document_ids),))
+            return {row[0]: (row[1], row[2]) for row in cur.fetchall()}
+
     def list_documents(self, knowledge_base_ids: list[str] | None = None) -> list[Document]:
         with self.connect() as conn, conn.cursor() as cur:
             if knowledge_base_ids:
@@ -52,9 +59,34 @@ class CatalogReads(CatalogConnection):
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
-                "parser, mode, image_key, run_id, pipeline_version FROM pages WHERE document_id = %s "
+                "parser, mode, image_key, run_id, pipeline_version, width, height FROM pages WHERE document_id = %s "
                 "ORDER BY page_index",
                 (document_id,),
+            )
+            return [dict(row) for row in cur.fetchall()]
+
+    def read_page(self, document_id: str, page_index: int) -> dict | None:
+        """One page record (as ``read_pages`` gives them), or None."""
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT document_id, version, page_index, page_label, text, summary, keywords, parser, mode, "
+                "image_key, run_id, width, height FROM pages WHERE document_id = %s AND page_index = %s",
+                (document_id, page_index),
+            )
+            row = cur.fetchone()
+            return dict(row) if row else None
+
+    def knowledge_base_counts(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
+        """Per knowledge base (those named; None: all), its documents by status."""
+        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT knowledge_base_id, count(*) FILTER (WHERE status <> 'deleted') AS documents, "
+                "count(*) FILTER (WHERE status = 'published') AS published, "
+                "count(*) FILTER (WHERE status = 'failed') AS failed, "
+                "count(*) FILTER (WHERE status = 'pending') AS pending "
+                "FROM documents WHERE %(all)s OR knowledge_base_id = ANY(%(kbs)s) "
+                "GROUP BY knowledge_base_id ORDER BY knowledge_base_id",
+                {"all": knowledge_base_ids is None, "kbs": list(knowledge_base_ids or [])},
             )
             return [dict(row) for row in cur.fetchall()]
 
@@ -89,6 +121,17 @@ class CatalogReads(CatalogConnection):
 
     def collection(self, name: str) -> dict | None:
         return next((c for c in self.collections() if c["name"] == name), None)
+
+    # sizing ------------------------------------------------------------------------------------
+    def table_sizes(self) -> dict[str, tuple[int, int]]:
+        """Rows and bytes on disk (with indexes and TOAST) of each table of the schema."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
+            sizes = {}
+            for (table,) in cur.fetchall():
+                cur.execute(f'SELECT count(*), pg_total_relation_size(%s) FROM "{table}"', (table,))
+                sizes[table] = tuple(cur.fetchone())
+            return sizes
 
     # retrieval (read-only, pooled connections) -------------------------------------------------
     def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:

@@ -45,6 +45,13 @@ class CatalogWrites(CatalogConnection):
                 (document_id, knowledge_base_id, source_path, source_uri, version, size_bytes),
             )
 
+    def record_source_etag(self, conn, document_id: str, etag: str, version: str) -> None:
+        """Remember that the s3:// object of a document had this ETag when its bytes hashed to ``version``."""
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO source_etags (document_id, etag, version) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag, version = EXCLUDED.version, "
+                        "updated_at = now()", (document_id, etag, version))
+
     def update_document(self, conn, document_id: str, **fields) -> None:
         unknown = set(fields) - set(DOCUMENT_COLUMNS)
         if unknown:
@@ -94,10 +101,11 @@ class CatalogWrites(CatalogConnection):
             psycopg2.extras.execute_values(
                 cur,
                 "INSERT INTO pages (document_id, version, page_index, page_label, text, blocks, summary, "
-                "keywords, parser, mode, image_key, run_id, pipeline_version) VALUES %s",
+                "keywords, parser, mode, image_key, run_id, pipeline_version, width, height) VALUES %s",
                 [(document_id, version, p["page_index"], p.get("page_label"), p["text"],
                   json.dumps(p["blocks"], ensure_ascii=False), p.get("summary"), p.get("keywords") or [],
-                  p["parser"], p["mode"], p.get("image_key"), run_id, pipeline_version) for p in pages],
+                  p["parser"], p["mode"], p.get("image_key"), run_id, pipeline_version, p.get("width"), p.get("height"))
+                 for p in pages],
             )
 
     # PageIndex nodes -------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""The request and answer models of the HTTP service (OpenAPI at ``/docs``); field names are camelCase as
+in DESIGN.md section 9. Text that is not valid Unicode or holds NUL is refused (422)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+
+from kb_assets.retrieval.errors import valid_text
+from kb_assets.retrieval.strategies import STRATEGIES
+
+# the strategy names of the registry: validated, and listed in OpenAPI
+StrategyName = Literal[STRATEGIES]  # type: ignore[valid-type]
+KnowledgeBaseId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$"),
+                            AfterValidator(valid_text)]
+QueryText = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(valid_text)]
+
+
+class SearchBody(BaseModel):
+    query: QueryText
+    knowledgeBaseIds: list[KnowledgeBaseId] | None = Field(
+        None, max_length=100, description="Knowledge bases to search; none: every one the caller may read.")
+    limit: int = Field(10, ge=1, le=100)
+    minScore: float | None = Field(None, allow_inf_nan=False,
+                                   description="Drop hybrid results below this score (then no page fallback).")
+    strategy: StrategyName | None = Field(None, description="None: the configured default.")
+
+
+class Scores(BaseModel):
+    dense: float | None
+    lexical: float | None
+    exactBoost: float | None
+
+
+class SearchResult(BaseModel):
+    chunkId: str | None
+    documentId: str
+    knowledgeBaseId: str
+    documentTitle: str | None
+    sourceUri: str | None
+    pageIndex: int
+    pageEnd: int
+    pageLabel: str | None = None
+    chunkIndex: int | None
+    sectionTitle: str | None
+    content: str
+    score: float | None = Field(description="null for fallback rows")
+    scores: Scores
+    retrievalSource: Literal["hybrid", "fallback_pages"]
+    pageImageUrl: str | None = Field(None, description="a short-lived signed URL of the page image")
+    figureImageUrl: str | None = Field(None, description="a short-lived signed URL of the figure image")
+    pageSummary: str | None = None
+
+
+class SearchAnswer(BaseModel):
+    results: list[SearchResult]
+    warnings: list[str]
+
+
+class KnowledgeBase(BaseModel):
+    knowledgeBaseId: str
+    documents: int = Field(description="documents not deleted")
+    published: int
+    failed: int
+    pending: int
+
+
+class KnowledgeBases(BaseModel):
+    knowledgeBases: list[KnowledgeBase]
+
+
+class DocumentRow(BaseModel):
+    documentId: str
+    knowledgeBaseId: str
+    sourcePath: str
+    sourceUri: str
+    title: str | None
+    version: str | None
+    sizeBytes: int | None
+    mime: str | None
+    sourceKind: str | None
+    status: Literal["pending", "published", "failed", "deleted"]
+    error: str | None = Field(description="why the document failed")
+    pages: int | None
+    chunks: int | None
+    lastRunId: str | None
+    lastRunUrl: str | None = Field(None, description="the run in the Dagster UI (KB_DAGSTER_URL)")
+    updatedAt: str | None
+
+
+class Documents(BaseModel):
+    documents: list[DocumentRow]
+
+
+class ServiceInfo(BaseModel):
+    strategies: list[str]
+    defaultStrategy: str
+    dagsterUrl: str | None
+    signedUrlSeconds: int

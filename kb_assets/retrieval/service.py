@@ -1,0 +1,151 @@
+"""What the service does for one caller, whatever the route (REST, the web page, MCP): search, a page,
+a chunk's lineage, knowledge bases and their documents, and the stored images. Scope is checked
+before any store is read; image URLs in every answer are signed for the caller
+(``kb_assets/web/signing.py``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fastapi import HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
+from pymilvus import MilvusClient
+
+from kb_assets.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.retrieval.auth import ApiKeys, Caller
+from kb_assets.retrieval.errors import check_id
+from kb_assets.retrieval.healing import MilvusWatchdog
+from kb_assets.retrieval.rows import asset_url
+from kb_assets.retrieval.search import Searcher, SearchRequest
+from kb_assets.settings import Settings
+from kb_assets.stores import GRPC_OPTIONS, Stores
+from kb_assets.web.signing import UrlSigner
+
+log = logging.getLogger("kb_assets.retrieval")
+IMAGE_FOLDERS = ("pages", "figures")
+
+
+class Service:
+    def __init__(self, settings: Settings, searcher: Searcher, heal_milvus: bool = False):
+        self.settings = settings
+        self.searcher = searcher
+        self.stores = Stores(settings)
+        self.keys = ApiKeys(settings.api_keys)
+        self.signer = UrlSigner(settings.url_signing_secret, settings.url_ttl_seconds)
+        # the embedded Milvus Lite server is restarted when it dies (an external KB_MILVUS_URI is not ours)
+        self.watchdog = MilvusWatchdog(settings.home, self.use_milvus) \
+            if heal_milvus and settings.milvus_uri is None else None
+
+    # lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        for problem in self.searcher.warm_up():
+            log.warning("search is not ready yet: %s", problem)
+        if self.watchdog is not None:
+            self.watchdog.start()
+
+    def stop(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.stop()
+
+    def use_milvus(self, uri: str) -> None:
+        """After the Milvus server came back: a client of its URI (a new one when the port changed)."""
+        current = getattr(self.searcher.client, "_config", None)
+        if current is None or getattr(current, "uri", uri).rstrip("/") != uri.rstrip("/"):
+            self.searcher.client = MilvusClient(uri=uri, timeout=30, grpc_options=GRPC_OPTIONS)
+        self.searcher.forget_published()
+
+    # search ---------------------------------------------------------------------------------------
+    def search(self, caller: Caller, query: str, knowledge_base_ids: list[str] | None = None, limit: int = 10,
+               min_score: float | None = None, strategy: str | None = None) -> dict:
+        """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 403 outside the
+        caller's scope, 422 for a request the searcher refuses."""
+        try:
+            kbs = caller.knowledge_bases(knowledge_base_ids)
+        except PermissionError as error:
+            raise HTTPException(403, str(error)) from None
+        request = SearchRequest(query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score,
+                                strategy=strategy)
+        try:
+            answer = self.searcher.search(request).as_json()
+        except ValueError as error:
+            raise HTTPException(422, str(error)) from None
+        if self.watchdog is not None and any("chunk search failed" in w for w in answer["warnings"]):
+            self.watchdog.poke()
+        self.signer.sign_rows(answer["results"], caller)
+        return answer
+
+    # documents, pages, lineage ------------------------------------------------------------------------
+    def readable_document(self, document_id: str, caller: Caller):
+        """The document, when the caller may read it; else 404 (the same answer as for no document)."""
+        check_id(document_id, "document")
+        doc = self.stores.catalog.get_document(document_id)
+        if doc is None or not caller.may_read(doc.knowledge_base_id):
+            raise HTTPException(404, f"no document {document_id}")
+        return doc
+
+    def page(self, document_id: str, page_index: int, caller: Caller) -> dict:
+        doc = self.readable_document(document_id, caller)
+        record = self.stores.catalog.read_page(document_id, page_index) if 0 <= page_index < 2**31 else None
+        if record is None:
+            raise HTTPException(404, f"document {document_id} has no page {page_index}")
+        return {"documentId": document_id, "pageIndex": page_index, "pageLabel": record["page_label"],
+                "pageCount": doc.page_count, "text": record["text"], "summary": record["summary"],
+                "keywords": record["keywords"], "parser": record["parser"], "mode": record["mode"],
+                "version": record["version"], "width": record["width"], "height": record["height"],
+                "pageImageUrl": self.signer.sign_url(asset_url(record["image_key"]), caller)}
+
+    def lineage(self, chunk_id: str, caller: Caller) -> dict:
+        check_id(chunk_id, "chunk")
+        try:
+            found = chunk_lineage(chunk_id, self.stores.catalog, self.stores.lake, self.searcher.client,
+                                  self.settings.alias, None if caller.scope is None else set(caller.scope))
+        except ChunkNotFound as error:
+            raise HTTPException(404, str(error)) from None
+        self.signer.sign_rows(found["pages"], caller)
+        for run in found["runs"]:
+            run["url"] = self.run_url(run["runId"])
+        return found
+
+    def knowledge_bases(self, caller: Caller) -> dict:
+        counts = self.stores.catalog.knowledge_base_counts(None if caller.scope is None else sorted(caller.scope))
+        return {"knowledgeBases": [{"knowledgeBaseId": c["knowledge_base_id"], "documents": c["documents"],
+                                    "published": c["published"], "failed": c["failed"], "pending": c["pending"]}
+                                   for c in counts]}
+
+    def documents(self, knowledge_base_id: str, caller: Caller) -> dict:
+        check_id(knowledge_base_id, "knowledge base")
+        if not caller.may_read(knowledge_base_id):
+            raise HTTPException(404, f"no knowledge base {knowledge_base_id}")
+        docs = self.stores.catalog.list_documents([knowledge_base_id])
+        return {"documents": [{
+            "documentId": d.document_id, "knowledgeBaseId": d.knowledge_base_id, "sourcePath": d.source_path,
+            "sourceUri": d.source_uri, "title": d.title, "version": d.version, "sizeBytes": d.size_bytes,
+            "mime": d.mime, "sourceKind": d.source_kind, "status": d.status, "error": d.error,
+            "pages": d.page_count, "chunks": d.chunk_count, "lastRunId": d.last_run_id,
+            "lastRunUrl": self.run_url(d.last_run_id),
+            "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None} for d in docs]}
+
+    def run_url(self, run_id: str | None) -> str | None:
+        """The run's page in the Dagster UI, when KB_DAGSTER_URL is set."""
+        return f"{self.settings.dagster_url}/runs/{run_id}" if run_id and self.settings.dagster_url else None
+
+    # images ----------------------------------------------------------------------------------------
+    def asset(self, key: str, caller: Caller):
+        """A page or figure image; its key names its document (``pages/<documentId>/...``), whose
+        knowledge base the caller must be allowed to read. Anything else is 404."""
+        check_id(key, "asset")
+        parts = key.split("/")
+        if len(parts) < 3 or parts[0] not in IMAGE_FOLDERS or any(p in ("", ".", "..") for p in parts):
+            raise HTTPException(404, f"no asset {key}")
+        doc = self.stores.catalog.get_document(parts[1])
+        if doc is None or not caller.may_read(doc.knowledge_base_id):
+            raise HTTPException(404, f"no asset {key}")
+        path = self.stores.objects.path(key)
+        if path.protocol in ("", "file", "local"):
+            if not Path(path.path).is_file():     # a folder (pages/<doc>/) is no asset
+                raise HTTPException(404, f"no asset {key}")
+            return FileResponse(path.path, media_type="image/png")
+        if not path.is_file():
+            raise HTTPException(404, f"no asset {key}")
+        return RedirectResponse(path.fs.sign(path.path, expiration=300), status_code=307)  # S3: presigned

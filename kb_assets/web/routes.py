@@ -1,0 +1,56 @@
+"""The web page at ``/`` and the endpoints only it needed so far: knowledge bases with document counts,
+a knowledge base's documents, and what the service offers (strategies, the Dagster UI's address).
+
+The page is three static files under ``static/`` (HTML, CSS, JavaScript; no build step, nothing from a
+CDN), shipped in the wheel as package data. It asks for an API key, keeps it in the tab's session
+storage and sends it as ``Authorization: Bearer``; images come on signed URLs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from fastapi import APIRouter, Depends, HTTPException
+from fastapi.responses import FileResponse
+
+from kb_assets.retrieval.auth import Caller
+from kb_assets.retrieval.schemas import Documents, KnowledgeBases, ServiceInfo
+from kb_assets.retrieval.strategies import STRATEGIES
+
+STATIC = Path(__file__).resolve().parent / "static"
+STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css", "favicon.svg": "image/svg+xml"}
+
+
+def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/", include_in_schema=False)
+    def index():
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8",
+                            headers={"Cache-Control": "no-cache"})
+
+    @router.get("/static/{name}", include_in_schema=False)
+    def static(name: str):
+        if name not in STATIC_FILES:
+            raise HTTPException(404, f"no file {name}")
+        return FileResponse(STATIC / name, media_type=STATIC_FILES[name], headers={"Cache-Control": "no-cache"})
+
+    @router.get("/v1/knowledge-bases", response_model=KnowledgeBases)
+    def knowledge_bases(who: Caller = Depends(caller)):
+        """The knowledge bases this key may read, with their documents by status."""
+        return service.knowledge_bases(who)
+
+    @router.get("/v1/knowledge-bases/{knowledge_base_id}/documents", response_model=Documents)
+    def documents(knowledge_base_id: str, who: Caller = Depends(caller)):
+        """A knowledge base's documents: status, pages, chunks, last run and the reason when failed."""
+        return service.documents(knowledge_base_id, who)
+
+    @router.get("/v1/service", response_model=ServiceInfo)
+    def info(who: Caller = Depends(caller)):
+        """Search strategies (the registry's), the default, and the Dagster UI runs link to."""
+        settings = service.settings
+        return {"strategies": list(STRATEGIES), "defaultStrategy": settings.search.strategy,
+                "dagsterUrl": settings.dagster_url or None, "signedUrlSeconds": settings.url_ttl_seconds}
+
+    return router

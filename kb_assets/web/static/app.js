@@ -1,0 +1,375 @@
+// kb-assets: search a knowledge base and see where each answer came from. No build step, no library.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { key: sessionStorage.getItem("kb-key") || "", results: [], lineage: null, page: null,
+  documentId: null, pageIndex: 0, pageCount: null, active: null, dagsterUrl: null };
+
+// ---------------------------------------------------------------- the API, with the key
+class AuthNeeded extends Error {}
+
+async function api(path, options = {}) {
+  const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
+  if (state.key) headers.Authorization = "Bearer " + state.key;
+  if (options.body) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, Object.assign({}, options, { headers }));
+  if (response.status === 401) throw new AuthNeeded("an API key is needed");
+  let body = null;
+  try { body = await response.json(); } catch (_) { body = null; }
+  if (!response.ok) {
+    const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail))
+      : response.statusText;
+    throw new Error(`${response.status}: ${detail}`);
+  }
+  return body;
+}
+
+function say(text, error = false) {
+  const status = $("status");
+  status.textContent = text;
+  status.classList.toggle("error", error);
+}
+
+function askForKey(message) {
+  $("key-error").textContent = message || "";
+  $("key-input").value = "";
+  if (!$("key-dialog").open) $("key-dialog").showModal();
+  $("key-input").focus();
+}
+
+async function guarded(work) {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof AuthNeeded) askForKey(state.key ? "That key was not accepted." : "");
+    else say(error.message, true);
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------- text helpers
+const CJK = /[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]/;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "className") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+// whitespace collapsed and spaces beside CJK characters dropped (kb_assets.text.normalize_ws), with
+// the index in the original text of every kept character
+function normalized(text) {
+  const chars = [], origin = [];
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (/\s/.test(ch)) {
+      if (chars.length && chars[chars.length - 1] !== " ") { chars.push(" "); origin.push(i); }
+    } else { chars.push(ch); origin.push(i); }
+  }
+  const out = [], map = [];
+  for (let i = 0; i < chars.length; i++) {
+    if (chars[i] === " " && ((i > 0 && CJK.test(chars[i - 1])) || (i + 1 < chars.length && CJK.test(chars[i + 1])))) continue;
+    out.push(chars[i]); map.push(origin[i]);
+  }
+  return { text: out.join(""), map };
+}
+
+// [start, end) of the chunk's content in the joined text of its pages, or null
+function chunkSpan(joined, content, header) {
+  const hay = normalized(joined);
+  const needles = [content];
+  if (header && content.startsWith(header)) needles.push(content.slice(header.length));
+  for (const needle of needles) {
+    const n = normalized(needle).text;
+    if (!n) continue;
+    const at = hay.text.indexOf(n);
+    if (at >= 0) return [hay.map[at], hay.map[at + n.length - 1] + 1];
+  }
+  return null;
+}
+
+function pageLabel(index, label) {
+  return label && label !== String(index + 1) ? `page ${index + 1} (“${label}”)` : `page ${index + 1}`;
+}
+
+// ---------------------------------------------------------------- start
+async function start() {
+  const info = await guarded(() => api("/v1/service"));
+  if (!info) return;
+  state.dagsterUrl = info.dagsterUrl;
+  const strategy = $("strategy");
+  strategy.replaceChildren(...info.strategies.map((name) =>
+    el("option", { value: name, selected: name === info.defaultStrategy }, name)));
+  const kbs = await guarded(() => api("/v1/knowledge-bases"));
+  if (!kbs) return;
+  const options = kbs.knowledgeBases.map((kb) =>
+    el("option", { value: kb.knowledgeBaseId }, `${kb.knowledgeBaseId} (${kb.documents} documents)`));
+  $("kb").replaceChildren(el("option", { value: "" }, "All I may read"), ...options.map((o) => o.cloneNode(true)));
+  $("documents-kb").replaceChildren(...options);
+  say(kbs.knowledgeBases.length ? `${kbs.knowledgeBases.length} knowledge bases` : "No knowledge base yet");
+  if ($("view-documents").hidden === false) loadDocuments();
+}
+
+// ---------------------------------------------------------------- search
+async function search(event) {
+  event.preventDefault();
+  const query = $("query").value.trim();
+  if (!query) return;
+  const body = { query, limit: 10, strategy: $("strategy").value || null };
+  if ($("kb").value) body.knowledgeBaseIds = [$("kb").value];
+  say("Searching…");
+  const answer = await guarded(() => api("/v1/kb/search", { method: "POST", body: JSON.stringify(body) }));
+  if (!answer) return;
+  state.results = answer.results;
+  renderResults(answer);
+  say(`${answer.results.length} results`);
+}
+
+function renderResults(answer) {
+  const warnings = $("warnings");
+  warnings.hidden = !answer.warnings.length;
+  warnings.textContent = answer.warnings.join(" · ");
+  const list = $("results");
+  list.replaceChildren();
+  answer.results.forEach((row, index) => {
+    const fallback = row.retrievalSource === "fallback_pages";
+    const thumb = row.pageImageUrl
+      ? el("img", { className: "thumb", src: row.pageImageUrl, alt: `thumbnail of ${pageLabel(row.pageIndex, row.pageLabel)}`, loading: "lazy" })
+      : el("span", { className: "thumb", "aria-hidden": "true" }, "text");
+    const scores = row.scores || {};
+    const parts = ["dense", "lexical", "exactBoost"].filter((k) => scores[k] !== null && scores[k] !== undefined)
+      .map((k) => `${k} ${Number(scores[k]).toFixed(3)}`).join(" · ");
+    const meta = el("span", { className: "meta" },
+      el("span", {}, pageLabel(row.pageIndex, row.pageLabel) + (row.pageEnd > row.pageIndex ? `–${row.pageEnd + 1}` : "")),
+      row.sectionTitle ? el("span", { className: "section" }, "§ " + row.sectionTitle) : null,
+      fallback ? el("span", { className: "badge fallback", title: "chunk search did not answer: page text from Postgres" }, "fallback: pages")
+        : el("span", { className: "score", title: parts }, `score ${Number(row.score).toFixed(3)} (${parts})`),
+      el("span", {}, row.knowledgeBaseId));
+    const button = el("button", { type: "button", "aria-label": `${row.documentTitle || row.documentId}, ${pageLabel(row.pageIndex, row.pageLabel)}: show where it came from` },
+      thumb,
+      el("span", {}, el("span", { className: "title" }, row.documentTitle || row.sourceUri || row.documentId), meta,
+        el("span", { className: "snippet" }, row.content)));
+    button.addEventListener("click", () => openResult(index));
+    list.append(el("li", { className: "result" + (fallback ? " fallback" : ""), "data-index": index }, button));
+  });
+  closeLineage(false);
+}
+
+// ---------------------------------------------------------------- lineage
+async function openResult(index) {
+  const row = state.results[index];
+  state.active = index;
+  document.querySelectorAll(".result").forEach((li) => li.classList.toggle("active", Number(li.dataset.index) === index));
+  state.lineage = null;
+  if (row.chunkId) {
+    const found = await guarded(() => api(`/v1/chunks/${encodeURIComponent(row.chunkId)}/lineage`));
+    if (!found) return;
+    state.lineage = found;
+    state.pageCount = found.document.pageCount;
+    renderFacts(found);
+    showLineagePanel();
+    await showPage(found.documentId || found.document.documentId, found.pageIndex, found.pages.find((p) => p.pageIndex === found.pageIndex));
+  } else {
+    renderFacts(null, row);
+    showLineagePanel();
+    await showPage(row.documentId, row.pageIndex);
+  }
+}
+
+function showLineagePanel() {
+  $("lineage").hidden = false;
+  document.querySelector(".split").classList.remove("closed");
+  $("lineage").focus();
+}
+
+function closeLineage(restoreFocus = true) {
+  $("lineage").hidden = true;
+  state.lineage = null;
+  if (restoreFocus && state.active !== null) {
+    const button = document.querySelector(`.result[data-index="${state.active}"] > button`);
+    if (button) button.focus();
+  }
+}
+
+function renderFacts(found, row) {
+  const verified = $("verified");
+  const dl = $("doc-version");
+  const runs = $("runs").querySelector("tbody");
+  dl.replaceChildren();
+  runs.replaceChildren();
+  if (!found) {
+    verified.className = "verified";
+    verified.textContent = "A page-fallback result: page text from Postgres, no chunk to verify.";
+    addFact(dl, "document", row.documentTitle || row.documentId);
+    addFact(dl, "source", row.sourceUri);
+    return;
+  }
+  const v = found.verification || {};
+  verified.className = "verified " + (found.verified ? "yes" : "no");
+  verified.textContent = found.verified ? "✓ verified: the chunk is in its pages' stored text, same version"
+    : `✗ not verified (content in pages: ${v.contentFoundInPages}, versions match: ${v.versionsMatch})`;
+  const doc = found.document;
+  addFact(dl, "title", doc.title);
+  addFact(dl, "source", doc.sourceUri);
+  addFact(dl, "sha256", doc.version);
+  if (doc.currentVersion && doc.currentVersion !== doc.version) addFact(dl, "current", doc.currentVersion);
+  addFact(dl, "size", doc.sizeBytes !== null && doc.sizeBytes !== undefined ? `${doc.sizeBytes.toLocaleString()} bytes` : null);
+  addFact(dl, "type", [doc.sourceKind, doc.mime].filter(Boolean).join(" · "));
+  addFact(dl, "status", doc.status);
+  addFact(dl, "knowledge base", doc.knowledgeBaseId);
+  addFact(dl, "chunk", `${found.chunkId} (#${found.chunkIndex}, ${found.kind})`);
+  addFact(dl, "section", found.sectionTitle);
+  for (const run of found.runs) {
+    const cell = run.runId ? (run.url ? el("a", { href: run.url, target: "_blank", rel: "noopener" }, run.runId) : el("code", {}, run.runId)) : "—";
+    runs.append(el("tr", {}, el("td", {}, run.asset), el("td", {}, cell)));
+  }
+}
+
+function addFact(dl, name, value) {
+  if (value === null || value === undefined || value === "") return;
+  dl.append(el("dt", {}, name), el("dd", {}, String(value)));
+}
+
+async function showPage(documentId, pageIndex, fromLineage) {
+  let page = fromLineage;
+  if (!page || !("text" in page)) {
+    page = await guarded(() => api(`/v1/documents/${encodeURIComponent(documentId)}/pages/${pageIndex}`));
+    if (!page) return;
+    if (page.pageCount !== null && page.pageCount !== undefined) state.pageCount = page.pageCount;
+  }
+  state.documentId = documentId;
+  state.pageIndex = pageIndex;
+  state.page = page;
+  $("page-label").textContent = pageLabel(pageIndex, page.pageLabel) + (state.pageCount ? ` of ${state.pageCount}` : "");
+  $("prev-page").disabled = pageIndex <= 0;
+  $("next-page").disabled = state.pageCount ? pageIndex >= state.pageCount - 1 : false;
+  renderPageImage(page);
+  renderPageText(page);
+}
+
+function renderPageImage(page) {
+  const frame = $("page-frame");
+  frame.querySelectorAll(".region").forEach((r) => r.remove());
+  const image = $("page-image");
+  const url = page.imageUrl || page.pageImageUrl;
+  const lineage = state.lineage;
+  const regions = lineage ? lineage.regions.filter((r) => r.pageIndex === state.pageIndex) : [];
+  if (!url) {
+    frame.classList.add("empty");
+    image.removeAttribute("src");
+    $("page-caption").textContent = "This format has no page image: the text view shows where the chunk is.";
+    return;
+  }
+  frame.classList.remove("empty");
+  image.alt = `Image of ${pageLabel(state.pageIndex, page.pageLabel)}` + (regions.length ? ", the chunk highlighted" : "");
+  const draw = () => {
+    frame.querySelectorAll(".region").forEach((r) => r.remove());
+    if (!page.width || !page.height) return;
+    for (const r of regions) {   // page units -> percentages of the image, whatever size it is shown at
+      const box = el("div", { className: "region", "aria-hidden": "true" });
+      box.style.left = `${(100 * r.l) / page.width}%`;
+      box.style.top = `${(100 * r.t) / page.height}%`;
+      box.style.width = `${(100 * (r.r - r.l)) / page.width}%`;
+      box.style.height = `${(100 * (r.b - r.t)) / page.height}%`;
+      frame.append(box);
+    }
+  };
+  image.onload = draw;
+  image.src = url;
+  if (image.complete && image.naturalWidth) draw();
+  $("page-caption").textContent = regions.length
+    ? `${regions.length} highlighted region${regions.length > 1 ? "s" : ""}: where the chunk is on this page`
+    : lineage ? "The chunk is not on this page (← → to move between pages)" : "";
+}
+
+function renderPageText(page) {
+  const box = $("page-text");
+  const text = page.text || "";
+  box.replaceChildren();
+  const lineage = state.lineage;
+  if (!lineage || state.pageIndex < lineage.pageIndex || state.pageIndex > lineage.pageEnd) {
+    box.textContent = text;
+    return;
+  }
+  // the chunk's span in the joined text of its pages, cut to this page
+  const pages = lineage.pages;
+  let joined = "", at = 0;
+  for (const p of pages) {
+    if (joined) joined += "\n";
+    if (p.pageIndex === state.pageIndex) at = joined.length;
+    joined += p.text;
+  }
+  const span = chunkSpan(joined, lineage.content, lineage.tableHeader);
+  if (!span) { box.textContent = text; return; }
+  const start = Math.max(0, span[0] - at), end = Math.min(text.length, span[1] - at);
+  if (end <= start) { box.textContent = text; return; }
+  const mark = el("mark", {}, text.slice(start, end));
+  box.append(text.slice(0, start), mark, text.slice(end));
+  mark.scrollIntoView({ block: "nearest" });
+}
+
+function turnPage(step) {
+  if ($("lineage").hidden || !state.documentId) return;
+  const next = state.pageIndex + step;
+  if (next < 0 || (state.pageCount && next >= state.pageCount)) return;
+  const fromLineage = state.lineage ? state.lineage.pages.find((p) => p.pageIndex === next) : null;
+  showPage(state.documentId, next, fromLineage);
+}
+
+// ---------------------------------------------------------------- documents
+async function loadDocuments() {
+  const kb = $("documents-kb").value;
+  const body = $("documents-table").querySelector("tbody");
+  if (!kb) { body.replaceChildren(); return; }
+  const answer = await guarded(() => api(`/v1/knowledge-bases/${encodeURIComponent(kb)}/documents`));
+  if (!answer) return;
+  body.replaceChildren(...answer.documents.map((d) => el("tr", { "data-document": d.documentId },
+    el("td", {}, el("div", { className: "title" }, d.title || d.sourcePath), el("div", { className: "meta" }, d.sourcePath)),
+    el("td", {}, el("span", { className: "badge " + d.status }, d.status)),
+    el("td", {}, d.pages === null ? "—" : String(d.pages)),
+    el("td", {}, d.chunks === null ? "—" : String(d.chunks)),
+    el("td", {}, d.lastRunId ? (d.lastRunUrl ? el("a", { href: d.lastRunUrl, target: "_blank", rel: "noopener" }, d.lastRunId.slice(0, 8)) : el("code", { title: d.lastRunId }, d.lastRunId.slice(0, 8))) : "—",
+      d.updatedAt ? el("div", { className: "meta" }, new Date(d.updatedAt).toLocaleString()) : null),
+    el("td", { className: d.error ? "error" : "" }, d.error || ""))));
+  say(`${answer.documents.length} documents in ${kb}`);
+}
+
+function selectTab(name) {
+  for (const tab of ["search", "documents"]) {
+    const selected = tab === name;
+    $(`tab-${tab}`).setAttribute("aria-selected", String(selected));
+    $(`view-${tab}`).hidden = !selected;
+  }
+  if (name === "documents") loadDocuments();
+}
+
+// ---------------------------------------------------------------- wiring
+$("search-form").addEventListener("submit", search);
+$("close-lineage").addEventListener("click", () => closeLineage());
+$("prev-page").addEventListener("click", () => turnPage(-1));
+$("next-page").addEventListener("click", () => turnPage(1));
+$("tab-search").addEventListener("click", () => selectTab("search"));
+$("tab-documents").addEventListener("click", () => selectTab("documents"));
+$("documents-kb").addEventListener("change", loadDocuments);
+$("key-change").addEventListener("click", () => askForKey(""));
+$("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.key = $("key-input").value.trim();
+  sessionStorage.setItem("kb-key", state.key);
+  $("key-dialog").close();
+  start();
+});
+document.addEventListener("keydown", (event) => {
+  const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+  if (event.key === "Escape" && !$("lineage").hidden) { closeLineage(); return; }
+  if (typing || $("lineage").hidden) return;
+  if (event.key === "ArrowLeft" || event.key === "[") { turnPage(-1); event.preventDefault(); }
+  if (event.key === "ArrowRight" || event.key === "]") { turnPage(1); event.preventDefault(); }
+});
+start();

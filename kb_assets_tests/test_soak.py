@@ -1,0 +1,20 @@
+"""The bounded soak of issue 9 in its test-suite form (about 60 s): 4 clients, ingests adding, changing
+and deleting documents, the Milvus Lite server killed once; zero 500s, every answer right or a marked
+fallback, the service restarted Milvus by itself, and ``verify`` consistent at the end."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_assets_tests.soak import run_soak
+
+
+@pytest.mark.slow
+def test_soak_with_ingests_and_a_killed_milvus_has_no_errors_and_ends_consistent(kb_home, settings):
+    report = run_soak(settings, kb_home, duration_s=60, max_requests=2000, kill_milvus_at_s=20)
+    print(report.summary())
+    assert report.requests >= 100, report.summary()
+    assert not report.errors, report.errors[:5]
+    assert report.milvus_killed_at_s is not None and report.milvus_restarts >= 1, report.summary()
+    assert report.ingests >= 2, report.summary()
+    assert report.verify["consistent"], report.verify["problems"][:5]

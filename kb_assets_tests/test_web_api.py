@@ -1,0 +1,148 @@
+"""What the web page and agents use (issue 14): signed image URLs, knowledge bases and their documents,
+lineage with regions in page units, and the MCP tool ``kb_search`` over streamable HTTP, which answers
+as ``POST /v1/kb/search`` does and refuses knowledge bases outside the key's scope."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from kb_assets_tests.corpora import ensure_retrieval_corpus
+from kb_assets_tests.live_server import live_server
+
+LOCAL = ("127.0.0.1", 50000)
+KEYS = "alpha-key=alpha;all-key=*"
+ALPHA, ALL = {"Authorization": "Bearer alpha-key"}, {"Authorization": "Bearer all-key"}
+
+
+@pytest.fixture(scope="module")
+def web_settings(kb_home, settings, handbook):
+    ensure_retrieval_corpus(kb_home, settings)
+    return replace(settings, api_keys=KEYS, url_signing_secret="test-secret", dagster_url="http://dagster.test")
+
+
+@pytest.fixture(scope="module")
+def client(web_settings):
+    from kb_assets.retrieval.api import create_app
+
+    with TestClient(create_app(web_settings, heal_milvus=False), client=LOCAL) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def server(web_settings):
+    """A real uvicorn server on 127.0.0.1 (what the MCP client talks to)."""
+    from kb_assets.retrieval.api import create_app
+
+    with live_server(create_app(web_settings, heal_milvus=False)) as url:
+        yield url
+
+
+def handbook_pdf_result(client) -> dict:
+    answer = client.post("/v1/kb/search", headers=ALL, json={"query": "How long are backups kept?",
+                                                             "knowledgeBaseIds": ["handbook"], "strategy": "hybrid"})
+    assert answer.status_code == 200
+    return next(r for r in answer.json()["results"] if r["sourceUri"].endswith(".pdf"))
+
+
+def test_image_urls_are_signed_short_lived_and_bound_to_the_key(client, web_settings):
+    from kb_assets.retrieval.auth import ApiKeys
+    from kb_assets.web.signing import UrlSigner
+
+    row = handbook_pdf_result(client)
+    url = row["pageImageUrl"]
+    assert url.startswith("/v1/assets/pages/") and "&s=" in url
+    image = client.get(url)                                   # no header: the URL is its own proof
+    assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
+    assert client.get(url[:-1] + ("0" if url[-1] != "0" else "1")).status_code == 403
+    assert client.get(url.split("?")[0]).status_code == 401   # neither signed nor a key
+    assert client.get(url.split("?")[0], headers=ALL).status_code == 200   # a Bearer key still works
+    key = url.split("?")[0].removeprefix("/v1/assets/")
+    caller = ApiKeys(KEYS).from_header("Bearer all-key")
+    expired = UrlSigner("test-secret", ttl_seconds=-1).sign(key, caller)
+    assert client.get(expired).status_code == 403
+    other_secret = UrlSigner("another-secret").sign(key, caller)
+    assert client.get(other_secret).status_code == 403
+    alpha_signed = UrlSigner("test-secret").sign(key, ApiKeys(KEYS).from_header("Bearer alpha-key"))
+    assert client.get(alpha_signed).status_code == 404      # a valid URL for a key that may not read it
+
+
+def test_knowledge_bases_and_documents_are_listed_within_the_key_scope(client):
+    everything = client.get("/v1/knowledge-bases", headers=ALL).json()["knowledgeBases"]
+    assert {"alpha", "beta", "handbook"} <= {kb["knowledgeBaseId"] for kb in everything}
+    handbook = next(kb for kb in everything if kb["knowledgeBaseId"] == "handbook")
+    assert handbook["documents"] == handbook["published"] == 8
+    scoped = client.get("/v1/knowledge-bases", headers=ALPHA).json()["knowledgeBases"]
+    assert [kb["knowledgeBaseId"] for kb in scoped] == ["alpha"]
+    assert client.get("/v1/knowledge-bases/beta/documents", headers=ALPHA).status_code == 404
+    docs = client.get("/v1/knowledge-bases/handbook/documents", headers=ALL).json()["documents"]
+    assert len(docs) == 8 and all(d["status"] == "published" and d["pages"] and d["chunks"] for d in docs)
+    assert all(d["lastRunUrl"] == f"http://dagster.test/runs/{d['lastRunId']}" for d in docs)
+    info = client.get("/v1/service", headers=ALPHA).json()
+    assert set(info["strategies"]) == {"hybrid", "pageindex"} and info["dagsterUrl"] == "http://dagster.test"
+
+
+def test_a_failed_document_shows_its_reason_in_the_documents_view(client, kb_home, settings):
+    from kb_assets.ingest import ingest
+
+    folder = kb_home / "web-failed"
+    folder.mkdir(exist_ok=True)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
+    (folder / "fine.md").write_text("# Fine\n\nA fine document about gamma rays.\n", encoding="utf-8")
+    ingest([folder], "gamma", settings)
+    docs = {d["sourcePath"]: d for d in client.get("/v1/knowledge-bases/gamma/documents", headers=ALL).json()["documents"]}
+    assert docs["fine.md"]["status"] == "published"
+    assert docs["broken.pdf"]["status"] == "failed" and "broken.pdf" in docs["broken.pdf"]["error"]
+
+
+def test_lineage_returns_the_chunk_regions_in_page_units_with_the_page_size_and_image(client):
+    row = handbook_pdf_result(client)
+    lineage = client.get(f"/v1/chunks/{row['chunkId']}/lineage", headers=ALL).json()
+    assert lineage["verified"] and lineage["regions"]
+    pages = {p["pageIndex"]: p for p in lineage["pages"]}
+    for region in lineage["regions"]:
+        page = pages[region["pageIndex"]]
+        assert 0 <= region["l"] < region["r"] <= page["width"] and 0 <= region["t"] < region["b"] <= page["height"]
+    assert all(p["imageUrl"] and "&s=" in p["imageUrl"] for p in lineage["pages"])
+    assert {r["asset"] for r in lineage["runs"]} == {"parsed_pages", "pageindex_trees", "chunks", "embeddings",
+                                                     "milvus_collection"}
+    assert all(r["url"] == f"http://dagster.test/runs/{r['runId']}" for r in lineage["runs"] if r["runId"])
+    assert lineage["document"]["sizeBytes"] > 0 and lineage["document"]["sourceKind"] == "pdf"
+    markdown = client.post("/v1/kb/search", headers=ALPHA, json={"query": "How long are backups kept?"}).json()
+    text_only = client.get(f"/v1/chunks/{markdown['results'][0]['chunkId']}/lineage", headers=ALPHA).json()
+    assert text_only["regions"] == [] and text_only["pages"][0]["width"] is None     # the text view
+
+
+async def mcp_search(url: str, key: str, arguments: dict):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:
+            tools = await mcp.list_tools()
+            return [t.name for t in tools.tools], await mcp.call_tool("kb_search", arguments)
+
+
+def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_scope(server):
+    query = {"query": "How long are backups kept?", "knowledgeBaseIds": ["alpha", "beta"], "limit": 4}
+    rest = httpx.post(f"{server}/v1/kb/search", headers=ALL, json=query, timeout=120).json()
+    tools, result = asyncio.run(mcp_search(server, "all-key", {
+        "query": query["query"], "knowledge_base_ids": query["knowledgeBaseIds"], "limit": 4}))
+    assert tools == ["kb_search"] and not result.is_error
+    answer = result.structured_content
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("pageImageUrl", "figureImageUrl")} for r in rows]  # noqa: E731
+    assert strip(answer["results"]) == strip(rest["results"]) and rest["results"]
+    assert answer["warnings"] == rest["warnings"]
+
+    _, refused = asyncio.run(mcp_search(server, "alpha-key", {"query": "backups", "knowledge_base_ids": ["beta"]}))
+    assert refused.is_error and "may not read ['beta']" in refused.content[0].text
+    _, scoped = asyncio.run(mcp_search(server, "alpha-key", {"query": "backups"}))
+    assert not scoped.is_error and {r["knowledgeBaseId"] for r in scoped.structured_content["results"]} == {"alpha"}
+    unknown = httpx.post(f"{server}/mcp", headers={"Authorization": "Bearer nope", "Accept": "application/json"},
+                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
+    assert unknown.status_code == 401

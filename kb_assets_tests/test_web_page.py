@@ -1,0 +1,176 @@
+"""The web page at ``/`` in a real headless Chromium (issue 14): a search returns results, a click shows
+the lineage with the page image loaded and the chunk's regions highlighted inside it, a key scoped to one
+knowledge base sees none of another's documents, and a Chinese query shows Chinese results. Writes the
+README's screenshots to docs/. Needs Debian's chromium and chromium-driver (`make test` installs them when root)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kb_assets_tests.corpora import ensure_retrieval_corpus
+from kb_assets_tests.live_server import live_server
+
+pytestmark = pytest.mark.slow
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1400,1000"]
+
+
+def ensure_chromium() -> None:
+    if os.path.exists(CHROMIUM) and os.path.exists(DRIVER):
+        return
+    pytest.skip("needs Debian's chromium and chromium-driver (`make test` installs them when root)")
+
+
+def cjk_fontconfig(folder: Path) -> Path:
+    """A fontconfig file naming only the Noto Sans SC of the dev extra's pylopdf-fonts-zh-cn wheel."""
+    import pylopdf_fonts_zh_cn
+
+    fonts = Path(pylopdf_fonts_zh_cn.__file__).parent
+    config = folder / "fonts.conf"
+    config.write_text(f"""<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <dir>{fonts}</dir>
+  <cachedir>{folder / "cache"}</cachedir>
+  <alias><family>sans-serif</family><prefer><family>Noto Sans SC</family></prefer></alias>
+  <alias><family>system-ui</family><prefer><family>Noto Sans SC</family></prefer></alias>
+</fontconfig>
+""", encoding="utf-8")
+    return config
+
+
+@pytest.fixture(scope="module")
+def site(kb_home, settings, handbook):
+    from kb_assets.retrieval.api import create_app
+
+    ensure_retrieval_corpus(kb_home, settings)
+    app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"),
+                     heal_milvus=False)
+    with live_server(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    ensure_chromium()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    folder = tmp_path_factory.mktemp("chromium")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={folder / 'profile'}"]:
+        options.add_argument(flag)
+    env = dict(os.environ, FONTCONFIG_FILE=str(cjk_fontconfig(folder)))
+    driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(driver, condition, timeout=90):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition)
+
+
+def sign_in(driver, site: str, key: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(site + "/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(site + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "key-dialog").get_attribute("open") is not None)
+    driver.find_element(By.ID, "key-input").send_keys(key)
+    driver.find_element(By.ID, "key-save").click()
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#documents-kb option")) > 0)
+
+
+def search(driver, query: str, kb: str = "") -> list:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element(By.ID, "kb")).select_by_value(kb)
+    box = driver.find_element(By.ID, "query")
+    box.clear()
+    box.send_keys(query)
+    driver.execute_script("document.getElementById('results').replaceChildren()")
+    driver.find_element(By.ID, "search-button").click()
+    wait(driver, lambda d: "results" in d.find_element(By.ID, "status").text)
+    return driver.find_elements(By.CSS_SELECTOR, "#results .result")
+
+
+def test_search_then_lineage_shows_the_page_image_with_the_chunk_highlighted(site, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "handbook")
+    assert results
+    pdf = next(r for r in results if r.find_elements(By.CSS_SELECTOR, "img.thumb"))
+    wait(browser, lambda d: all(d.execute_script("return arguments[0].naturalWidth", img) > 0
+                                for img in d.find_elements(By.CSS_SELECTOR, "img.thumb")))
+    assert "§" in pdf.text and "score" in pdf.text
+    DOCS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(DOCS / "web-search.png"))
+
+    pdf.find_element(By.TAG_NAME, "button").click()
+    image = wait(browser, lambda d: d.find_element(By.ID, "page-image"))
+    wait(browser, lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image) > 0)
+    regions = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#page-frame .region"))
+    frame = image.rect
+    assert frame["width"] > 0
+    for region in regions:
+        box = region.rect
+        assert box["width"] > 0 and box["height"] > 0
+        assert frame["x"] - 1 <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
+        assert frame["y"] - 1 <= box["y"] and box["y"] + box["height"] <= frame["y"] + frame["height"] + 1
+    facts = browser.find_element(By.ID, "lineage").text
+    assert "sha256" in facts.lower() and "chunks" in facts
+    assert browser.find_elements(By.CSS_SELECTOR, "#page-text mark")
+    browser.save_screenshot(str(DOCS / "web-lineage.png"))
+
+    before = browser.find_element(By.ID, "page-label").text
+    browser.find_element(By.ID, "lineage").send_keys(Keys.ARROW_RIGHT)     # the next page, one key press
+    wait(browser, lambda d: d.find_element(By.ID, "page-label").text != before)
+
+
+def test_a_chinese_query_shows_chinese_results_at_phone_width(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    browser.set_window_size(390, 844)
+    try:
+        results = search(browser, "数据备份保留多久？", "handbook")
+        assert results and "数据备份保留 35 天" in results[0].text
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        results[0].find_element(By.TAG_NAME, "button").click()      # the lineage fits a phone too
+        wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed())
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_a_key_scoped_to_one_knowledge_base_sees_no_other_documents(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "alpha-key")
+    choices = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#kb option")]
+    assert choices == ["", "alpha"]
+    results = search(browser, "How long are warehouse backups kept?")
+    assert results and not any("Analytics warehouse" in r.text or "13 months" in r.text for r in results)
+    browser.find_element(By.ID, "tab-documents").click()
+    rows = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr"))
+    assert rows and not any("warehouse.md" in r.text for r in rows)
+    assert browser.execute_script(
+        "return fetch('/v1/knowledge-bases/beta/documents', {headers: {Authorization: 'Bearer alpha-key'}})"
+        ".then(r => r.status)") == 404
