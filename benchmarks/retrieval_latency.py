@@ -256,8 +256,7 @@ def main() -> None:
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
 
-    one_thread_per_query()      # the raw side embeds queries as kb-assets serve does
-    settings = Settings.from_env()
+    settings = one_thread_per_query(Settings.from_env())   # the raw side embeds queries as kb-assets serve does
     stores = Stores(settings)
     client, catalog, model = stores.milvus, stores.catalog, stores.model()
     rng = np.random.default_rng(7)

@@ -45,8 +45,7 @@ def main() -> None:
     from kb_assets.retrieval.strategies import STRATEGIES
     from kb_assets.settings import Settings
 
-    one_thread_per_query()        # as kb-assets serve and eval do
-    settings = Settings.from_env()
+    settings = one_thread_per_query(Settings.from_env())   # as kb-assets serve and eval do
     sets = {"dev": load_questions(Path(args.questions))}
     if args.paraphrased and Path(args.paraphrased).exists():
         sets["paraphrased"] = load_questions(Path(args.paraphrased))

@@ -85,7 +85,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
     from kb_assets.retrieval.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
 
-    one_thread_per_query()
+    settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     try:
         response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
@@ -129,7 +129,7 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
         rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-    one_thread_per_query()
+    settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     strategy = strategy or searcher.config.strategy
     searcher.warm_up()
@@ -177,8 +177,7 @@ def serve(settings, host, port):
     if not settings.api_keys and not is_loopback(host):
         raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
 
-    one_thread_per_query()
-    uvicorn.run(create_app(settings), host=host, port=port)
+    uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
 
 
 def _document_json(doc, stale=None) -> dict:

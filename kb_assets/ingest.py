@@ -2,13 +2,19 @@
 purge what is gone, and start a due collection migration.
 
 Everything goes through Dagster: documents are added as dynamic partitions of the instance at
-``DAGSTER_HOME`` (default ``$KB_HOME/dagster``) and materialized by in-process runs of the
-``ingest_documents`` job, one run per contiguous range of partitions that start at the same first stale
-step (at most ``run_batch_size`` documents a run; ``kb_assets.versions`` says what is stale); gone files
-are purged by a ``purge_documents`` run; a changed embedding spec starts the migration
-(``publish_collection``) unless ``KB_AUTO_MIGRATE=0``. Runs that a killed ``kb-assets`` left STARTED are
-marked failed first, and scratch folders of killed processes removed. The plan is ``kb_assets.planning``;
-launching, ``kb_assets.defs.launch``.
+``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash buckets)
+and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of partitions that
+start at the same first stale step (at most ``run_batch_size`` documents a run, and at least one range for
+each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.runs``; ``kb_assets.versions`` says what is
+stale); a document that fails in a batch is retried alone; gone files are purged by a ``purge_documents``
+run; a changed embedding spec starts the migration (``publish_collection``) unless ``KB_AUTO_MIGRATE=0``.
+Runs that a killed ``kb-assets`` left STARTED are marked failed first, and scratch folders of killed
+processes removed. Registration (scan, register, partitions, purge) is serialized across concurrent
+ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.planning``; launching,
+``kb_assets.defs.launch``.
+
+Under hash buckets, a bucket's run finds only its new and changed (pending) documents, so runs start at
+``raw_files`` and version-stale or failed documents are not re-planned (README: Partitions).
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kb_assets import planning
+import dagster as dg
+
+from kb_assets import planning, runs
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import documents_partitions
@@ -56,45 +64,76 @@ class IngestReport:
         }
 
 
+def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
+             settings: Settings, defs: dg.Definitions | None = None) -> tuple[IngestReport, list[str], list[str], int]:
+    """Scan, register the changes, add their partitions and purge what is gone (a ``purge_documents``
+    run of ``defs``), one ingest or sensor tick at a time (the registration lock): the report so far,
+    the new and changed documents, their partitions and how many files were found. An entry that cannot
+    be named, stat-ed or read is a failure in the report (``documentId`` null when its name is not
+    UTF-8); the other entries go on."""
+    catalog = stores.catalog
+    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
+    with catalog.registration_lock():
+        changes = planning.register_changes(found.files, knowledge_base_id, catalog)
+        report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
+                              failures=[failure.as_json() for failure in found.failures])
+        keys = planning.partition_keys(changes.to_run, settings.partitioning)
+        add_partitions(instance, keys)
+        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+        if gone:
+            if defs is None:
+                from kb_assets.definitions import make_definitions  # loads every asset: import on use
+
+                defs = make_definitions(settings)
+            report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
+    return report, changes.to_run, keys, len(found.files)
+
+
+def add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
+    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    new_keys = [key for key in keys if key not in existing]
+    if new_keys:
+        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
+
+
 def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
-    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base.
-
-    An entry that cannot be named, stat-ed or read is a failure in the report (``documentId`` null when
-    its name is not UTF-8); the other entries go on, and documents whose sources are gone are purged."""
+    """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
+    documents whose sources are gone are purged."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
 
     stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
-    report = IngestReport(abandoned_runs=launch.fail_abandoned_runs(instance))
+    abandoned = launch.fail_abandoned_runs(instance)
     clean_scratch(settings.scratch_root)
-
-    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
-    changes = planning.register_changes(found.files, knowledge_base_id, catalog)
-    report.new, report.changed, report.unchanged = changes.new, changes.changed, changes.unchanged
-    report.failures = [failure.as_json() for failure in found.failures]
     defs = make_definitions(settings)
-    gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
-    report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
+    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
+    report.abandoned_runs = abandoned
 
-    docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
+    docs = list(catalog.get_documents([*to_run, *report.unchanged]).values())
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
-    stale = planning.stale_documents(docs, settings.step_versions(),
-                                     {c["name"]: c["model"] for c in catalog.collections()}, migrating=due is not None)
-    stale = {key: why for key, why in stale.items() if not why.migration}   # the migration's, below
-    report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
-                    if key in set(changes.unchanged)]
-    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
-    new_keys = [key for key in stale if key not in existing]
-    if new_keys:
-        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-    progress(f"{len(found.files)} files: {len(report.new)} new, {len(report.changed)} changed, "
+    workers = max(1, settings.concurrent_runs)
+    if planning.bucket_count(settings.partitioning) is None:
+        stale = planning.stale_documents(docs, settings.step_versions(),
+                                         {c["name"]: c["model"] for c in catalog.collections()},
+                                         migrating=due is not None)
+        stale = {key: why for key, why in stale.items() if not why.migration}   # the migration's, below
+        unchanged = set(report.unchanged)
+        report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
+                        if key in unchanged]
+        with catalog.registration_lock():
+            add_partitions(instance, list(stale))
+        batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))   # at least one range a run
+        plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch)
+    else:
+        batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
+        plans = planning.plan_bucket_runs(docs, to_run, settings.partitioning,
+                                          instance.get_dynamic_partitions(documents_partitions.name), batch)
+    progress(f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
              f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
-             + (f", {len(found.failures)} unreadable" if found.failures else ""))
-    plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name),
-                               settings.run_batch_size)
-    report.run_ids = launch.run_plans(defs, instance, catalog, plans, progress)
+             + (f", {len(report.failures)} unreadable" if report.failures else ""))
+    report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
     if due and settings.auto_migrate:
         report.migration = launch.migrate(settings, stores, instance, due, progress)
@@ -102,8 +141,9 @@ def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
     elif due:
         report.warnings.append(f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
                                "(changed documents are written into both collections meanwhile)")
-    after = catalog.get_documents(list(stale))
-    for document_id in stale:
+    ran = list(dict.fromkeys(doc.document_id for plan in plans for doc in plan.documents))
+    after = catalog.get_documents(ran)
+    for document_id in ran:
         doc = after[document_id]
         if doc.status != "published":
             report.failures.append({"documentId": document_id, "sourceUri": doc.source_uri,

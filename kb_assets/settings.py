@@ -24,6 +24,9 @@ from kb_assets.parsing.options import (
 from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.versions import PipelineVersions, step_versions
 
+ENCODERS = ("onnx", "torch")             # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kb-assets"
+
 # KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
 DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
 
@@ -73,7 +76,14 @@ class Settings:
     s3: S3Settings = S3Settings()
     dagster_home_dir: Path | None = None   # DAGSTER_HOME; None: $KB_HOME/dagster
     embedding_model: str = "all-MiniLM-L6-v2"  # KB_EMBEDDING_MODEL: a model id or a local path
-    embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE
+    embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE: passages a batch at most (and batch_size x 128 tokens)
+    encoder: str = "onnx"                  # KB_ENCODER: onnx | torch (the same vectors, cosine >= 0.9999)
+    cache_dir: Path = DEFAULT_CACHE_DIR    # KB_CACHE_DIR: the exported ONNX models
+    encoder_threads: int = 0               # threads of one encode (0: every core); the service encodes with 1
+    embedding_slice: int = 256             # KB_EMBEDDING_SLICE: chunks encoded between two publications
+    max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
+    concurrent_runs: int = 1               # KB_CONCURRENT_RUNS: runs an ingest executes at once
+    partitioning: str = "documents"        # KB_PARTITIONING: documents (one partition each) | buckets:N
     alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
     milvus_dense_index: str = "hnsw"       # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
     run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
@@ -85,7 +95,7 @@ class Settings:
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
     auto_migrate: bool = True              # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
-    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_ENGINE, KB_OCR_LANGUAGES, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
+    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_*, KB_PARSE_WORKERS, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
     summarizer: SummarizerSettings = SummarizerSettings()
     versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
@@ -114,7 +124,13 @@ class Settings:
             ),
             dagster_home_dir=Path(env["DAGSTER_HOME"]).expanduser().resolve() if env.get("DAGSTER_HOME") else None,
             embedding_model=env.get("KB_EMBEDDING_MODEL") or cls.embedding_model,
-            embedding_batch_size=_int(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
+            embedding_batch_size=_positive(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
+            encoder=_choice(env, "KB_ENCODER", ENCODERS),
+            cache_dir=Path(env["KB_CACHE_DIR"]).expanduser().resolve() if env.get("KB_CACHE_DIR") else DEFAULT_CACHE_DIR,
+            embedding_slice=_positive(env, "KB_EMBEDDING_SLICE", cls.embedding_slice),
+            max_chunks_per_document=_positive(env, "KB_MAX_CHUNKS_PER_DOCUMENT", cls.max_chunks_per_document),
+            concurrent_runs=_positive(env, "KB_CONCURRENT_RUNS", cls.concurrent_runs),
+            partitioning=partitioning_setting(env.get("KB_PARTITIONING") or cls.partitioning),
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
             milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
             run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
@@ -134,6 +150,7 @@ class Settings:
                 ocr_languages=env.get("KB_OCR_LANGUAGES") or OCR_LANGUAGES,
                 tessdata_dir=Path(env["TESSDATA_PREFIX"]) if env.get("TESSDATA_PREFIX") else None,
                 docling_artifacts_path=Path(artifacts).expanduser() if artifacts else parse_defaults.docling_artifacts_path,
+                workers=parse_workers(env),
             ),
             search=SearchConfig(
                 weights=Weights(
@@ -191,6 +208,38 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a whole number") from None
+
+
+def _positive(env: dict[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if value < 1:
+        raise ValueError(f"{name}={env[name]!r}: expected a whole number of at least 1")
+    return value
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def parse_workers(env: dict[str, str]) -> int:
+    """KB_PARSE_WORKERS: processes that parse one PDF's pages; unset or 0: the cores, shared among
+    KB_CONCURRENT_RUNS runs; 1: in the run's own process."""
+    workers = _int(env, "KB_PARSE_WORKERS", 0)
+    if workers < 0:
+        raise ValueError(f"KB_PARSE_WORKERS={env['KB_PARSE_WORKERS']!r}: expected 0 (one per core) or more")
+    return workers or max(1, cores() // _positive(env, "KB_CONCURRENT_RUNS", 1))
+
+
+def partitioning_setting(value: str) -> str:
+    """``documents`` or ``buckets:N`` (N hash buckets of document ids, 1 <= N <= 65536), normalized."""
+    value = value.strip().lower()
+    if value == "documents":
+        return value
+    kind, _, count = value.partition(":")
+    if kind == "buckets" and count.isdigit() and 1 <= int(count) <= 65536:
+        return f"buckets:{int(count)}"
+    raise ValueError(f"KB_PARTITIONING={value!r}: expected documents or buckets:N (for example buckets:256)")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -253,6 +302,11 @@ def use_offline_model_libraries() -> None:
     """Models load from installed packages or local paths only: Hugging Face libraries never go online."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(name, "1")
+
+
+def dagster_child_environment(settings: Settings) -> dict[str, str]:
+    """This process's environment for a ``dagster`` command on the settings' instance."""
+    return {**os.environ, "DAGSTER_HOME": str(settings.dagster_home)}
 
 
 def server_environment() -> dict[str, str]:

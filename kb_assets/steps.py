@@ -15,13 +15,15 @@ import json
 import mimetypes
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 import polars as pl
 from pymilvus import MilvusClient
 
-from kb_assets.chunking.chunker import DocumentContext, chunk_with_fallback
+from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_fallback
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.embedding.vectors import vectors_for
+from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
+from kb_assets.page_images import has_page_images, page_image_key
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
 from kb_assets.planning import sha256_bytes
 from kb_assets.stores.catalog import Catalog, Document
@@ -90,11 +92,12 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_byte
 def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: ParseOptions, run_id: str,
                 version: str = "1") -> dict:
     """Parse the stored original into page records (text, blocks, parser, mode, label; summaries and
-    keywords are ``pageindex_trees``' work) and store page renders and figure crops (PDF, images) in the object store:
-    ``pages/{document_id}/{version}/{page_index}.png`` (key on the page record) and
-    ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block).
+    keywords are ``pageindex_trees``' work) and store figure crops (PDF) in the object store:
+    ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block). Pages of PDF
+    and image documents get the key of their page image (``page_images.page_image_key``), rendered
+    later, off the path to publication (the ``page_images`` asset, or on first request).
 
-    Images are written before the page rows (one transaction); a failed parse writes nothing, and
+    Crops are written before the page rows (one transaction); a failed parse writes nothing, and
     the images of earlier versions are removed once the new pages are committed. The source's local copy
     lives in ``options.scratch_dir`` (removed on every exit path; a killed run's by the next run).
     """
@@ -114,11 +117,9 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: Pa
         no_text = "; ".join(parsed.warnings[-3:]) or "empty document"
         raise DocumentFailed(f"{name}: no text found ({no_text})")
     pages, images = [], 0
+    with_images = has_page_images(parsed.source_kind)
     for page in parsed.pages:
-        image_key = None
-        if page.image_png:
-            image_key = store.put(f"pages/{doc.document_id}/{doc.version}/{page.page_index}.png", page.image_png)
-            images += 1
+        image_key = page_image_key(doc.document_id, doc.version, page.page_index) if with_images else None
         blocks, figure = [], 0
         for block in page.blocks:
             record = {k: v for k, v in dataclasses.asdict(block).items() if v is not None and k != "image_png"}
@@ -223,9 +224,10 @@ def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str
 
 # chunks --------------------------------------------------------------------------------------
 def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingModel, run_id: str,
-                 version: str = "1") -> dict:
-    """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails).
-    Chunks that come out the same as the stored ones are not rewritten (their vectors stay)."""
+                 version: str = "1", max_chunks: int | None = None) -> dict:
+    """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails); a
+    document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). Chunks that
+    come out the same as the stored ones are not rewritten (their vectors stay)."""
     stored = lake.read("chunks", doc.document_id)
     if stored.height and (stored["document_version"] == doc.version).all() and current(doc, "chunks", version):
         return {"chunks": stored.height, "skipped": True}
@@ -238,11 +240,17 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     )
     try:
         frame, fallback = chunk_with_fallback(pages, context, model.count_tokens, model.max_tokens, nodes,
-                                              catalog.toc_pages(doc.document_id))
+                                              catalog.toc_pages(doc.document_id), max_chunks)
+    except OverBudget as error:
+        raise DocumentFailed(f"{doc.source_path}: {error} chunks a document (KB_MAX_CHUNKS_PER_DOCUMENT): "
+                             "split the file or raise the budget") from None
     except ValueError as error:
         raise DocumentFailed(f"{doc.source_path}: cannot chunk ({error})") from None
     if frame.is_empty():
         raise DocumentFailed(f"{doc.source_path}: no chunks (the document has no text)")
+    if max_chunks is not None and frame.height > max_chunks:
+        raise DocumentFailed(f"{doc.source_path}: {frame.height} chunks, over the budget of {max_chunks} chunks a "
+                             "document (KB_MAX_CHUNKS_PER_DOCUMENT): split the file or raise the budget")
     unchanged = same_rows(stored, frame)
     if not unchanged:
         lake.write("chunks", doc.document_id, frame)
@@ -258,24 +266,72 @@ def same_rows(stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...]
     return stored.drop(*ignore).equals(fresh.drop(*ignore))
 
 
-# embeddings ----------------------------------------------------------------------------------
-def embed_chunks(docs: list[Document], catalog: Catalog, lake: Lake, model: EmbeddingModel, model_id: str,
-                 run_id: str, version: str = "1") -> dict[str, dict]:
-    """Embed the chunks of many documents in one batch; a vector is reused while its input, the model and
-    the encoding version are unchanged. ``version``: the embeddings step's (encoding version:model)."""
-    inputs = [(lake.read("chunks", doc.document_id), lake.read("embeddings", doc.document_id)) for doc in docs]
-    encoding = version.split(":", 1)[0]
-    stats = {}
-    for doc, (chunks, stored), (frame, encoded) in zip(docs, inputs,
-                                                       vectors_for(inputs, model, model_id, run_id, encoding)):
-        unchanged = encoded == 0 and stored.height == frame.height and stored.equals(frame)
-        if not unchanged:
-            lake.write("embeddings", doc.document_id, frame)
-        with catalog.connect() as conn:
-            catalog.record_step(conn, doc.document_id, "embeddings", version,
-                                invalidate=() if unchanged else after("embeddings"))
-        stats[doc.document_id] = {"embedded": encoded, "reused": chunks.height - encoded, "skipped": unchanged}
-    return stats
+# embeddings and milvus_collection: one step, in bounded slices --------------------------------
+def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model: EmbeddingModel, model_id: str,
+                      run_id: str, slice_size: int, violations: Callable[[str], list],
+                      target: tuple[MilvusClient, str] | None,
+                      on_published: Callable[[Document], None] = lambda doc: None,
+                      versions: tuple[str, str] = ("1", "1"),
+                      also: tuple[str, EmbeddingModel] | None = None) -> tuple[dict[str, dict], dict[str, str]]:
+    """Embed the documents' chunks in slices of ``slice_size`` (``encode_in_slices``: smallest documents
+    first) and, as soon as a document has every vector, store them, check them (``violations``: the
+    problems of its stored vectors) and publish it into ``target`` (client, collection; None: embed
+    only; ``also``: a migration's published collection, see ``publish_document``).
+
+    ``versions``: the ``embeddings`` ("encoding version:model") and ``milvus_collection`` step versions,
+    recorded per document. A vector is reused while its input, the model, the dimension and the encoding
+    version are unchanged; vectors that come out the same are not rewritten. Returns per-document stats
+    and failures (each failed document is marked failed at the step it failed in); a failure to encode
+    raises."""
+    embedding_version, collection_version = versions
+    encoding = embedding_version.split(":", 1)[0]
+    by_id = {doc.document_id: doc for doc in docs}
+    stored = {doc.document_id: lake.read("embeddings", doc.document_id) for doc in docs}
+    plans = [plan_vectors(doc.document_id, lake.read("chunks", doc.document_id), stored[doc.document_id],
+                          model_id, model.dimension, encoding) for doc in docs]
+    results: dict[str, dict] = {}
+    failures: dict[str, str] = {}
+
+    def ready(plan: DocumentVectors) -> None:
+        doc = by_id[plan.document_id]
+        frame = vectors_frame(plan, model_id, model.dimension, run_id)
+        previous = stored[doc.document_id]
+        unchanged = plan.encoded == 0 and previous.height == frame.height and previous.equals(frame)
+        step = f"embeddings@{embedding_version}"
+        try:
+            with catalog.document_lock(doc.document_id):
+                if not unchanged:
+                    lake.write("embeddings", doc.document_id, frame)
+                found = violations(doc.document_id)
+                if found:
+                    lake.delete("embeddings", doc.document_id)
+                    raise DocumentFailed(found[0].reason())
+                with catalog.connect() as conn:
+                    catalog.record_step(conn, doc.document_id, "embeddings", embedding_version,
+                                        invalidate=() if unchanged else after("embeddings"))
+                result = {"embedded": plan.encoded, "reused": frame.height - plan.encoded, "skipped": unchanged}
+                if target is not None:
+                    step = f"milvus_collection@{collection_version}"
+                    if not unchanged:   # new vectors: the collection must take them
+                        doc = dataclasses.replace(doc, step_versions={**(doc.step_versions or {}),
+                                                                      "milvus_collection": ""})
+                    published = publish_document(doc, catalog, lake, *target, run_id, collection_version, also)
+                    result.update({k: v for k, v in published.items() if k != "skipped"},
+                                  published_skipped=published["skipped"])
+            results[doc.document_id] = result
+            on_published(doc)
+        except Exception as error:  # one document's failure is its own: the others go on
+            reason = str(error) if isinstance(error, DocumentFailed) else \
+                f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+            failures[doc.document_id] = reason
+            catalog.mark_failed(doc.document_id, reason, run_id, step)
+
+    def checkpoint(plan: DocumentVectors) -> None:
+        """A document still encoding keeps its vectors so far (a killed run resumes from here)."""
+        lake.write("embeddings", plan.document_id, vectors_frame(plan, model_id, model.dimension, run_id, partial=True))
+
+    encode_in_slices(plans, model.encode, slice_size, ready, checkpoint)
+    return results, failures
 
 
 # milvus_collection ---------------------------------------------------------------------------

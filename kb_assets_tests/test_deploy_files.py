@@ -281,7 +281,5 @@ def test_every_variable_in_deploy_is_read_by_settings_or_documented_where_it_is_
     assert {"KB_MILVUS_URI", "KB_POSTGRES_URL", "DAGSTER_POSTGRES_URL", "DAGSTER_PG_PASSWORD",
             "HF_HUB_OFFLINE", "AWS_SECRET_ACCESS_KEY"} <= seen   # the extraction finds what the files name
     readme = (DEPLOY / "README.md").read_text()
-    # KB_CONCURRENT_RUNS is built by the throughput work (issue 12/13, branch throughput); the README's
-    # fan-out section names it ahead of that merge. Drop it from here once Settings reads it.
-    unknown = sorted(set(re.findall(r"\bKB_[A-Z0-9_]+\b", readme)) - read - {"KB_CONCURRENT_RUNS"})
+    unknown = sorted(set(re.findall(r"\bKB_[A-Z0-9_]+\b", readme)) - read)
     assert not unknown, f"deploy/README.md names settings that do not exist: {unknown}"

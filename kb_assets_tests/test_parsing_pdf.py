@@ -43,10 +43,13 @@ def test_table_is_kept_whole_with_its_header(handbook):
 
 
 def test_page_images_and_printed_labels(handbook):
-    assert all(p.image_png and p.image_png.startswith(b"\x89PNG") for p in handbook.pages)
     from PIL import Image
 
-    image = Image.open(io.BytesIO(handbook.pages[0].image_png))
+    from kb_assets.parsing.render import render_page_images
+
+    renders = render_page_images((CORPUS / "platform-handbook.pdf").read_bytes(), "pdf", list(range(6)))
+    assert sorted(renders) == list(range(6)) and all(png.startswith(b"\x89PNG") for png in renders.values())
+    image = Image.open(io.BytesIO(renders[0]))
     assert image.size[0] in (595, 596) and image.size[1] == 842  # A4 at 72 dpi
     # no /PageLabels in this PDF: the footer "Page 4 of 6" gives the printed label, and is removed
     assert [p.label for p in handbook.pages] == ["1", "2", "3", "4", "5", "6"]
@@ -86,7 +89,7 @@ def test_figure_block_with_caption_and_crop(figure_pdf):
     assert crop.convert("RGB").getpixel((300, 200)) == (30, 90, 200)
     assert page.text.count("Figure 3") == 1
     no_images = parse_document(figure_pdf, options=ParseOptions(images=False))
-    assert no_images.pages[0].image_png is None and no_images.pages[0].blocks[1].image_png is None
+    assert no_images.pages[0].blocks[1].image_png is None
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +158,9 @@ def test_image_file_is_ocred(tmp_path, scanned_pdf):
     assert doc.source_kind == "image" and doc.mime == "image/png"
     assert [(p.parser, p.mode) for p in doc.pages] == [("rapidocr", "ocr-rapidocr")]
     assert "Backups are kept for 35 days" in doc.pages[0].text
-    assert doc.pages[0].image_png.startswith(b"\x89PNG")
+    from kb_assets.parsing.render import render_page_images
+
+    assert render_page_images((tmp_path / "note.png").read_bytes(), "image", [0])[0].startswith(b"\x89PNG")
 
 
 @pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test

@@ -187,7 +187,7 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
     assert record["runIds"]["chunks"] in handbook.run_ids
 
 
-def test_definitions_load_with_six_partitioned_versioned_assets_and_the_collection_assets(settings):
+def test_definitions_load_with_seven_partitioned_versioned_assets_and_the_collection_assets(settings):
     from kb_assets.definitions import make_definitions
     from kb_assets.versions import STEPS
 
@@ -195,10 +195,11 @@ def test_definitions_load_with_six_partitioned_versioned_assets_and_the_collecti
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {*STEPS, "collection_candidate", "collection_alias"}
+    assert keys == {*STEPS, "page_images", "collection_candidate", "collection_alias"}
     versions = settings.step_versions()
-    for step in STEPS:
+    for step in [*STEPS, "page_images"]:
         assert graph.get(dg.AssetKey(step)).partitions_def.name == "documents"
+    for step in STEPS:
         assert graph.get(dg.AssetKey(step)).code_version == versions[step]
     assert versions["embeddings"].endswith(":" + settings.embedding_model)
     assert graph.get(dg.AssetKey("collection_alias")).partitions_def is None

@@ -29,7 +29,7 @@ def watched(tmp_path, settings, request):
 
 
 def _run(watched, instance, run_request):
-    from kb_assets.ingest import QUIET_RUN_CONFIG
+    from kb_assets.runs import QUIET_RUN_CONFIG
 
     return watched.job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG,
                                           asset_selection=run_request.asset_selection)

@@ -108,3 +108,8 @@ ALTER TABLE pages ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAUL
 ALTER TABLE pageindex_nodes ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAULT '1';
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS step_versions jsonb NOT NULL DEFAULT '{}';
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS failed_step text;
+
+-- Hash-bucket partitions (KB_PARTITIONING=buckets:N): a bucket's run works on the bucket's pending
+-- documents and on those it wrote last.
+CREATE INDEX IF NOT EXISTS documents_pending ON documents (document_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS documents_last_run ON documents (last_run_id);

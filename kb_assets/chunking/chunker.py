@@ -177,18 +177,41 @@ def chunk_rows(pieces: list[Piece], pages: list[dict], doc: DocumentContext, cou
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
 
 
+class OverBudget(ValueError):
+    """A document makes more chunks than its budget allows (at least ``chunks``)."""
+
+    def __init__(self, chunks: int, budget: int):
+        super().__init__(f"at least {chunks} chunks, over the budget of {budget}")
+        self.chunks, self.budget = chunks, budget
+
+
+def within_budget(pieces: list[Piece], max_chunks: int | None) -> list[Piece]:
+    """The pieces, unless they are more than the budget: every piece makes one chunk or more, so the
+    refusal comes before the window is applied (tokenizing a huge document costs minutes)."""
+    if max_chunks is not None and len(pieces) > max_chunks:
+        raise OverBudget(len(pieces), max_chunks)
+    return pieces
+
+
 def chunk_document(pages: list[dict], doc: DocumentContext, count_tokens: CountTokens, max_tokens: int,
-                   nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset()) -> pl.DataFrame:
-    """Content-aware chunk rows (lake ``chunks`` schema) of a document's pages, in reading order."""
-    return chunk_rows(content_pieces(pages, nodes, toc_pages), pages, doc, count_tokens, max_tokens)
+                   nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset(),
+                   max_chunks: int | None = None) -> pl.DataFrame:
+    """Content-aware chunk rows (lake ``chunks`` schema) of a document's pages, in reading order;
+    ``OverBudget`` past ``max_chunks`` pieces."""
+    pieces = within_budget(content_pieces(pages, nodes, toc_pages), max_chunks)
+    return chunk_rows(pieces, pages, doc, count_tokens, max_tokens)
 
 
 def chunk_with_fallback(pages: list[dict], doc: DocumentContext, count_tokens: CountTokens, max_tokens: int,
-                        nodes: list[dict] | None = None,
-                        toc_pages: set[int] | frozenset[int] = frozenset()) -> tuple[pl.DataFrame, str | None]:
-    """Content-aware chunks, or the rule-based fallback's when that fails; and why it failed (or None)."""
+                        nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset(),
+                        max_chunks: int | None = None) -> tuple[pl.DataFrame, str | None]:
+    """Content-aware chunks, or the rule-based fallback's when that fails; and why it failed (or None).
+    A document over the budget raises ``OverBudget`` (no fallback)."""
     try:
-        return chunk_document(pages, doc, count_tokens, max_tokens, nodes, toc_pages), None
+        return chunk_document(pages, doc, count_tokens, max_tokens, nodes, toc_pages, max_chunks), None
+    except OverBudget:
+        raise
     except Exception as error:  # any bug in the smart pass: the plain page texts still make chunks
         reason = f"content-aware chunking failed ({type(error).__name__}: {error}); rule-based fallback used"
-        return chunk_rows(fallback_pieces(pages), pages, doc, count_tokens, max_tokens), reason
+        pieces = within_budget(fallback_pieces(pages), max_chunks)
+        return chunk_rows(pieces, pages, doc, count_tokens, max_tokens), reason

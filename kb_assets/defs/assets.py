@@ -1,4 +1,4 @@
-"""The six assets, one dynamic partition per document, batched: a run handles a range of documents.
+"""The document assets, one dynamic partition per document (or hash bucket), batched: a run handles a range of documents.
 
 Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.steps`` for each,
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
@@ -18,9 +18,10 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import steps
+from kb_assets import planning, steps
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import (
     CatalogResource,
     EmbeddingModelResource,
@@ -32,7 +33,6 @@ from kb_assets.defs.resources import (
 )
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.models import load_model
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
 
 # The backfill policy is what batches many documents into one run; its beta notice is known
@@ -50,28 +50,31 @@ COMMON = dict(
 )
 
 
-def step_version(context: dg.AssetExecutionContext) -> str:
-    """This asset's pipeline version: its code version (``versioned`` sets it from the settings)."""
-    version = context.assets_def.code_versions_by_key.get(context.asset_key)
+def step_version(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
+    """The pipeline version of this asset (``key``: of that asset of a multi-asset step): its code version
+    (``versioned`` sets it from the settings)."""
+    key = key or context.asset_key
+    version = context.assets_def.code_versions_by_key.get(key)
     if version is None:
         raise dg.DagsterInvariantViolationError(
-            f"{context.asset_key.to_user_string()} has no code version: build the definitions with "
+            f"{key.to_user_string()} has no code version: build the definitions with "
             "kb_assets.definitions.make_definitions")
     return version
 
 
-def failed_step(context: dg.AssetExecutionContext) -> str:
+def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
     """What a document that fails here records: ``asset@version``."""
-    return f"{context.asset_key.to_user_string()}@{step_version(context)}"
+    key = key or context.asset_key
+    return f"{key.to_user_string()}@{step_version(context, key)}"
 
 
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
     """The run's documents that are still going (not deleted, not failed earlier in this run), in
-    partition order; a document that failed in an earlier run is retried."""
-    found = catalog.get_documents(list(context.partition_keys))
+    partition order (a hash-bucket partition names its changed documents: ``planning.run_documents``);
+    a document that failed in an earlier run is retried."""
     run_id = context.run.run_id
-    return [found[key] for key in context.partition_keys if key in found and found[key].status != "deleted"
-            and not (found[key].status == "failed" and found[key].last_run_id == run_id)]
+    return [doc for doc in planning.run_documents(list(context.partition_keys), run_id, catalog)
+            if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)]
 
 
 def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
@@ -82,7 +85,8 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
     results, failures = {}, {}
     for doc in docs:
         try:
-            results[doc.document_id] = step(doc)
+            with catalog.document_lock(doc.document_id):   # a concurrent writer of the document waits
+                results[doc.document_id] = step(doc)
         except steps.DocumentFailed as error:
             failures[doc.document_id] = str(error)
         except Exception as error:  # an unexpected bug in one document must not stop the batch
@@ -99,8 +103,9 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
 
 
 def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict],
-                        failures: dict[str, str]) -> None:
-    """Per-partition metadata for the UI: which file a partition is, and what happened to it here."""
+                        failures: dict[str, str], asset_keys: list[dg.AssetKey] | None = None) -> None:
+    """Per-partition metadata for the UI: which file a partition is, and what happened to it here
+    (``asset_keys``: of those assets of a multi-asset step)."""
     docs = catalog.get_documents(list(context.partition_keys))
     for key in context.partition_keys:
         doc = docs.get(key)
@@ -112,9 +117,10 @@ def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, res
                    else "same output as before: nothing rewritten" if result.get("unchanged")
                    else "written" if key in results
                    else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else ""))
-        context.add_asset_metadata({"source": doc.source_path, "knowledge_base": doc.knowledge_base_id,
-                                    "source_uri": doc.source_uri, "document_version": (doc.version or "")[:12],
-                                    "outcome": outcome[:1000]}, partition_key=key)
+        metadata = {"source": doc.source_path, "knowledge_base": doc.knowledge_base_id, "source_uri": doc.source_uri,
+                    "document_version": (doc.version or "")[:12], "outcome": outcome[:1000]}
+        for asset_key in asset_keys or [None]:
+            context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
 
 
 def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
@@ -194,7 +200,9 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context)))
+        context, cat, docs,
+        lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context),
+                                     embedding_model.max_chunks_per_document))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
@@ -205,67 +213,128 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
         check_results=[check])
 
 
-@dg.asset(**COMMON, deps=[chunks], kinds={"python", "parquet"},
-          check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True)])
-def embeddings(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-               embedding_model: EmbeddingModelResource):
-    """Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded."""
-    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
-    docs = active_documents(context, cat)
-    try:
-        results = steps.embed_chunks(docs, cat, lk, model, embedding_model.model, context.run.run_id,
-                                     step_version(context))
-    except Exception as error:  # one batch encode: a failure here is the model's, not a document's
-        raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    describe_partitions(context, cat, results, {})
-    check = checks.check_embeddings(cat, lk, list(results), model.dimension, context.run.run_id, failed_step(context))
-    return dg.MaterializeResult(
-        metadata=report(results, {}, started, model=embedding_model.model, dimension=model.dimension,
-                        embedded=sum(r["embedded"] for r in results.values()),
-                        reused=sum(r["reused"] for r in results.values())),
-        check_results=[check])
+EMBEDDINGS = dg.AssetSpec(
+    "embeddings", deps=[chunks], kinds={"python", "parquet"}, group_name=COMMON["group_name"],
+    partitions_def=documents_partitions,
+    description="Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded.")
+MILVUS_COLLECTION = dg.AssetSpec(
+    "milvus_collection", deps=[EMBEDDINGS], kinds={"python", "milvus"}, group_name=COMMON["group_name"],
+    partitions_def=documents_partitions,
+    description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.")
 
 
-@dg.asset(**COMMON, deps=[embeddings], kinds={"python", "milvus"},
-          check_specs=[dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
-def milvus_collection(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+@dg.multi_asset(
+    specs=[EMBEDDINGS, MILVUS_COLLECTION], can_subset=True, backfill_policy=COMMON["backfill_policy"],
+    partitions_def=documents_partitions,
+    check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
+                 dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
+def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
                       milvus: MilvusResource, embedding_model: EmbeddingModelResource):
-    """Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec; while
-    another spec's collection is published (a migration is due), changed documents are written there too."""
-    started, cat, lk, client = time.monotonic(), catalog.catalog(), lake.lake(), milvus.client()
-    spec = embedding_model.spec()
-    collection = ensure_collection(client, spec, milvus.dense_index)
-    with cat.connect() as conn:
-        cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION, model=spec.model,
-                              dimension=spec.dimension, languages=list(spec.languages), state="building")
-    serving = published_collection(client, milvus.alias)
-    also = None
-    if serving not in (None, collection):
-        also = (serving, load_model(collection_spec(client, serving)["model"], embedding_model.batch_size))
+    """``embeddings`` and ``milvus_collection`` in one step, so that a document is published as soon as
+    its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
+    first, and each document's vectors are stored, checked (``vectors_valid``, before publishing) and
+    upserted into Milvus when its last slice is done; a large document delays the others of its run by
+    one slice at most.
+
+    Each document records both steps' versions; vectors are reused only of the same model, dimension and
+    encoding version, and vectors that come out the same are not rewritten (nor re-published when the
+    collection is current). While another spec's collection is published (a migration is due), changed
+    documents are written there too. A run may select ``milvus_collection`` alone (stale from there)."""
+    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    run_id = context.run.run_id
+    selected = context.selected_asset_keys
+    publishing = MILVUS_COLLECTION.key in selected
+    versions = (step_version(context, EMBEDDINGS.key), step_version(context, MILVUS_COLLECTION.key))
+    target, client, collection, also, serving = None, None, None, None, None
+    if publishing:
+        client, spec = milvus.client(), embedding_model.spec()
+        collection = ensure_collection(client, spec, milvus.dense_index)
+        with cat.connect() as conn:
+            cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION,
+                                  model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
+                                  state="building")
+        target = (client, collection)
+        serving = published_collection(client, milvus.alias)
+        if serving not in (None, collection):   # a migration is due: changed documents go into both
+            also = (serving, embedding_model.load(collection_spec(client, serving)["model"]))
     docs = active_documents(context, cat)
-    version = step_version(context)
-    results, failures = for_each_document(
-        context, cat, docs,
-        lambda d: steps.publish_document(d, cat, lk, client, collection, context.run.run_id, version, also))
-    flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
-    if also:
-        flush(client, also[0])
-    published = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
-    check = checks.check_milvus(cat, lk, client, collection, list(results), context.run.run_id, failed_step(context))
-    return dg.MaterializeResult(
-        metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
-                        alias_target=published or f"{serving} (the migration publishes {collection})",
-                        also_written_to=also[0] if also else "none",
-                        entities_written=sum(r["written"] for r in results.values()),
-                        entities_deleted=sum(r["deleted"] for r in results.values())),
-        check_results=[check])
+    violations: list = []
+
+    def check(document_id: str) -> list:
+        found = checks.embedding_violations(lk, document_id, model.dimension)
+        violations.extend(found)
+        return found
+
+    alias_set: list[str | None] = []
+
+    def published(doc) -> None:
+        if publishing and not alias_set:   # the first build: the alias serves the first published document
+            alias_set.append(steps.publish_if_unpublished(client, cat, milvus.alias, collection))
+
+    try:
+        results, failures = steps.embed_and_publish(docs, cat, lk, model, embedding_model.model, run_id,
+                                                    embedding_model.slice_size, check, target, published,
+                                                    versions, also)
+    except Exception as error:  # encoding: a failure here is the model's, not a document's
+        raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
+    for document_id, reason in failures.items():
+        context.log.warning(f"document {document_id} failed: {reason}")
+    describe_partitions(context, cat, results, failures, sorted(selected))
+    if failures and not results:   # every document failed: so does the step (Dagster marks the partitions)
+        raise dg.Failure(description="; ".join(failures.values())[:2000],
+                         metadata={"failures": dg.MetadataValue.json(failures)})
+    checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
+    if EMBEDDINGS.key in selected:
+        yield dg.MaterializeResult(
+            asset_key=EMBEDDINGS.key,
+            metadata=report(results, failures, started, model=embedding_model.model, encoder=model.backend,
+                            dimension=model.dimension, slice_size=embedding_model.slice_size,
+                            embedded=sum(r["embedded"] for r in results.values()),
+                            reused=sum(r["reused"] for r in results.values())),
+            check_results=[checks.check_embeddings(cat, checked, violations, run_id,
+                                                   failed_step(context, EMBEDDINGS.key))])
+    if publishing:
+        flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
+        if also:
+            flush(client, also[0])
+        alias = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
+        check = checks.check_milvus(cat, lk, client, collection, list(results), run_id,
+                                    failed_step(context, MILVUS_COLLECTION.key))
+        yield dg.MaterializeResult(
+            asset_key=MILVUS_COLLECTION.key,
+            metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
+                            alias_target=alias or f"{serving} (the migration publishes {collection})",
+                            also_written_to=also[0] if also else "none",
+                            entities_written=sum(r.get("written", 0) for r in results.values()),
+                            entities_deleted=sum(r.get("deleted", 0) for r in results.values())),
+            check_results=[check])
 
 
-ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embeddings, milvus_collection]
+@dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
+def page_images(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+    """Page renders (PNG, 72 dpi) of PDF and image documents, for the page images search results and
+    the page endpoint link to. Off the path to publication: the lowest priority of the run, so it
+    runs after its documents are published; a page still without a render is rendered on its first request."""
+    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    results, failures = {}, {}
+    for doc in (d for d in active_documents(context, cat) if has_page_images(d.source_kind)):
+        try:
+            results[doc.document_id] = render_missing(doc, cat, store)
+        except Exception as error:  # a page image is not worth failing a published document: rendered on request
+            failures[doc.document_id] = f"{doc.source_path}: {type(error).__name__}: {error}"
+            context.log.warning(f"page images of {doc.source_path}: {failures[doc.document_id]}")
+    return dg.MaterializeResult(metadata=report(
+        results, failures, started, rendered=sum(r["rendered"] for r in results.values()),
+        already_present=sum(r["present"] for r in results.values())))
+
+
+ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, page_images]
 
 
 def versioned(assets: list[dg.AssetsDefinition], settings: Settings) -> list[dg.AssetsDefinition]:
-    """The document assets with their pipeline versions as code versions (``Settings.step_versions``)."""
+    """The document assets with their pipeline versions as code versions (``Settings.step_versions``;
+    ``page_images``, off the pipeline, has none)."""
     versions = settings.step_versions()
     return [asset.map_asset_specs(
-        lambda spec: spec.replace_attributes(code_version=versions[spec.key.to_user_string()])) for asset in assets]
+        lambda spec: spec.replace_attributes(code_version=versions.get(spec.key.to_user_string(), spec.code_version)))
+        for asset in assets]

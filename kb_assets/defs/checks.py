@@ -29,9 +29,9 @@ def _expectations():
 
 
 def result(check_name: str, catalog: Catalog, document_ids: list[str], violations: list[Violation],
-           run_id: str, step: str | None = None, **metadata) -> dg.AssetCheckResult:
+           run_id: str, step: str | None = None, asset_key: str | None = None, **metadata) -> dg.AssetCheckResult:
     """Quarantine the violating documents (failed at ``step``, "asset@version") and turn the violations
-    into a check result."""
+    into a check result (``asset_key``: which asset of a multi-asset step it checks)."""
     failed = failed_documents(violations)
     for document_id, reason in failed.items():
         catalog.mark_failed(document_id, reason, run_id, step)
@@ -39,6 +39,7 @@ def result(check_name: str, catalog: Catalog, document_ids: list[str], violation
         else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
         check_name=check_name,
+        asset_key=asset_key,
         passed=not violations,
         severity=severity,
         metadata={"documents_checked": len(document_ids), "documents_quarantined": len(failed),
@@ -144,28 +145,32 @@ def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: E
     return result("chunks_traceable", catalog, document_ids, violations, run_id, step, chunks=frame.height)
 
 
-def check_embeddings(catalog: Catalog, lake: Lake, document_ids: list[str], dimension: int, run_id: str, step: str | None = None):
+def embedding_violations(lake: Lake, document_id: str, dimension: int) -> list[Violation]:
+    """The ``vectors_valid`` expectations on one document's embedding rows: the model's dimension, unit
+    norm, one vector per chunk and none for an unknown chunk. Run per document before it is published."""
     gxe = _expectations()
-    frames = []
-    for document_id in document_ids:
-        vectors = lake.read("embeddings", document_id)
-        chunk_ids = set(lake.read("chunks", document_id)["chunk_id"].to_list())
-        frames.append(vectors.select(
-            "document_id",
-            pl.col("vector").list.len().alias("vector_dimension"),
-            pl.col("vector").list.eval(pl.element() ** 2).list.sum().sqrt().alias("norm"),
-            pl.col("chunk_id").is_in(list(chunk_ids)).alias("has_chunk"),
-        ).with_columns(covers_chunks=pl.lit(vectors.height == len(chunk_ids))))
-    frame = pl.concat(frames) if frames else pl.DataFrame()
-    violations = validate(frame, [
+    vectors = lake.read("embeddings", document_id)
+    chunk_ids = set(lake.read("chunks", document_id)["chunk_id"].to_list())
+    frame = vectors.select(
+        "document_id",
+        pl.col("vector").list.len().alias("vector_dimension"),
+        pl.col("vector").list.eval(pl.element() ** 2).list.sum().sqrt().alias("norm"),
+        pl.col("chunk_id").is_in(list(chunk_ids)).alias("has_chunk"),
+    ).with_columns(covers_chunks=pl.lit(vectors.height == len(chunk_ids)))
+    if frame.is_empty():
+        return [Violation("expect_vectors_for_every_chunk", "vector", (document_id,))] if chunk_ids else []
+    return validate(frame, [
         gxe.ExpectColumnValuesToBeInSet(column="vector_dimension", value_set=[dimension]),
         gxe.ExpectColumnValuesToBeBetween(column="norm", min_value=0.98, max_value=1.02),
         gxe.ExpectColumnValuesToBeInSet(column="has_chunk", value_set=[True]),
         gxe.ExpectColumnValuesToBeInSet(column="covers_chunks", value_set=[True]),
     ])
-    for document_id in failed_documents(violations):
-        lake.delete("embeddings", document_id)
-    return result("vectors_valid", catalog, document_ids, violations, run_id, step, vectors=frame.height)
+
+
+def check_embeddings(catalog: Catalog, document_ids: list[str], violations: list[Violation], run_id: str,
+                     step: str | None = None):
+    """The ``vectors_valid`` result of a run: the violations its documents' checks found before publishing."""
+    return result("vectors_valid", catalog, document_ids, violations, run_id, step, asset_key="embeddings")
 
 
 def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, document_ids: list[str],
@@ -182,4 +187,5 @@ def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection:
     ])
     for document_id in failed_documents(violations):
         delete_document(client, collection, document_id)
-    return result("entities_match_chunks", catalog, document_ids, violations, run_id, step, collection=collection)
+    return result("entities_match_chunks", catalog, document_ids, violations, run_id, step,
+                  asset_key="milvus_collection", collection=collection)

@@ -8,15 +8,14 @@ is ``kb_assets.migration``.
 import dagster as dg
 
 from kb_assets import migration
-from kb_assets.defs.assets import milvus_collection
+from kb_assets.defs.assets import MILVUS_COLLECTION
 from kb_assets.defs.resources import CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource
-from kb_assets.stores.models import load_model
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
 
 COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
 
 
-@dg.asset(**COLLECTIONS, deps=[milvus_collection],
+@dg.asset(**COLLECTIONS, deps=[MILVUS_COLLECTION],
           check_specs=[dg.AssetCheckSpec("candidate_valid", asset="collection_candidate", blocking=True,
                                          description="entity counts, dimension and golden queries against "
                                                      "the published collection")])
@@ -27,7 +26,8 @@ def collection_candidate(context: dg.AssetExecutionContext, catalog: CatalogReso
     cat, client, model = catalog.catalog(), milvus.client(), embedding_model.load()
     collection = ensure_collection(client, embedding_model.spec(), milvus.dense_index)
     flush(client, collection)
-    report = migration.validate(cat, lake.lake(), client, collection, milvus.alias, model.dimension, load_model)
+    report = migration.validate(cat, lake.lake(), client, collection, milvus.alias, model.dimension,
+                                 embedding_model.load)
     metadata = {"collection": collection, "published": report["previous"] or "none",
                 "entities": report["entities"], "chunk_rows": report["chunkRows"], "documents": report["documents"],
                 "not_carried_over": dg.MetadataValue.json(report["notCarried"]),

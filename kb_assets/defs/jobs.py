@@ -23,7 +23,6 @@ from kb_assets.defs.resources import (
     MilvusResource,
     ObjectStoreResource,
 )
-from kb_assets.stores.models import load_model
 from kb_assets.verify import verify
 
 ingest_documents = dg.define_asset_job(
@@ -82,7 +81,7 @@ def purge_documents():
 def repair(context: dg.OpExecutionContext, catalog: CatalogResource, lake: LakeResource,
            milvus: MilvusResource, embedding_model: EmbeddingModelResource) -> dict:
     report = verify(catalog.catalog(), lake.lake(), milvus.client(), milvus.alias, repair=True,
-                    load_model=lambda model_id: load_model(model_id, embedding_model.batch_size))
+                    load_model=embedding_model.load)
     repaired = [p for p in report["problems"] if p["repaired"]]
     left = [p for p in report["problems"] if not p["repaired"]]
     summary = {"problems_found": len(report["problems"]), "repaired": len(repaired), "left": len(left),

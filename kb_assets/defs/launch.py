@@ -56,6 +56,13 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
     return failed
 
 
+def selection(step: str) -> tuple[str, ...] | None:
+    """The asset selection of a run that starts at ``step``: every asset from raw_files (None, so
+    ``page_images`` too), else the step and those after it (a page still without a render after a
+    re-parse is rendered on its first request)."""
+    return None if step == "raw_files" else from_step(step)
+
+
 def execute(job: dg.JobDefinition, instance: dg.DagsterInstance, tags: dict[str, str],
             asset_selection: tuple[str, ...] | None = None, run_config: dict | None = None):
     """One in-process run, tagged with this process; errors are the run's (never raised here)."""
@@ -71,7 +78,7 @@ def run_plans(defs: dg.Definitions, instance: dg.DagsterInstance, catalog: Catal
     job = defs.resolve_job_def("ingest_documents")
     run_ids, done, total = [], 0, sum(len(p.documents) for p in plans)
     for plan in plans:
-        result = execute(job, instance, plan.tags(), from_step(plan.step))
+        result = execute(job, instance, plan.tags(), selection(plan.step))
         run_ids.append(result.run_id)
         if not plan.alone:
             run_ids += retry_failures_alone(job, instance, catalog, plan, result.run_id)
@@ -94,7 +101,7 @@ def retry_failures_alone(job: dg.JobDefinition, instance: dg.DagsterInstance, ca
         if shown_failed(instance, step, doc.document_id):
             continue
         alone = RunPlan(doc.document_id, doc.document_id, [doc], step, alone=True, migration=plan.migration)
-        run_ids.append(execute(job, instance, alone.tags(), from_step(step)).run_id)
+        run_ids.append(execute(job, instance, alone.tags(), selection(step)).run_id)
     return run_ids
 
 

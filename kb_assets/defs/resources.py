@@ -81,20 +81,29 @@ class MilvusResource(dg.ConfigurableResource):
 
 
 class EmbeddingModelResource(dg.ConfigurableResource):
-    """The embedding model (KB_EMBEDDING_MODEL), loaded once per process, offline."""
+    """The embedding model (KB_EMBEDDING_MODEL) on its encoder (KB_ENCODER: onnx, exported once into
+    KB_CACHE_DIR, or torch), loaded once per process, offline; KB_EMBEDDING_SLICE chunks are encoded
+    between two publications, KB_MAX_CHUNKS_PER_DOCUMENT bounds a document."""
 
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 32
+    encoder: str = "onnx"
+    cache_dir: str = ""
+    slice_size: int = 256
+    max_chunks_per_document: int = 20_000
 
-    def load(self) -> EmbeddingModel:
-        return load_model(self.model, self.batch_size)
+    def load(self, model_id: str | None = None) -> EmbeddingModel:
+        """The configured model, or ``model_id`` (another collection's) on the same encoder."""
+        return load_model(model_id or self.model, self.batch_size, self.encoder,
+                          Path(self.cache_dir) if self.cache_dir else None)
 
     def spec(self) -> EmbeddingSpec:
         return embedding_spec(self.load())
 
 
 class ParsingResource(dg.ConfigurableResource):
-    """What a parse may take and do (KB_PARSE_*, KB_OCR_LANGUAGES, DOCLING_ARTIFACTS_PATH)."""
+    """What a parse may take and do (KB_PARSE_*, KB_OCR_LANGUAGES, DOCLING_ARTIFACTS_PATH) and the
+    processes it may use (KB_PARSE_WORKERS)."""
 
     max_file_bytes: int
     max_pages: int
@@ -105,6 +114,7 @@ class ParsingResource(dg.ConfigurableResource):
     tessdata_dir: str = ""
     docling_artifacts_path: str = ""
     scratch_root: str = ""               # $KB_HOME/tmp: temporary copies of sources, one folder a process
+    workers: int = 1
 
     def options(self) -> ParseOptions:
         config = self.model_dump()
@@ -147,13 +157,15 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "milvus": MilvusResource(home=home, uri=settings.milvus_uri or "", alias=settings.alias,
                                  dense_index=settings.milvus_dense_index),
         "embedding_model": EmbeddingModelResource(model=settings.embedding_model,
-                                                  batch_size=settings.embedding_batch_size),
+                                                  batch_size=settings.embedding_batch_size, encoder=settings.encoder,
+                                                  cache_dir=str(settings.cache_dir), slice_size=settings.embedding_slice,
+                                                  max_chunks_per_document=settings.max_chunks_per_document),
         "parsing": ParsingResource(max_file_bytes=parse.max_file_bytes, max_pages=parse.max_pages,
                                    max_unpacked_bytes=parse.max_unpacked_bytes,
                                    max_image_pixels=parse.max_image_pixels, ocr_engine=parse.ocr_engine,
                                    ocr_languages=parse.ocr_languages, tessdata_dir=str(parse.tessdata_dir or ""),
                                    docling_artifacts_path=str(parse.docling_artifacts_path or ""),
-                                   scratch_root=str(settings.scratch_root)),
+                                   scratch_root=str(settings.scratch_root), workers=parse.workers),
         "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
                                          api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),
                                          timeout_seconds=settings.summarizer.timeout_seconds),

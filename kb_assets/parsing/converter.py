@@ -40,12 +40,11 @@ def quiet_docling_logs(level: int = logging.WARNING) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-def pdf_page_batches(page_count: int) -> list[tuple[int, int]]:
-    """1-based inclusive page ranges of ``PDF_PAGES_PER_BATCH`` pages covering a PDF."""
-    return [
-        (start, min(start + PDF_PAGES_PER_BATCH - 1, page_count))
-        for start in range(1, page_count + 1, PDF_PAGES_PER_BATCH)
-    ]
+def pdf_page_batches(page_count: int, parts: int = 1) -> list[tuple[int, int]]:
+    """1-based inclusive page ranges covering a PDF: at most ``PDF_PAGES_PER_BATCH`` pages each, and at
+    least ``parts`` ranges (one for each parsing process) when there are pages enough."""
+    size = max(1, min(PDF_PAGES_PER_BATCH, -(-page_count // max(1, parts))))
+    return [(start, min(start + size - 1, page_count)) for start in range(1, page_count + 1, size)]
 
 
 def _lines_only_pdf_backend():

@@ -4,8 +4,8 @@ mode ``ocr-rapidocr`` by default, or ``ocr-tesseract``).
 The OCR cells go through the layout pass (layout/: running lines, tables, headings, paragraphs),
 in pixel units. The limits come first, before anything that depends on the machine (whether OCR can
 run here): the pixel count is checked before anything is decoded (decompression bombs:
-``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. Each page keeps the
-frame as its page image (PNG, at most ``PAGE_IMAGE_MAX_SIDE`` pixels a side).
+``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. A page's image (the frame) is rendered apart from the parse
+(``render.render_page_images``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ from kb_assets.parsing.model import (
     ParsedPage,
     SourceFile,
 )
-from kb_assets.parsing.render import png_bytes
-
-PAGE_IMAGE_MAX_SIDE = 1400
 
 
 def parse_image(file: SourceFile) -> ParsedDocument:
@@ -52,7 +49,6 @@ def parse_image(file: SourceFile) -> ParsedDocument:
         if reason:  # after the limits: a refusal must not depend on what this machine has installed
             raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
         pages: dict[int, PageLines] = {}
-        renders: dict[int, bytes] = {}
         try:
             for index, frame in enumerate(ImageSequence.Iterator(image)):
                 if frame.size[0] * frame.size[1] > options.max_image_pixels:
@@ -62,15 +58,11 @@ def parse_image(file: SourceFile) -> ParsedDocument:
                 cells = ocr_lines(gray, options.ocr_engine, options.ocr_languages, options.tessdata_dir)
                 pl.lines = [Line(c.text, c.l, c.t, c.r, c.b, "ocr") for c in cells]
                 pages[index] = pl
-                if options.images:
-                    preview = frame.convert("RGB")
-                    preview.thumbnail((PAGE_IMAGE_MAX_SIDE, PAGE_IMAGE_MAX_SIDE))
-                    renders[index] = png_bytes(preview)
         except (OSError, ValueError, EOFError) as exc:
             raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
     blocks = layout_pages(pages, {})
     parsed = [
-        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine), image_png=renders.get(i),
+        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine),
                    width=pages[i].width, height=pages[i].height)
         for i in sorted(pages)
     ]

@@ -56,7 +56,6 @@ class ParsedPage:
     parser: str  # "docling" | "plain-text"
     mode: str  # how the page was read, e.g. "docling-native-pdf", "docling-docx", "text-lines"
     label: str | None = None  # printed page label (PDF), or the line range of a text/code page
-    image_png: bytes | None = field(default=None, compare=False, repr=False)  # page render (PDF, images)
     removed: tuple[str, ...] = field(default=(), compare=False)  # running header/footer lines left out
     width: float | None = field(default=None, compare=False)  # page size in the units of the block boxes
     height: float | None = field(default=None, compare=False)

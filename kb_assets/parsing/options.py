@@ -20,6 +20,7 @@ OCR_ENGINES = ("rapidocr", "tesseract")  # KB_OCR_ENGINE: rapidocr (models in it
 OCR_ENGINE = OCR_ENGINES[0]
 OCR_LANGUAGES = "eng+chi_sim"  # KB_OCR_LANGUAGES: tesseract language codes (rapidocr reads its languages at once)
 PAGE_IMAGE_SCALE = 1.0  # page renders: 72 dpi
+PAGE_IMAGE_MAX_SIDE = 1400  # page renders of image files: at most this many pixels a side
 FIGURE_IMAGE_SCALE = 2.0  # figure crops: 144 dpi
 OCR_DPI = 300
 MAX_RENDER_PIXELS = 40_000_000  # any render (page, crop, OCR) is scaled down to stay under this
@@ -34,7 +35,8 @@ class ParseOptions:
     ocr: bool = True  # OCR pages without a text layer and image files
     ocr_engine: str = OCR_ENGINE
     ocr_languages: str = OCR_LANGUAGES
-    images: bool = True  # render page images and figure crops (PDF) into the parsed pages
+    images: bool = True  # crop figures (PDF) into their blocks (page images: render.render_page_images)
     tessdata_dir: Path | None = None  # tesseract's language data (TESSDATA_PREFIX); None: Debian's folders
     docling_artifacts_path: Path | None = None  # docling's model folder (DOCLING_ARTIFACTS_PATH)
     scratch_dir: Path | None = None  # where a parse puts its temporary copy of the source; None: the system's
+    workers: int = 1  # processes that convert one PDF's page batches (KB_PARSE_WORKERS; 1: this process)

@@ -11,6 +11,7 @@ malformed request 4xx (``errors.py``); the embedded Milvus Lite server is restar
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
@@ -27,7 +28,6 @@ from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.models import load_model
 
 
 def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Searcher:
@@ -40,21 +40,17 @@ def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Sea
         client=stores.milvus,
         catalog=Catalog(stores.catalog.dsn, statement_timeout_ms=config.postgres_timeout_ms),
         alias=settings.alias,
-        load_model=load_model,
+        load_model=stores.model,
         config=config,
         owns_catalog=True,
     )
 
 
-def one_thread_per_query() -> None:
-    """Encode each query with one intra-op thread (processes that serve queries, not ingest).
-
-    Queries are one sentence: parallelism comes from concurrent requests. Measured on a busy 2-core
-    machine: 25 ms a query with one thread, ~490 ms with two (the threads wait for each other).
-    """
-    import torch
-
-    torch.set_num_threads(1)
+def one_thread_per_query(settings: Settings) -> Settings:
+    """The settings of a process that serves queries (not ingest): each query encodes with one
+    intra-op thread. Queries are one sentence: parallelism comes from concurrent requests. Measured
+    on a busy 2-core machine (torch): 25 ms a query with one thread, ~490 ms with two."""
+    return dataclasses.replace(settings, encoder_threads=1)
 
 
 def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus: bool | None = None) -> FastAPI:

@@ -12,6 +12,7 @@ from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 from pymilvus import MilvusClient
 
+from kb_assets.page_images import ensure_page_image
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
 from kb_assets.retrieval.auth import ApiKeys, Caller
 from kb_assets.retrieval.errors import check_id
@@ -141,6 +142,7 @@ class Service:
         doc = self.stores.catalog.get_document(parts[1])
         if doc is None or not caller.may_read(doc.knowledge_base_id):
             raise HTTPException(404, f"no asset {key}")
+        ensure_page_image(key, self.stores.catalog, self.stores.objects)   # a page image is rendered on first request
         path = self.stores.objects.path(key)
         if path.protocol in ("", "file", "local"):
             if not Path(path.path).is_file():     # a folder (pages/<doc>/) is no asset

@@ -66,6 +66,9 @@ class Stores:
         return open_milvus(self.settings.home, self.settings.milvus_uri)
 
     def model(self, model_id: str | None = None):
-        """The embedding model (default: the configured KB_EMBEDDING_MODEL), loaded once per process."""
-        return load_model(model_id or self.settings.embedding_model, self.settings.embedding_batch_size)
+        """The embedding model (default: the configured KB_EMBEDDING_MODEL) on the configured encoder,
+        loaded once per process."""
+        s = self.settings
+        return load_model(model_id or s.embedding_model, s.embedding_batch_size, s.encoder, s.cache_dir,
+                          s.encoder_threads)
 

@@ -15,9 +15,9 @@ pipeline (``choose_pdf_pipeline``, layout_model.py):
 On both paths, pages without a text layer are OCRed (scans.py, with ocr.py's ``KB_OCR_ENGINE``:
 mode ``ocr-rapidocr``, parser ``rapidocr`` by default, or ``ocr-tesseract``; the OCR lines go through
 the same layout pass); a page that needed OCR but could not get it is ``docling-native-pdf-no-text``,
-one docling-parse could not read ``docling-native-pdf-failed``. Every page is rendered at 72 dpi
-(PNG) into ``ParsedPage.image_png`` and every figure cropped at 144 dpi into ``Block.image_png``
-(render.py; ``ParseOptions.images``).
+one docling-parse could not read ``docling-native-pdf-failed``. Every figure is cropped at 144 dpi
+into ``Block.image_png`` (render.py; ``ParseOptions.images``); page images are rendered apart from the
+parse (``render.render_page_images``: the ``page_images`` asset, or on first request).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from kb_assets.parsing.model import Block, ParsedDocument, ParsedPage, SourceFil
 from kb_assets.parsing.pdf.facts import PdfFacts, document_title
 from kb_assets.parsing.pdf.native import PARSER
 from kb_assets.parsing.pdf.scans import ocr_pages, ocr_parser, scan_page
-from kb_assets.parsing.render import render_pdf_images
+from kb_assets.parsing.render import render_figure_crops
 
 if TYPE_CHECKING:  # pragma: no cover
     from docling.document_converter import DocumentConverter
@@ -160,7 +160,7 @@ def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipe
                 parsed.append(ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label,
                                          width=width, height=height))
         if options.images:
-            render_pdf_images(pdf, parsed, dict(boxes), set(boxes) | set(scanned))
+            render_figure_crops(pdf, parsed, dict(boxes))
     finally:
         pdf.close()
     title = document_title(facts, parsed, name)

@@ -54,6 +54,14 @@ class CatalogReads(CatalogConnection):
                             "ORDER BY knowledge_base_id, source_path")
             return [Document(*row) for row in cur.fetchall()]
 
+    def documents_of_run(self, run_id: str) -> list[Document]:
+        """Documents that are pending or that this run wrote last (a hash bucket's run: its changed
+        documents), by id."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                        "WHERE status = 'pending' OR last_run_id = %s ORDER BY document_id", (run_id,))
+            return [Document(*row) for row in cur.fetchall()]
+
     # pages, PageIndex nodes, summaries -------------------------------------------------------
     def read_pages(self, document_id: str) -> list[dict]:
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
