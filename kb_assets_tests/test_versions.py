@@ -138,3 +138,24 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
         dg.AssetKey("parsed_pages"), [alpha.document_id, beta.document_id],
         dg.DynamicPartitionsDefinition(name="documents"))
     assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+
+
+def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpus, settings, catalog):
+    """KB_CONCURRENT_RUNS > 1: the planned runs go to a spawned worker pool (``runs.execute_runs``), each
+    with its asset selection from the first stale step and this machine's process tag."""
+    from kb_assets.defs.launch import PROCESS_TAG
+    from kb_assets.ingest import dagster_instance, ingest
+
+    folder, kb, docs = corpus
+    new = replace(bumped(settings, chunks="test-3"), concurrent_runs=2)
+    report = ingest([folder], kb, new)
+
+    assert not report.failures and len(report.run_ids) == 2            # one range for each of the two runs
+    instance = dagster_instance(settings)
+    for run_id in report.run_ids:
+        run = instance.get_run_by_id(run_id)
+        assert run.is_success and run.tags["kb/from_step"] == "chunks" and PROCESS_TAG in run.tags
+        assert run_selection(instance, run_id) == {"chunks", "embeddings", "milvus_collection"}
+    refreshed = catalog.get_documents([d.document_id for d in docs.values()])
+    assert {d.step_versions["chunks"] for d in refreshed.values()} == {"test-3"}
+    assert {d.status for d in refreshed.values()} == {"published"}
