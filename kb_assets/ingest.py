@@ -14,7 +14,7 @@ ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_asset
 ``kb_assets.defs.launch``.
 
 Under hash buckets, a bucket's run finds only its new and changed (pending) documents, so runs start at
-``raw_files`` and version-stale or failed documents are not re-planned (README: Partitions).
+``raw_files`` and version-stale or failed documents are not re-planned (README, ``KB_PARTITIONING``).
 """
 
 from __future__ import annotations

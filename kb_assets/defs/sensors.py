@@ -8,6 +8,8 @@ first stale step; deleted files become a ``purge_documents`` run; a document who
 not show yet is retried alone (its run fails again, and the partition shows failed). Per-file state
 lives in Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new
 partitions are added a tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
+Registration holds the registration lock (one ingest or tick at a time). With ``KB_PARTITIONING=buckets:N``
+the runs are over the buckets of new and changed files, from ``raw_files`` (``planning.plan_bucket_runs``).
 
 ``collection_migration_sensor`` (on unless ``KB_AUTO_MIGRATE=0``): when the published collection's spec
 is not the configured one, requests the backfill runs, then (when none is left and none is running) the
