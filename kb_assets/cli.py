@@ -180,11 +180,16 @@ def serve(settings, host, port):
     uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
 
 
-def _document_json(doc) -> dict:
+def _document_json(doc, stale=None) -> dict:
+    from kb_assets.verify import last_good_notice
+
     return {"documentId": doc.document_id, "knowledgeBaseId": doc.knowledge_base_id, "sourceUri": doc.source_uri,
             "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
             "error": doc.error, "pages": doc.page_count, "chunks": doc.chunk_count, "mime": doc.mime,
-            "sourceKind": doc.source_kind, "publishedVersion": doc.published_version}
+            "sourceKind": doc.source_kind, "publishedVersion": doc.published_version,
+            "servesLastGoodVersion": doc.serves_last_good_version and doc.status == "failed",
+            "notice": last_good_notice(doc) if doc.serves_last_good_version and doc.status == "failed" else None,
+            "stale": stale.as_json() if stale else None, "stepVersions": doc.step_versions or {}}
 
 
 @main.command()
@@ -192,14 +197,29 @@ def _document_json(doc) -> dict:
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def docs(settings, knowledge_base_ids, as_json):
-    """Documents with their status, version, pages and chunks."""
-    catalog = _stores(settings).catalog
-    data = {"documents": [_document_json(d) for d in catalog.list_documents(list(knowledge_base_ids) or None)]}
+    """Documents with their status, version, pages and chunks; which step is stale (a newer pipeline
+    version or embedding spec) and why; where a newer file failed, that its last good version serves.
+    The document id is the document's Dagster partition key."""
+    from kb_assets.migration import migration_due
+    from kb_assets.planning import stale_documents
+
+    stores = _stores(settings)
+    catalog = stores.catalog
+    documents = catalog.list_documents(list(knowledge_base_ids) or None)
+    migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
+    stale = stale_documents(documents, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()},
+                            migrating)
+    data = {"documents": [_document_json(d, stale.get(d.document_id)) for d in documents]}
 
     def render(d):
         for doc in d["documents"]:
             click.echo(f"{doc['status']:<9} {doc['knowledgeBaseId']}/{doc['sourcePath']}  pages={doc['pages']} "
                        f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else ""))
+            if doc["notice"]:
+                click.echo(f"          {doc['notice']}")
+            if doc["stale"] and doc["status"] != "failed":
+                click.echo(f"          stale from {doc['stale']['step']}: {doc['stale']['reason']}"
+                           + (" (collection migration)" if doc["stale"]["migration"] else ""))
 
     emit(data, as_json, render)
 
@@ -322,15 +342,21 @@ def collections(settings, action, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def migrate(settings, as_json):
-    """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL)."""
-    from kb_assets.migration import migrate as run_migrate
-    from kb_assets.stores.models import embedding_spec
+    """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL):
+    the backfill runs and the publish_collection run, in-process (the migration sensor does the same)."""
+    from kb_assets.defs import launch
+    from kb_assets.migration import migration_due
+    from kb_assets.stores.vectors import published_collection
 
     stores = _stores(settings)
-    model = stores.model()
+    instance = launch.dagster_instance(settings)
+    launch.fail_abandoned_runs(instance)
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
-    data = run_migrate(stores.catalog, stores.lake, stores.milvus, model, embedding_spec(model), settings.alias,
-                       stores.model, progress, settings.milvus_dense_index)
+    due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+    if due is None:
+        data = {"status": "unchanged", "published": published_collection(stores.milvus, settings.alias)}
+    else:
+        data = launch.migrate(settings, stores, instance, due, progress)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
@@ -349,17 +375,28 @@ def migrate(settings, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def verify(settings, repair, as_json):
-    """Consistency per document: Postgres rows vs lake rows vs Milvus entities; exit 1 if inconsistent."""
+    """Consistency per document: Postgres rows vs lake rows vs Milvus entities (every entity counted against
+    the published chunk rows); exit 1 if inconsistent. --repair runs as a Dagster run (repair_stores)."""
     from kb_assets.verify import verify as run_verify
 
     stores = _stores(settings)
-    data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias, repair=repair,
-                      load_model=stores.model)
+    if repair:
+        from kb_assets.definitions import make_definitions
+        from kb_assets.defs import launch
+
+        instance = launch.dagster_instance(settings)
+        launch.fail_abandoned_runs(instance)
+        data = launch.repair(make_definitions(settings), instance)
+    else:
+        data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
 
     def render(d):
-        click.echo("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
+        click.echo(("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
+                   + f" ({d['entities']} entities for {d['publishedChunkRows']} published chunk rows)")
         for p in d["problems"]:
             click.echo(f"  {p['documentId']}: {p['problem']}" + (" (repaired)" if p["repaired"] else ""))
+        for n in d["notices"]:
+            click.echo(f"  notice: {n['notice']}")
 
     emit(data, as_json, render)
     unrepaired = [p for p in data["problems"] if not p["repaired"]]

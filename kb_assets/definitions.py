@@ -6,19 +6,21 @@
 
 import dagster as dg
 
-from kb_assets.defs.assets import ASSETS
-from kb_assets.defs.jobs import ingest_documents
+from kb_assets.defs.assets import ASSETS, versioned
+from kb_assets.defs.collections import COLLECTION_ASSETS
+from kb_assets.defs.jobs import JOBS
 from kb_assets.defs.resources import build_resources
 from kb_assets.defs.schedules import build_incremental_update_schedule
-from kb_assets.defs.sensors import build_watched_folders_sensor
+from kb_assets.defs.sensors import build_collection_migration_sensor, build_watched_folders_sensor
 from kb_assets.settings import Settings
 
 
 def make_definitions(settings: Settings) -> dg.Definitions:
     # the executor of every run, UI materializations of an asset selection included: in process, like
     # ingest (the multiprocess default starts a process per step, each loading the code and models again)
-    return dg.Definitions(assets=ASSETS, jobs=[ingest_documents], executor=dg.in_process_executor,
-                          sensors=[build_watched_folders_sensor(settings)],
+    return dg.Definitions(assets=[*versioned(ASSETS, settings), *COLLECTION_ASSETS], jobs=JOBS,
+                          executor=dg.in_process_executor,
+                          sensors=[build_watched_folders_sensor(settings), build_collection_migration_sensor(settings)],
                           schedules=[build_incremental_update_schedule(settings)],
                           resources=build_resources(settings))
 

@@ -1,11 +1,20 @@
-"""``kb-assets ingest``: register files as document partitions, materialize what changed, purge what is gone.
+"""``kb-assets ingest``: register files as document partitions, materialize what is new, changed or stale,
+purge what is gone, and start a due collection migration.
 
 Everything goes through Dagster: documents are added as dynamic partitions of the instance at
-``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash
-buckets) and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of
-changed partitions (at most ``run_batch_size`` partitions a run, and at least one range for each of
-``KB_CONCURRENT_RUNS`` runs at once: runs.py). The plan (scan, register, ranges, purge) is
-``kb_assets.planning``; registration is serialized across concurrent ingests and sensor ticks.
+``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash buckets)
+and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of partitions that
+start at the same first stale step (at most ``run_batch_size`` documents a run, and at least one range for
+each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.runs``; ``kb_assets.versions`` says what is
+stale); a document that fails in a batch is retried alone; gone files are purged by a ``purge_documents``
+run; a changed embedding spec starts the migration (``publish_collection``) unless ``KB_AUTO_MIGRATE=0``.
+Runs that a killed ``kb-assets`` left STARTED are marked failed first, and scratch folders of killed
+processes removed. Registration (scan, register, partitions, purge) is serialized across concurrent
+ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.planning``; launching,
+``kb_assets.defs.launch``.
+
+Under hash buckets, a bucket's run finds only its new and changed (pending) documents, so runs start at
+``raw_files`` and version-stale or failed documents are not re-planned (README, ``KB_PARTITIONING``).
 """
 
 from __future__ import annotations
@@ -16,11 +25,14 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import planning, steps
+from kb_assets import planning, runs
+from kb_assets.defs import launch
+from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.runs import dagster_instance, execute_runs
+from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
+from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
 
 
@@ -31,8 +43,11 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
+    stale: list[dict] = field(default_factory=list)        # unchanged files re-run for a newer pipeline version
     published: dict = field(default_factory=dict)
+    migration: dict | None = None
     run_ids: list[str] = field(default_factory=list)
+    abandoned_runs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
@@ -40,27 +55,22 @@ class IngestReport:
             "documents": {"new": len(self.new), "changed": len(self.changed), "unchanged": len(self.unchanged),
                           "deleted": len(self.deleted), "failed": len(self.failures)},
             "failures": self.failures,
+            "stale": self.stale,
             "published": self.published,
+            "migration": self.migration,
             "runIds": self.run_ids,
+            "abandonedRuns": self.abandoned_runs,
             "warnings": self.warnings,
         }
 
 
-def purge(gone: list, stores: Stores, instance: dg.DagsterInstance) -> list[str]:
-    """Remove documents whose files are gone from every store and their partitions from the instance
-    (a document's own partition; a hash bucket stays)."""
-    for document_id in steps.purge_documents(gone, stores):
-        if instance.has_dynamic_partition(documents_partitions.name, document_id):
-            instance.delete_dynamic_partition(documents_partitions.name, document_id)
-    return [doc.document_id for doc in gone]
-
-
 def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
-             settings: Settings) -> tuple[IngestReport, list[str], list[str], int]:
-    """Scan, register the changes, add their partitions and purge what is gone, one ingest or sensor
-    tick at a time (the registration lock): the report so far, the documents to run, their partitions
-    and how many files were found. An entry that cannot be named, stat-ed or read is a failure in the
-    report (``documentId`` null when its name is not UTF-8); the other entries go on."""
+             settings: Settings, defs: dg.Definitions | None = None) -> tuple[IngestReport, list[str], list[str], int]:
+    """Scan, register the changes, add their partitions and purge what is gone (a ``purge_documents``
+    run of ``defs``), one ingest or sensor tick at a time (the registration lock): the report so far,
+    the new and changed documents, their partitions and how many files were found. An entry that cannot
+    be named, stat-ed or read is a failure in the report (``documentId`` null when its name is not
+    UTF-8); the other entries go on."""
     catalog = stores.catalog
     found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
     with catalog.registration_lock():
@@ -68,55 +78,76 @@ def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, in
         report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
                               failures=[failure.as_json() for failure in found.failures])
         keys = planning.partition_keys(changes.to_run, settings.partitioning)
-        existing_keys = set(instance.get_dynamic_partitions(documents_partitions.name))
-        new_keys = [key for key in keys if key not in existing_keys]
-        if new_keys:
-            instance.add_dynamic_partitions(documents_partitions.name, new_keys)
+        add_partitions(instance, keys)
         gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
-        report.deleted = purge(gone, stores, instance)
+        if gone:
+            if defs is None:
+                from kb_assets.definitions import make_definitions  # loads every asset: import on use
+
+                defs = make_definitions(settings)
+            report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
     return report, changes.to_run, keys, len(found.files)
+
+
+def add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
+    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    new_keys = [key for key in keys if key not in existing]
+    if new_keys:
+        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
 
 
 def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
     """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
     documents whose sources are gone are purged."""
+    from kb_assets.definitions import make_definitions  # loads every asset: import on use
+
     stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
-    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings)
-    unreadable = len(report.failures)
+    abandoned = launch.fail_abandoned_runs(instance)
+    clean_scratch(settings.scratch_root)
+    defs = make_definitions(settings)
+    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
+    report.abandoned_runs = abandoned
+
+    docs = list(catalog.get_documents([*to_run, *report.unchanged]).values())
+    due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+    workers = max(1, settings.concurrent_runs)
+    if planning.bucket_count(settings.partitioning) is None:
+        stale = planning.stale_documents(docs, settings.step_versions(),
+                                         {c["name"]: c["model"] for c in catalog.collections()},
+                                         migrating=due is not None)
+        stale = {key: why for key, why in stale.items() if not why.migration}   # the migration's, below
+        unchanged = set(report.unchanged)
+        report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
+                        if key in unchanged]
+        with catalog.registration_lock():
+            add_partitions(instance, list(stale))
+        batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))   # at least one range a run
+        plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch)
+    else:
+        batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
+        plans = planning.plan_bucket_runs(docs, to_run, settings.partitioning,
+                                          instance.get_dynamic_partitions(documents_partitions.name), batch)
     progress(f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
-             f"{len(report.unchanged)} unchanged, {len(report.deleted)} deleted"
-             + (f", {unreadable} unreadable" if unreadable else ""))
-    if keys:
-        ordered = instance.get_dynamic_partitions(documents_partitions.name)
-        runs = max(1, settings.concurrent_runs)
-        batch = max(1, min(settings.run_batch_size, -(-len(keys) // runs)))   # at least one range a run
-        ranges = [planning.range_tags(start, end, knowledge_base_id)
-                  for start, end, _ in planning.contiguous_ranges(ordered, set(keys), batch)]
+             f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
+             + (f", {len(report.failures)} unreadable" if report.failures else ""))
+    report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
-        def done(run_id: str) -> None:
-            docs = catalog.get_documents(to_run)
-            finished = sum(1 for d in docs.values() if d.status in ("published", "failed"))
-            progress(f"documents {finished}/{len(to_run)}: pages {sum(d.page_count or 0 for d in docs.values())}, "
-                     f"chunks {sum(d.chunk_count or 0 for d in docs.values() if d.status == 'published')}")
-
-        report.run_ids = execute_runs(ranges, settings, done)
-
-    docs = catalog.get_documents(to_run)
-    for document_id in to_run:
-        doc = docs[document_id]
+    if due and settings.auto_migrate:
+        report.migration = launch.migrate(settings, stores, instance, due, progress)
+        report.run_ids += report.migration.pop("runIds")
+    elif due:
+        report.warnings.append(f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
+                               "(changed documents are written into both collections meanwhile)")
+    ran = list(dict.fromkeys(doc.document_id for plan in plans for doc in plan.documents))
+    after = catalog.get_documents(ran)
+    for document_id in ran:
+        doc = after[document_id]
         if doc.status != "published":
             report.failures.append({"documentId": document_id, "sourceUri": doc.source_uri,
-                                    "reason": doc.error or f"not published (status {doc.status})"})
+                                    "reason": doc.error or f"not published (status {doc.status})",
+                                    "servesLastGoodVersion": doc.serves_last_good_version})
     report.published = {"alias": settings.alias, "collection": published_collection(stores.milvus, settings.alias)}
-    if to_run:  # the runs loaded the model: knowing its collection costs nothing now
-        from kb_assets.stores.models import embedding_spec
-
-        target = embedding_spec(stores.model()).collection_name()
-        if report.published["collection"] != target:
-            report.warnings.append(f"the configured embedding spec writes to {target}, but the alias "
-                                   f"{settings.alias} publishes {report.published['collection']}: "
-                                   "run kb-assets migrate to publish it")
     return report

@@ -1,38 +1,55 @@
-"""Embedding-spec migration without downtime: build the spec's collection beside the published one
-from the lake (no re-parse), validate it, swap the alias atomically; roll back to the previous one.
+"""Embedding-spec migration without downtime: the collection of the configured spec is filled beside the
+published one from the lake (no re-parse), validated, and published by an atomic alias swap; the
+previous collection is retired and kept for rollback.
 
-Validation: the new collection holds exactly one entity per chunk row, its vectors have the spec's
-dimension, and on golden queries drawn from the corpus (section titles, and the opening words of
-chunks) it finds the right document at least as often as the published collection, less a tolerance.
+The steps are Dagster runs (``defs/launch.py``, ``defs/sensors.py``): the backfill re-materializes
+``embeddings`` and ``milvus_collection`` for every document that serves a version (vectors of unchanged
+embedding inputs are reused when the model is the same); ``collection_candidate`` validates with a
+blocking check (``validate``); ``collection_alias`` swaps the alias (``swap``). Until the swap,
+changed documents are written into both collections (``steps.publish_document``).
+
+Validation: every carried document has exactly its published version's chunk rows as entities and the
+collection nothing else, vectors have the spec's dimension, and on golden queries drawn from the corpus
+(section titles, and the opening words of chunks) the new collection finds the right document at least
+as often as the published one, less a tolerance.
 """
 
 from __future__ import annotations
 
-import polars as pl
 from pymilvus import MilvusClient
 
-from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.embedding.vectors import vectors_for
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (
     SCHEMA_VERSION,
-    EmbeddingSpec,
-    chunk_entities,
     collection_exists,
+    collection_spec,
     count_entities,
-    ensure_collection,
-    flush,
+    count_version,
     load,
     publish,
     published_collection,
-    sync_document,
+    stored_vectors,
     unpublish,
 )
 
 GOLDEN_QUERIES = 60
 QUALITY_TOLERANCE = 0.05
+
+
+def migration_due(client: MilvusClient, alias: str, model_id: str) -> dict | None:
+    """What the published collection holds against the configured spec, when they differ (None when they
+    agree or nothing is published yet: the first ingest publishes its own collection)."""
+    current = published_collection(client, alias)
+    if current is None:
+        return None
+    spec = collection_spec(client, current)
+    if spec["model"] == model_id and spec.get("schemaVersion", SCHEMA_VERSION) == SCHEMA_VERSION:
+        return None
+    return {"published": current, "publishedModel": spec["model"], "configuredModel": model_id,
+            "reason": f"the alias {alias} publishes {current} ({spec['model']}, schema "
+                      f"{spec.get('schemaVersion')}); the configuration asks for {model_id}, schema {SCHEMA_VERSION}"}
 
 
 def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[tuple[str, str, str]]:
@@ -72,56 +89,75 @@ def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, 
         unpublish(client, alias)
 
 
-def migrate(catalog: Catalog, lake: Lake, client: MilvusClient, model: EmbeddingModel, spec: EmbeddingSpec,
-            alias: str, load_model, progress=lambda message: None, dense_index: str = "hnsw") -> dict:
-    """Build, validate and publish the collection of ``spec`` (with that dense index, when it is new);
-    the published one is kept for rollback."""
-    current = published_collection(client, alias)
-    target = spec.collection_name()
-    if current == target:
-        return {"status": "unchanged", "published": target}
-    ensure_collection(client, spec, dense_index)
-    with catalog.connect() as conn:
-        catalog.record_collection(conn, name=target, alias=alias, schema_version=SCHEMA_VERSION, model=spec.model,
-                                  dimension=spec.dimension, languages=list(spec.languages), state="building")
-        catalog.set_collection_state(conn, target, "building")
-    documents = [d for d in catalog.list_documents() if d.status == "published"]
-    doc_vectors: dict[str, pl.DataFrame] = {}
-    expected = 0
-    for done, doc in enumerate(documents, 1):
-        chunks = lake.read("chunks", doc.document_id)
-        [(vectors, _)] = vectors_for([(chunks, lake.read("embeddings", doc.document_id))], model, spec.model, "migrate")
-        sync_document(client, target, doc.document_id, chunk_entities(chunks, vectors))
-        doc_vectors[doc.document_id] = vectors
-        expected += chunks.height
-        progress(f"documents {done}/{len(documents)}")
-    flush(client, target)
+def carried_documents(catalog: Catalog, client: MilvusClient, collection: str) -> tuple[list, list, list[str]]:
+    """The documents that serve a version, split into those the collection holds exactly (their published
+    version's chunk rows, as entities), failed documents whose last good version it does not hold (not
+    carried over), and problems (a published document held wrongly)."""
+    carried, not_carried, problems = [], [], []
+    for doc in catalog.list_documents():
+        if doc.status == "deleted" or not doc.published_version:
+            continue
+        found = count_version(client, collection, doc.document_id, doc.published_version)
+        if found == doc.chunk_count and found:
+            carried.append(doc)
+        elif doc.status != "published" and found == 0:
+            not_carried.append(doc)
+        else:
+            problems.append(f"{doc.source_path}: {found} entities of its published version for "
+                            f"{doc.chunk_count} chunk rows")
+    return carried, not_carried, problems
 
-    problems = []
-    entities = count_entities(client, target)
+
+def validate(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, alias: str, dimension: int,
+             load_model) -> dict:
+    """The candidate collection against the published one: entity counts, dimension, golden queries."""
+    current = published_collection(client, alias)
+    carried, not_carried, problems = carried_documents(catalog, client, collection)
+    expected = sum(doc.chunk_count for doc in carried)
+    entities = count_entities(client, collection)
     if entities != expected:
-        problems.append(f"{entities} entities for {expected} chunk rows")
-    queries = golden_queries(lake, [d.document_id for d in documents])
-    new_quality = candidate_hit_rate(client, catalog, target, load_model, queries)
+        problems.append(f"{entities} entities for {expected} chunk rows of the documents it carries "
+                        f"({entities - expected:+d})")
+    spec = collection_spec(client, collection)
+    sample = stored_vectors(client, collection, [lake.read("chunks", carried[0].document_id)["chunk_id"][0]]) \
+        if carried else {}
+    dimensions = {spec["dimension"], *(len(v) for v in sample.values())}
+    if dimensions != {dimension}:
+        problems.append(f"vectors of dimension {sorted(dimensions)}, the model gives {dimension}")
+    queries = golden_queries(lake, [d.document_id for d in carried if d.status == "published"])
+    new_quality = candidate_hit_rate(client, catalog, collection, load_model, queries)
     old_quality = candidate_hit_rate(client, catalog, current, load_model, queries) if current else 0.0
     if new_quality < old_quality - QUALITY_TOLERANCE:
         problems.append(f"golden-query document hit@5 {new_quality:.3f} is worse than the published "
                         f"collection's {old_quality:.3f}")
-    report = {"previous": current, "collection": target, "entities": entities, "chunkRows": expected,
-              "goldenQueries": len(queries), "quality": {"new": round(new_quality, 3), "published": round(old_quality, 3)}}
+    return {"previous": current, "collection": collection, "entities": entities, "chunkRows": expected,
+            "documents": len(carried), "notCarried": [d.source_uri for d in not_carried],
+            "goldenQueries": len(queries), "quality": {"new": round(new_quality, 3), "published": round(old_quality, 3)},
+            "dimension": dimension, "problems": problems}
+
+
+def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) -> dict:
+    """Publish the (validated) collection through the alias, atomically; the previous one is retired and
+    kept for rollback. Failed documents whose last good version was not carried over stop serving."""
+    previous = published_collection(client, alias)
+    _, not_carried, _ = carried_documents(catalog, client, collection)
+    dropped = {doc.document_id for doc in not_carried}
+    load(client, collection)
+    publish(client, alias, collection)       # alter_alias: atomic, searches never see a gap
+    entities = count_entities(client, collection)
     with catalog.connect() as conn:
-        if problems:
-            catalog.set_collection_state(conn, target, "failed", entity_count=entities)
-            return {**report, "status": "failed", "problems": problems, "published": current}
-        publish(client, alias, target)       # alter_alias: atomic, searches never see a gap
-        catalog.set_collection_state(conn, target, "published", entity_count=entities)
-        if current:
-            catalog.set_collection_state(conn, current, "retired")
-        for doc in documents:
-            catalog.update_document(conn, doc.document_id, collection_name=target)
-    for document_id, vectors in doc_vectors.items():
-        lake.write("embeddings", document_id, vectors)
-    return {**report, "status": "published", "published": target}
+        catalog.set_collection_state(conn, collection, "published", entity_count=entities)
+        if previous and previous != collection:
+            catalog.set_collection_state(conn, previous, "retired")
+        for doc in catalog.list_documents():
+            if doc.status == "deleted" or not doc.published_version:
+                continue
+            if doc.document_id in dropped:
+                catalog.update_document(conn, doc.document_id, published_version=None, collection_name=None)
+            else:
+                catalog.update_document(conn, doc.document_id, collection_name=collection)
+    return {"previous": previous, "published": collection, "entities": entities,
+            "stoppedServing": [d.source_uri for d in not_carried]}
 
 
 def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:

@@ -22,6 +22,7 @@ from kb_assets.parsing.options import (
     ParseOptions,
 )
 from kb_assets.retrieval.config import SearchConfig, Weights
+from kb_assets.versions import PipelineVersions, step_versions
 
 ENCODERS = ("onnx", "torch")             # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kb-assets"
@@ -93,9 +94,11 @@ class Settings:
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
+    auto_migrate: bool = True              # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
     parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_*, KB_PARSE_WORKERS, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
     summarizer: SummarizerSettings = SummarizerSettings()
+    versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
@@ -138,6 +141,7 @@ class Settings:
             watch=env.get("KB_WATCH") or "",
             watch_interval_seconds=_int(env, "KB_WATCH_INTERVAL_SECONDS", cls.watch_interval_seconds),
             refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,
+            auto_migrate=_bool(env, "KB_AUTO_MIGRATE", cls.auto_migrate),
             parse=ParseOptions(
                 max_file_bytes=_int(env, "KB_PARSE_MAX_FILE_BYTES", MAX_FILE_BYTES),
                 max_pages=_int(env, "KB_PARSE_MAX_PAGES", MAX_PAGES),
@@ -174,6 +178,16 @@ class Settings:
         """The Dagster instance's folder: DAGSTER_HOME, else $KB_HOME/dagster (what ``dagster dev`` at the
         repository root opens too)."""
         return self.dagster_home_dir or self.home / "dagster"
+
+    @property
+    def scratch_root(self) -> Path:
+        """Temporary files of runs (e.g. the parse step's copy of a source), one folder a process; the next
+        run removes those of processes that are gone, killed ones included."""
+        return self.home / "tmp"
+
+    def step_versions(self) -> dict[str, str]:
+        """The current version of every pipeline step (``kb_assets.versions``)."""
+        return step_versions(self.versions, self.embedding_model, self.summarizer.model if self.summarizer.url and self.summarizer.model else "")
 
     def storage_options(self) -> dict:
         return self.s3.storage_options()
@@ -234,6 +248,15 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(env.get(name) or default)
     except ValueError:
         raise ValueError(f"{name}={env[name]!r}: expected a number") from None
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    value = (env.get(name) or "").strip().lower()
+    if not value:
+        return default
+    if value not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"{name}={env[name]!r}: expected 1 or 0")
+    return value in ("1", "true", "yes", "on")
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:

@@ -1,7 +1,13 @@
 """Consistency of the stores, per document: Postgres rows vs lake rows vs Milvus entities.
 
-``verify`` reports problems; with ``repair`` it fixes what it can from the source of record and the
-lake: re-syncs a published document's entities from its lake rows, removes entities and lake files of
+Every entity of the published collection is counted against the published chunk rows: a document's
+entities must all be of the version that serves (``published_version``, the one search returns) and as
+many as its recorded chunks; entities of any other version (a half-written new version of a killed run,
+a pending or failed one) are strays. A document whose newer file failed while its last good version
+serves is a notice, not a problem.
+
+``verify`` reports; with ``repair`` it fixes what it can from the source of record and the lake: removes
+strays, re-syncs a published document's entities from its lake rows, removes entities and lake files of
 deleted or unknown documents. What needs a re-run (missing lake rows) is reported, not guessed.
 """
 
@@ -17,12 +23,20 @@ from kb_assets.stores.vectors import (
     collection_spec,
     count_entities,
     delete_document,
-    document_filter,
+    delete_stale_versions,
     document_ids,
     flush,
     published_collection,
     sync_document,
+    version_counts,
 )
+
+
+def last_good_notice(doc) -> str:
+    """What ``docs``, ``verify`` and search say of a document whose newer file did not publish."""
+    state = f"failed ({doc.error})" if doc.status == "failed" else doc.status
+    return (f"{doc.source_path}: version {(doc.version or '')[:12]} is {state}; its last good version "
+            f"{(doc.published_version or '')[:12]} serves")
 
 
 def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False,
@@ -30,17 +44,20 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
     """Problems per document; ``repair`` fixes them (``load_model``: model id -> EmbeddingModel, used to
     re-encode chunks whose lake vectors are of another spec than the published collection's)."""
     problems: list[dict] = []
+    notices: list[dict] = []
 
     def problem(document_id: str | None, text: str, repaired: bool = False):
         problems.append({"documentId": document_id, "problem": text, "repaired": repaired})
 
     collection = published_collection(client, alias)
     documents = {d.document_id: d for d in catalog.list_documents()}
+    published_rows = 0
     for doc in documents.values():
         chunks = lake.read("chunks", doc.document_id)
         vectors = lake.read("embeddings", doc.document_id)
-        entities = count_entities(client, collection, document_filter(doc.document_id)) if collection else 0
+        versions = version_counts(client, collection, doc.document_id) if collection else {}
         if doc.status == "deleted":
+            entities = sum(versions.values())
             if entities or chunks.height or vectors.height:
                 if repair:
                     delete_document(client, collection, doc.document_id)
@@ -49,13 +66,27 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                 problem(doc.document_id, f"deleted document still has {entities} entities, {chunks.height} chunk "
                         f"rows, {vectors.height} vectors", repair)
             continue
-        if doc.status != "published":
+        serving = doc.published_version
+        strays = {version: n for version, n in versions.items() if version != serving}
+        if strays:
+            if repair:
+                delete_stale_versions(client, collection, doc.document_id, serving)
+            problem(doc.document_id, f"{sum(strays.values())} stray entities of versions that do not serve ("
+                    + ", ".join(f"{v[:12]}: {n}" for v, n in strays.items()) + f"; {doc.status})", repair)
+        if not serving:
             continue
-        if not chunks.height:
-            problem(doc.document_id, "published document has no chunk rows in the lake: re-ingest it")
+        published_rows += doc.chunk_count or 0
+        entities = versions.get(serving, 0)
+        if doc.serves_last_good_version:
+            notices.append({"documentId": doc.document_id, "notice": last_good_notice(doc)})
+        if not chunks.height or not (chunks["document_version"] == serving).all():
+            if collection and entities != doc.chunk_count:   # the lake holds another version: count only
+                problem(doc.document_id, f"{entities} entities of its published version for {doc.chunk_count} "
+                        "recorded chunks, and the lake holds another version: re-ingest it")
+            elif doc.status == "published":
+                problem(doc.document_id, "published document has no chunk rows of its version in the lake: "
+                        "re-ingest it")
             continue
-        if doc.published_version and (chunks["document_version"] != doc.published_version).any():
-            problem(doc.document_id, "lake chunks are not of the published version: re-ingest it")
         if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
             problem(doc.document_id, f"{chunks.height} chunk rows but {vectors.height} vectors: re-ingest it")
             continue
@@ -84,6 +115,12 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                 if repair:
                     lake.delete(table, document_id)
                 problem(document_id, f"lake {table} of a document Postgres does not know", repair)
-    if repair and collection:
-        flush(client, collection)
-    return {"consistent": not problems, "collection": collection, "problems": problems}
+    total = 0
+    if collection:
+        if repair:
+            flush(client, collection)
+        total = count_entities(client, collection)
+        if total != published_rows and not problems:   # a difference no document's problem explains
+            problem(None, f"{total} entities in {collection} for {published_rows} published chunk rows")
+    return {"consistent": not problems, "collection": collection, "entities": total,
+            "publishedChunkRows": published_rows, "problems": problems, "notices": notices}

@@ -292,4 +292,5 @@ def test_parse_options_from_settings():
     assert (options.ocr_engine, options.ocr_languages) == ("tesseract", "eng")
     assert options.docling_artifacts_path == Path("/models")
     assert ParseOptions().ocr_engine == "rapidocr"
-    assert Settings.from_env({"KB_HOME": "/tmp/kb"}).parse == ParseOptions()
+    # the default parse workers are the cores (KB_PARSE_WORKERS unset): pinned, so the test holds on any machine
+    assert Settings.from_env({"KB_HOME": "/tmp/kb", "KB_PARSE_WORKERS": "1"}).parse == ParseOptions()

@@ -189,17 +189,23 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
     assert record["runIds"]["chunks"] in handbook.run_ids
 
 
-def test_definitions_load_with_seven_partitioned_assets(settings):
+def test_definitions_load_with_seven_partitioned_versioned_assets_and_the_collection_assets(settings):
     from kb_assets.definitions import make_definitions
+    from kb_assets.versions import STEPS
 
     defs = make_definitions(settings)
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"raw_files", "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection",
-                    "page_images"}
-    for key in graph.get_all_asset_keys():
-        assert graph.get(key).partitions_def.name == "documents"
+    assert keys == {*STEPS, "page_images", "collection_candidate", "collection_alias"}
+    versions = settings.step_versions()
+    for step in [*STEPS, "page_images"]:
+        assert graph.get(dg.AssetKey(step)).partitions_def.name == "documents"
+    for step in STEPS:
+        assert graph.get(dg.AssetKey(step)).code_version == versions[step]
+    assert versions["embeddings"].endswith(":" + settings.embedding_model)
+    assert graph.get(dg.AssetKey("collection_alias")).partitions_def is None
+    assert {j.name for j in defs.jobs} == {"ingest_documents", "publish_collection", "purge_documents", "repair_stores"}
 
 
 def test_cli_ingest_json_prints_only_json_and_docs_lists_documents(handbook, corpus_dir, kb_home):

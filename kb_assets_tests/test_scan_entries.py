@@ -151,5 +151,6 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     (folder / "keep.md").unlink()
     plan = plan_watched_folders(dagster_instance(settings), replace(settings, watch=f"unreadable={folder}"))
     assert {Path(f.source_uri).name for f in plan.failures} == set(failures)
-    assert plan.deleted == [document_id_for("unreadable", "keep.md")] and plan.run_requests == []
-    assert catalog.get_document(document_id_for("unreadable", "keep.md")).status == "deleted"
+    assert plan.deleted == [document_id_for("unreadable", "keep.md")] and plan.runs == []
+    purge = plan.purge_request()                                   # the purge is a purge_documents run
+    assert purge.run_config["ops"]["purge"]["config"]["document_ids"] == plan.deleted

@@ -25,13 +25,14 @@ def watched(tmp_path, settings, request):
     defs = make_definitions(replace(settings, watch=f"{kb}={folder}"))
     return SimpleNamespace(folder=folder, kb=kb, sensor=defs.get_sensor_def("watched_folders_sensor"),
                            schedule=defs.get_schedule_def("incremental_update_schedule"),
-                           job=defs.resolve_job_def("ingest_documents"))
+                           job=defs.resolve_job_def("ingest_documents"), purge=defs.resolve_job_def("purge_documents"))
 
 
 def _run(watched, instance, run_request):
     from kb_assets.runs import QUIET_RUN_CONFIG
 
-    return watched.job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG)
+    return watched.job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG,
+                                          asset_selection=run_request.asset_selection)
 
 
 def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, settings, catalog, handbook):
@@ -55,10 +56,16 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     assert isinstance(again, dg.SkipReason) and "nothing changed" in again.skip_message
 
     (watched.folder / "faq.md").unlink()
-    purged = watched.sensor(dg.build_sensor_context(instance=instance))
-    assert isinstance(purged, dg.SkipReason) and "1 purged" in purged.skip_message
+    (purge,) = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests
+    assert purge.job_name == "purge_documents" and catalog.get_document(doc.document_id).status == "published"
+    result = watched.purge.execute_in_process(instance=instance, run_config=purge.run_config, tags=purge.tags)
+    assert result.success                     # the purge is a run: what it removed is its output metadata
+    (removed,) = result.output_for_node("purge")
+    assert removed["sourcePath"] == "faq.md" and sum(removed["entitiesRemoved"].values()) >= 1
     assert catalog.get_document(doc.document_id).status == "deleted"
     assert not instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
+    again = watched.sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(again, dg.SkipReason)
 
 
 def test_sensor_run_key_repeats_while_the_same_versions_are_pending(watched, settings):

@@ -134,6 +134,8 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     assert isinstance(unchanged, dg.SkipReason) and "nothing changed" in unchanged.skip_message
 
     s3.client().delete_object(Bucket=s3.bucket, Key=f"{prefix}/faq.md")
-    purged = sensor(dg.build_sensor_context(instance=instance))
-    assert isinstance(purged, dg.SkipReason) and "1 purged" in purged.skip_message
+    (purge,) = sensor(dg.build_sensor_context(instance=instance)).run_requests   # the purge is a run
+    assert purge.job_name == "purge_documents"
+    assert defs.resolve_job_def("purge_documents").execute_in_process(
+        instance=instance, run_config=purge.run_config, tags=purge.tags).success
     assert catalog.get_document(faq).status == "deleted"

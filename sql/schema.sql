@@ -100,6 +100,15 @@ CREATE TABLE IF NOT EXISTS source_etags (
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS width double precision;
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS height double precision;
 
+-- Pipeline versions (kb_assets/versions.py): each output records the version of the step that wrote
+-- it (rows written before versions were recorded count as version 1); per document, step_versions is
+-- the index the planner reads (step -> the version whose output is current), and failed_step names the
+-- step and version a failed document failed at ("chunks@2").
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAULT '1';
+ALTER TABLE pageindex_nodes ADD COLUMN IF NOT EXISTS pipeline_version text NOT NULL DEFAULT '1';
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS step_versions jsonb NOT NULL DEFAULT '{}';
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS failed_step text;
+
 -- Hash-bucket partitions (KB_PARTITIONING=buckets:N): a bucket's run works on the bucket's pending
 -- documents and on those it wrote last.
 CREATE INDEX IF NOT EXISTS documents_pending ON documents (document_id) WHERE status = 'pending';

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from kb_assets.chunking import CHUNKER_VERSION
 from kb_assets.chunking.fallback import fallback_pieces
 from kb_assets.chunking.kinds import TEXT_KINDS, chunker_for
 from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece  # noqa: F401  (MIN_CHARS re-exported)
@@ -49,6 +50,7 @@ class DocumentContext:
     source_kind: str
     mime: str
     run_id: str
+    pipeline_version: str = CHUNKER_VERSION   # recorded on every chunk row
 
 
 def chunk_id(document_id: str, page_index: int, position: int, content: str) -> str:
@@ -168,6 +170,7 @@ def chunk_rows(pieces: list[Piece], pages: list[dict], doc: DocumentContext, cou
             "table_header": piece.table_header,
             "image_key": piece.image_key,
             "run_id": doc.run_id,
+            "pipeline_version": doc.pipeline_version,
         })
     for row, regions in zip(rows, chunk_regions(rows, pages)):
         row["regions"] = regions

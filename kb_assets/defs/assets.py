@@ -1,8 +1,14 @@
-"""The six assets, one dynamic partition per document, batched: a run handles a range of documents.
+"""The document assets, one dynamic partition per document (or hash bucket), batched: a run handles a range of documents.
 
 Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.steps`` for each,
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
 asset carries a blocking data-quality check (see ``checks.py``).
+
+Each asset's ``code_version`` is its pipeline version (``kb_assets.versions``, set from the settings by
+``versioned``); the step records it on what it writes. Every partition's materialization carries the
+document's source path, knowledge base and outcome. A step in which every document of the run failed
+fails (so does the run): Dagster then marks exactly those partitions failed; a document that fails in a
+batch whose others go on is retried alone in a run of its own (``defs/launch.py``).
 """
 
 
@@ -27,7 +33,7 @@ from kb_assets.defs.resources import (
 )
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush
+from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
 
 # The backfill policy is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -44,16 +50,38 @@ COMMON = dict(
 )
 
 
+def step_version(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
+    """The pipeline version of this asset (``key``: of that asset of a multi-asset step): its code version
+    (``versioned`` sets it from the settings)."""
+    key = key or context.asset_key
+    version = context.assets_def.code_versions_by_key.get(key)
+    if version is None:
+        raise dg.DagsterInvariantViolationError(
+            f"{key.to_user_string()} has no code version: build the definitions with "
+            "kb_assets.definitions.make_definitions")
+    return version
+
+
+def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
+    """What a document that fails here records: ``asset@version``."""
+    key = key or context.asset_key
+    return f"{key.to_user_string()}@{step_version(context, key)}"
+
+
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
-    """The run's documents that are still going (not failed or deleted), in partition order (a
-    hash-bucket partition names its changed documents: ``planning.run_documents``)."""
-    docs = planning.run_documents(list(context.partition_keys), context.run.run_id, catalog)
-    return [doc for doc in docs if doc.status not in ("failed", "deleted")]
+    """The run's documents that are still going (not deleted, not failed earlier in this run), in
+    partition order (a hash-bucket partition names its changed documents: ``planning.run_documents``);
+    a document that failed in an earlier run is retried."""
+    run_id = context.run.run_id
+    return [doc for doc in planning.run_documents(list(context.partition_keys), run_id, catalog)
+            if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)]
 
 
 def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
                       step: Callable[[Document], dict]) -> tuple[dict[str, dict], dict[str, str]]:
-    """Run a step per document; a failing document is marked failed and the others go on."""
+    """Run a step per document; a failing document is marked failed and the others go on. When every
+    document failed, the step fails (with every reason), so the run fails and Dagster marks the
+    partitions failed."""
     results, failures = {}, {}
     for doc in docs:
         try:
@@ -65,9 +93,34 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
             context.log.exception(f"{doc.source_uri}: unexpected error")
             failures[doc.document_id] = f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
     for document_id, reason in failures.items():
-        catalog.mark_failed(document_id, reason, context.run.run_id)
+        catalog.mark_failed(document_id, reason, context.run.run_id, failed_step(context))
         context.log.warning(f"document {document_id} failed: {reason}")
+    describe_partitions(context, catalog, results, failures)
+    if failures and not results:
+        raise dg.Failure(description="; ".join(failures.values())[:2000],
+                         metadata={"failures": dg.MetadataValue.json(failures)})
     return results, failures
+
+
+def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict],
+                        failures: dict[str, str], asset_keys: list[dg.AssetKey] | None = None) -> None:
+    """Per-partition metadata for the UI: which file a partition is, and what happened to it here
+    (``asset_keys``: of those assets of a multi-asset step)."""
+    docs = catalog.get_documents(list(context.partition_keys))
+    for key in context.partition_keys:
+        doc = docs.get(key)
+        if doc is None:
+            continue
+        result = results.get(key, {})
+        outcome = (f"failed: {failures[key]}" if key in failures
+                   else "current: skipped" if result.get("skipped")
+                   else "same output as before: nothing rewritten" if result.get("unchanged")
+                   else "written" if key in results
+                   else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else ""))
+        metadata = {"source": doc.source_path, "knowledge_base": doc.knowledge_base_id, "source_uri": doc.source_uri,
+                    "document_version": (doc.version or "")[:12], "outcome": outcome[:1000]}
+        for asset_key in asset_keys or [None]:
+            context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
 
 
 def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
@@ -92,9 +145,9 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
     docs = active_documents(context, cat)
     sources = object_store.s3.storage_options()   # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
-        context, cat, docs,
-        lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id, sources))
-    check = checks.check_raw_files(cat, store, list(results), context.run.run_id)
+        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id,
+                                                       sources, step_version(context)))
+    check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
         check_results=[check])
@@ -107,10 +160,11 @@ def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, ob
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
     started, cat, store, options = time.monotonic(), catalog.catalog(), object_store.store(), parsing.options()
     docs = active_documents(context, cat)
-    results, failures = for_each_document(context, cat, docs,
-                                          lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id))
+    version = step_version(context)
+    results, failures = for_each_document(
+        context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version))
     modes = sorted({r["mode"] for r in results.values()})
-    check = checks.check_pages(cat, list(results), context.run.run_id)
+    check = checks.check_pages(cat, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, pages=sum(r["pages"] for r in results.values()),
                         parser_modes=", ".join(modes) or "none"),
@@ -126,10 +180,11 @@ def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource,
     started, cat, store, page_summarizer = time.monotonic(), catalog.catalog(), object_store.store(), summarizer.summarizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer))
+        context, cat, docs,
+        lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer, step_version(context)))
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_trees(cat, list(results), context.run.run_id)
+    check = checks.check_trees(cat, list(results), context.run.run_id, failed_step(context))
     sources = sorted({r["source"] for r in results.values() if r.get("source")})
     return dg.MaterializeResult(
         metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values()),
@@ -146,11 +201,12 @@ def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: La
     docs = active_documents(context, cat)
     results, failures = for_each_document(
         context, cat, docs,
-        lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, embedding_model.max_chunks_per_document))
+        lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context),
+                                     embedding_model.max_chunks_per_document))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
-    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id)
+    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values()),
                         fallback_chunked=sum(1 for r in results.values() if r.get("fallback"))),
@@ -178,11 +234,18 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
     its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
     first, and each document's vectors are stored, checked (``vectors_valid``, before publishing) and
     upserted into Milvus when its last slice is done; a large document delays the others of its run by
-    one slice at most."""
+    one slice at most.
+
+    Each document records both steps' versions; vectors are reused only of the same model, dimension and
+    encoding version, and vectors that come out the same are not rewritten (nor re-published when the
+    collection is current). While another spec's collection is published (a migration is due), changed
+    documents are written there too. A run may select ``milvus_collection`` alone (stale from there)."""
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
     run_id = context.run.run_id
-    publishing = MILVUS_COLLECTION.key in context.selected_asset_keys
-    target, client, collection = None, None, None
+    selected = context.selected_asset_keys
+    publishing = MILVUS_COLLECTION.key in selected
+    versions = (step_version(context, EMBEDDINGS.key), step_version(context, MILVUS_COLLECTION.key))
+    target, client, collection, also, serving = None, None, None, None, None
     if publishing:
         client, spec = milvus.client(), embedding_model.spec()
         collection = ensure_collection(client, spec, milvus.dense_index)
@@ -191,6 +254,9 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
                                   model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
                                   state="building")
         target = (client, collection)
+        serving = published_collection(client, milvus.alias)
+        if serving not in (None, collection):   # a migration is due: changed documents go into both
+            also = (serving, embedding_model.load(collection_spec(client, serving)["model"]))
     docs = active_documents(context, cat)
     violations: list = []
 
@@ -207,27 +273,38 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
 
     try:
         results, failures = steps.embed_and_publish(docs, cat, lk, model, embedding_model.model, run_id,
-                                                    embedding_model.slice_size, check, target, published)
+                                                    embedding_model.slice_size, check, target, published,
+                                                    versions, also)
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
     for document_id, reason in failures.items():
         context.log.warning(f"document {document_id} failed: {reason}")
+    describe_partitions(context, cat, results, failures, sorted(selected))
+    if failures and not results:   # every document failed: so does the step (Dagster marks the partitions)
+        raise dg.Failure(description="; ".join(failures.values())[:2000],
+                         metadata={"failures": dg.MetadataValue.json(failures)})
     checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
-    yield dg.MaterializeResult(
-        asset_key=EMBEDDINGS.key,
-        metadata=report(results, failures, started, model=embedding_model.model, encoder=model.backend,
-                        dimension=model.dimension, slice_size=embedding_model.slice_size,
-                        embedded=sum(r["embedded"] for r in results.values()),
-                        reused=sum(r["reused"] for r in results.values())),
-        check_results=[checks.check_embeddings(cat, checked, violations, run_id)])
+    if EMBEDDINGS.key in selected:
+        yield dg.MaterializeResult(
+            asset_key=EMBEDDINGS.key,
+            metadata=report(results, failures, started, model=embedding_model.model, encoder=model.backend,
+                            dimension=model.dimension, slice_size=embedding_model.slice_size,
+                            embedded=sum(r["embedded"] for r in results.values()),
+                            reused=sum(r["reused"] for r in results.values())),
+            check_results=[checks.check_embeddings(cat, checked, violations, run_id,
+                                                   failed_step(context, EMBEDDINGS.key))])
     if publishing:
         flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
+        if also:
+            flush(client, also[0])
         alias = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
-        check = checks.check_milvus(cat, lk, client, collection, list(results), run_id)
+        check = checks.check_milvus(cat, lk, client, collection, list(results), run_id,
+                                    failed_step(context, MILVUS_COLLECTION.key))
         yield dg.MaterializeResult(
             asset_key=MILVUS_COLLECTION.key,
             metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
-                            alias_target=alias or "not this collection (run kb-assets migrate)",
+                            alias_target=alias or f"{serving} (the migration publishes {collection})",
+                            also_written_to=also[0] if also else "none",
                             entities_written=sum(r.get("written", 0) for r in results.values()),
                             entities_deleted=sum(r.get("deleted", 0) for r in results.values())),
             check_results=[check])
@@ -252,3 +329,12 @@ def page_images(context: dg.AssetExecutionContext, catalog: CatalogResource, obj
 
 
 ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, page_images]
+
+
+def versioned(assets: list[dg.AssetsDefinition], settings: Settings) -> list[dg.AssetsDefinition]:
+    """The document assets with their pipeline versions as code versions (``Settings.step_versions``;
+    ``page_images``, off the pipeline, has none)."""
+    versions = settings.step_versions()
+    return [asset.map_asset_specs(
+        lambda spec: spec.replace_attributes(code_version=versions.get(spec.key.to_user_string(), spec.code_version)))
+        for asset in assets]

@@ -29,11 +29,12 @@ def _expectations():
 
 
 def result(check_name: str, catalog: Catalog, document_ids: list[str], violations: list[Violation],
-           run_id: str, asset_key: str | None = None, **metadata) -> dg.AssetCheckResult:
-    """Quarantine the violating documents and turn the violations into a check result."""
+           run_id: str, step: str | None = None, asset_key: str | None = None, **metadata) -> dg.AssetCheckResult:
+    """Quarantine the violating documents (failed at ``step``, "asset@version") and turn the violations
+    into a check result (``asset_key``: which asset of a multi-asset step it checks)."""
     failed = failed_documents(violations)
     for document_id, reason in failed.items():
-        catalog.mark_failed(document_id, reason, run_id)
+        catalog.mark_failed(document_id, reason, run_id, step)
     severity = dg.AssetCheckSeverity.ERROR if document_ids and len(failed) == len(document_ids) \
         else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
@@ -47,7 +48,7 @@ def result(check_name: str, catalog: Catalog, document_ids: list[str], violation
     )
 
 
-def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str], run_id: str):
+def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str], run_id: str, step: str | None = None):
     gxe = _expectations()
     docs = catalog.get_documents(document_ids).values()
     frame = pl.DataFrame({
@@ -61,10 +62,10 @@ def check_raw_files(catalog: Catalog, store: ObjectStore, document_ids: list[str
         gxe.ExpectColumnValuesToBeBetween(column="size_bytes", min_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="stored", value_set=[True]),
     ])
-    return result("original_stored", catalog, document_ids, violations, run_id)
+    return result("original_stored", catalog, document_ids, violations, run_id, step)
 
 
-def check_pages(catalog: Catalog, document_ids: list[str], run_id: str):
+def check_pages(catalog: Catalog, document_ids: list[str], run_id: str, step: str | None = None):
     gxe = _expectations()
     rows = []
     for document_id in document_ids:
@@ -78,10 +79,10 @@ def check_pages(catalog: Catalog, document_ids: list[str], run_id: str):
         gxe.ExpectColumnValuesToNotBeNull(column="parser"),
         gxe.ExpectColumnValuesToNotBeNull(column="mode"),
     ])
-    return result("pages_complete", catalog, document_ids, violations, run_id, pages=frame.height)
+    return result("pages_complete", catalog, document_ids, violations, run_id, step, pages=frame.height)
 
 
-def check_trees(catalog: Catalog, document_ids: list[str], run_id: str):
+def check_trees(catalog: Catalog, document_ids: list[str], run_id: str, step: str | None = None):
     """One root per tree, every parent in the tree, every node within the document's pages."""
     gxe = _expectations()
     docs = catalog.get_documents(document_ids)
@@ -107,10 +108,10 @@ def check_trees(catalog: Catalog, document_ids: list[str], run_id: str):
         gxe.ExpectColumnValuesToBeBetween(column="roots", min_value=1, max_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="parent_known", value_set=[True]),
     ])
-    return result("tree_within_pages", catalog, document_ids, violations, run_id, nodes=frame.height)
+    return result("tree_within_pages", catalog, document_ids, violations, run_id, step, nodes=frame.height)
 
 
-def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: EmbeddingModel, run_id: str):
+def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: EmbeddingModel, run_id: str, step: str | None = None):
     """Unique ids; content found in its pages (lineage); embedding input within the model window;
     table chunks start with the header they repeat; known kinds."""
     gxe = _expectations()
@@ -141,7 +142,7 @@ def check_chunks(catalog: Catalog, lake: Lake, document_ids: list[str], model: E
     ])
     for document_id in failed_documents(violations):
         lake.delete("chunks", document_id)
-    return result("chunks_traceable", catalog, document_ids, violations, run_id, chunks=frame.height)
+    return result("chunks_traceable", catalog, document_ids, violations, run_id, step, chunks=frame.height)
 
 
 def embedding_violations(lake: Lake, document_id: str, dimension: int) -> list[Violation]:
@@ -166,13 +167,14 @@ def embedding_violations(lake: Lake, document_id: str, dimension: int) -> list[V
     ])
 
 
-def check_embeddings(catalog: Catalog, document_ids: list[str], violations: list[Violation], run_id: str):
+def check_embeddings(catalog: Catalog, document_ids: list[str], violations: list[Violation], run_id: str,
+                     step: str | None = None):
     """The ``vectors_valid`` result of a run: the violations its documents' checks found before publishing."""
-    return result("vectors_valid", catalog, document_ids, violations, run_id, asset_key="embeddings")
+    return result("vectors_valid", catalog, document_ids, violations, run_id, step, asset_key="embeddings")
 
 
 def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, document_ids: list[str],
-                 run_id: str):
+                 run_id: str, step: str | None = None):
     gxe = _expectations()
     rows = []
     for document_id in document_ids:
@@ -185,5 +187,5 @@ def check_milvus(catalog: Catalog, lake: Lake, client: MilvusClient, collection:
     ])
     for document_id in failed_documents(violations):
         delete_document(client, collection, document_id)
-    return result("entities_match_chunks", catalog, document_ids, violations, run_id, asset_key="milvus_collection",
-                  collection=collection)
+    return result("entities_match_chunks", catalog, document_ids, violations, run_id, step,
+                  asset_key="milvus_collection", collection=collection)

@@ -1,12 +1,102 @@
-"""Jobs: the whole graph for a batch (a range) of documents, run in-process by ``kb-assets ingest``."""
+"""Jobs: every change of the stores is a run.
+
+- ``ingest_documents``: the document assets for a range of partitions (or one, retried alone), from the
+  first stale step onward (the run's asset selection); a migration's backfill is this job too.
+- ``publish_collection``: the migration's validation (blocking check) and alias swap.
+- ``purge_documents``: documents whose files are gone leave Milvus, the lake and the object store, and
+  their partitions the instance.
+- ``repair_stores``: ``verify --repair``.
+
+All run in-process: ``kb-assets`` launches them without a daemon; the sensors request them.
+"""
 
 import dagster as dg
 
+from kb_assets import steps
 from kb_assets.defs.assets import ASSETS
+from kb_assets.defs.collections import COLLECTION_ASSETS
+from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.resources import (
+    CatalogResource,
+    EmbeddingModelResource,
+    LakeResource,
+    MilvusResource,
+    ObjectStoreResource,
+)
+from kb_assets.verify import verify
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",
     selection=dg.AssetSelection.assets(*ASSETS),
-    description="Materialize every asset for a range of document partitions in one run.",
+    description="Materialize the document assets for a range of document partitions in one run, from the "
+                "first stale step onward.",
     executor_def=dg.in_process_executor,
 )
+
+publish_collection = dg.define_asset_job(
+    "publish_collection",
+    selection=dg.AssetSelection.assets(*COLLECTION_ASSETS),
+    description="Validate the configured spec's collection (blocking check) and swap the alias to it.",
+    executor_def=dg.in_process_executor,
+)
+
+
+class PurgeConfig(dg.Config):
+    document_ids: list[str]
+
+
+@dg.op(description="Remove documents whose files are gone from every store; keep their tombstone rows.")
+def purge(context: dg.OpExecutionContext, config: PurgeConfig, catalog: CatalogResource,
+          object_store: ObjectStoreResource, lake: LakeResource, milvus: MilvusResource) -> list[dict]:
+    cat = catalog.catalog()
+    gone = [d for d in cat.get_documents(config.document_ids).values() if d.status != "deleted"]
+    purged = steps.purge_documents(gone, cat, object_store.store(), lake.lake(), milvus.client())
+    for report in purged:
+        if context.instance.has_dynamic_partition(documents_partitions.name, report["documentId"]):
+            context.instance.delete_dynamic_partition(documents_partitions.name, report["documentId"])
+    removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
+    summary = {"documents_purged": len(purged), "entities_removed": removed,
+               "chunk_rows_removed": sum(r["chunkRowsRemoved"] for r in purged),
+               "purged": dg.MetadataValue.md(purge_table(purged))}
+    context.add_output_metadata(summary)
+    if purged:  # the index's history in the UI: the collection lost these documents here
+        context.log_event(dg.AssetObservation(asset_key="milvus_collection", metadata=summary))
+    return purged
+
+
+def purge_table(purged: list[dict]) -> str:
+    rows = ["| knowledge base | source | document | entities removed | chunk rows | original |", "|---|---|---|---|---|---|"]
+    rows += [f"| {r['knowledgeBaseId']} | {r['sourcePath']} | {r['documentId']} | "
+             f"{sum(r['entitiesRemoved'].values())} | {r['chunkRowsRemoved']} | {r['original']} |" for r in purged]
+    return "\n".join(rows)
+
+
+@dg.job(executor_def=dg.in_process_executor, tags={"kb/store_change": "purge"},
+        description="Purge documents whose files are gone (launched by kb-assets ingest and the folder sensor).")
+def purge_documents():
+    purge()
+
+
+@dg.op(description="verify --repair: re-sync what Postgres and the lake say from them, remove strays and orphans.")
+def repair(context: dg.OpExecutionContext, catalog: CatalogResource, lake: LakeResource,
+           milvus: MilvusResource, embedding_model: EmbeddingModelResource) -> dict:
+    report = verify(catalog.catalog(), lake.lake(), milvus.client(), milvus.alias, repair=True,
+                    load_model=embedding_model.load)
+    repaired = [p for p in report["problems"] if p["repaired"]]
+    left = [p for p in report["problems"] if not p["repaired"]]
+    summary = {"problems_found": len(report["problems"]), "repaired": len(repaired), "left": len(left),
+               "collection": report["collection"] or "none",
+               "repairs": dg.MetadataValue.json(repaired), "not_repaired": dg.MetadataValue.json(left)}
+    context.add_output_metadata(summary)
+    if repaired:
+        context.log_event(dg.AssetObservation(asset_key="milvus_collection", metadata=summary))
+    return report
+
+
+@dg.job(executor_def=dg.in_process_executor, tags={"kb/store_change": "repair"},
+        description="kb-assets verify --repair as a run: what was found and what was repaired.")
+def repair_stores():
+    repair()
+
+
+JOBS = [ingest_documents, publish_collection, purge_documents, repair_stores]

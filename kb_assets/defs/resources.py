@@ -19,6 +19,7 @@ from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.scratch import scratch_dir
 from kb_assets.stores.vectors import EmbeddingSpec
 from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_settings
 
@@ -91,8 +92,10 @@ class EmbeddingModelResource(dg.ConfigurableResource):
     slice_size: int = 256
     max_chunks_per_document: int = 20_000
 
-    def load(self) -> EmbeddingModel:
-        return load_model(self.model, self.batch_size, self.encoder, Path(self.cache_dir) if self.cache_dir else None)
+    def load(self, model_id: str | None = None) -> EmbeddingModel:
+        """The configured model, or ``model_id`` (another collection's) on the same encoder."""
+        return load_model(model_id or self.model, self.batch_size, self.encoder,
+                          Path(self.cache_dir) if self.cache_dir else None)
 
     def spec(self) -> EmbeddingSpec:
         return embedding_spec(self.load())
@@ -110,13 +113,15 @@ class ParsingResource(dg.ConfigurableResource):
     ocr_languages: str
     tessdata_dir: str = ""
     docling_artifacts_path: str = ""
+    scratch_root: str = ""               # $KB_HOME/tmp: temporary copies of sources, one folder a process
     workers: int = 1
 
     def options(self) -> ParseOptions:
         config = self.model_dump()
         for name in ("tessdata_dir", "docling_artifacts_path"):
             config[name] = Path(config[name]) if config[name] else None
-        return ParseOptions(**config)
+        root = config.pop("scratch_root")
+        return ParseOptions(**config, scratch_dir=scratch_dir(Path(root)) if root else None)
 
 
 class SummarizerResource(dg.ConfigurableResource):
@@ -160,7 +165,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
                                    max_image_pixels=parse.max_image_pixels, ocr_engine=parse.ocr_engine,
                                    ocr_languages=parse.ocr_languages, tessdata_dir=str(parse.tessdata_dir or ""),
                                    docling_artifacts_path=str(parse.docling_artifacts_path or ""),
-                                   workers=parse.workers),
+                                   scratch_root=str(settings.scratch_root), workers=parse.workers),
         "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
                                          api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),
                                          timeout_seconds=settings.summarizer.timeout_seconds),

@@ -1,9 +1,19 @@
-"""Keep watched folders and S3 prefixes current: new and changed files become runs, deleted files are purged.
+"""Sensors: keep watched folders and S3 prefixes current, and start a collection migration when the
+embedding spec changes.
 
-``KB_WATCH="kbA=/path/a;kbB=s3://bucket/prefix"`` names them (S3 through the AWS_* settings); an entry
-that cannot be read is logged as a warning and the others go on. Per-file state lives in Postgres (the
-``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new partitions are added a
-tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
+``watched_folders_sensor``: ``KB_WATCH="kbA=/path/a;kbB=s3://bucket/prefix"`` names them (S3 through the
+AWS_* settings); an entry that cannot be read is logged as a warning and the others go on. New, changed
+and stale documents (``kb_assets.versions``) become runs of ``ingest_documents`` that start at their
+first stale step; deleted files become a ``purge_documents`` run; a document whose failure the UI does
+not show yet is retried alone (its run fails again, and the partition shows failed). Per-file state
+lives in Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new
+partitions are added a tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
+Registration holds the registration lock (one ingest or tick at a time). With ``KB_PARTITIONING=buckets:N``
+the runs are over the buckets of new and changed files, from ``raw_files`` (``planning.plan_bucket_runs``).
+
+``collection_migration_sensor`` (on unless ``KB_AUTO_MIGRATE=0``): when the published collection's spec
+is not the configured one, requests the backfill runs, then (when none is left and none is running) the
+``publish_collection`` run.
 """
 
 from __future__ import annotations
@@ -13,80 +23,138 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from kb_assets import planning, steps
-from kb_assets.defs.jobs import ingest_documents
+from kb_assets import planning
+from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
+from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 
 MAX_NEW_KEYS_PER_TICK = 1000
+UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
 @dataclass
 class WatchPlan:
-    run_requests: list[dg.RunRequest] = field(default_factory=list)
+    runs: list[planning.RunPlan] = field(default_factory=list)
     new_keys: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped_new: int = 0
     failures: list[planning.ScanFailure] = field(default_factory=list)   # entries that could not be read
 
+    def purge_request(self) -> dg.RunRequest:
+        return dg.RunRequest(
+            run_key="purge:" + hashlib.sha256(",".join(sorted(self.deleted)).encode()).hexdigest()[:32],
+            job_name=purge_documents.name, tags={"kb/documents": str(len(self.deleted))},
+            run_config={"ops": {"purge": {"config": {"document_ids": sorted(self.deleted)}}}})
+
+
+def document_run_request(plan: planning.RunPlan, job_name: str | None = ingest_documents.name) -> dg.RunRequest:
+    """A run of ``ingest_documents`` for a planned range, from its first stale step; the same documents
+    at the same versions never launch twice (the run key)."""
+    keys = selection(plan.step)
+    return dg.RunRequest(run_key=plan.key(), job_name=job_name, tags=plan.tags(),
+                         asset_selection=[dg.AssetKey(key) for key in keys] if keys else None)
+
 
 def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> WatchPlan:
-    """Register changes of every watched folder, purge what is gone, and plan one run per contiguous
-    range of changed documents."""
+    """Register changes of every watched folder and plan the runs: stale ranges from their first stale
+    step, failures the UI does not show yet retried alone, and the purge of deleted files."""
     stores = Stores(settings)
+    catalog = stores.catalog
     existing = instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
+    current = settings.step_versions()
+    legacy = {c["name"]: c["model"] for c in catalog.collections()}
+    migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
+    buckets = planning.bucket_count(settings.partitioning) is not None   # runs of changed documents only
     plan = WatchPlan()
     for knowledge_base_id, source in settings.watched_folders():
-        found = planning.scan([source], knowledge_base_id, stores.catalog, settings.storage_options())
+        found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
         plan.failures += found.failures
-        with stores.catalog.registration_lock():   # one registration at a time (ingests, ticks)
-            changed = planning.register_changes(found.files, knowledge_base_id, stores.catalog).to_run
-            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, stores.catalog)
-            for document_id in steps.purge_documents(gone, stores):
-                if instance.has_dynamic_partition(documents_partitions.name, document_id):
-                    instance.delete_dynamic_partition(documents_partitions.name, document_id)
-                plan.deleted.append(document_id)
-        to_run = planning.partition_keys(changed, settings.partitioning)
-        fresh = [key for key in to_run if key not in known]
+        with catalog.registration_lock():   # one registration at a time (ingests, ticks)
+            changed = planning.register_changes(found.files, knowledge_base_id, catalog).to_run
+            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+        plan.deleted += [doc.document_id for doc in gone]
+        docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
+        if buckets:
+            stale = {}
+            fresh = [key for key in planning.partition_keys(changed, settings.partitioning) if key not in known]
+        else:
+            stale = planning.stale_documents(docs, current, legacy, migrating)
+            fresh = [key for key in stale if key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
         admitted = fresh[:max(0, room)]
         plan.new_keys += admitted
         known.update(admitted)
-        selected = {key for key in to_run if key in known}
-        admitted_docs = [d for d in changed if planning.partition_key(d, settings.partitioning) in selected]
-        versions = {d.document_id: d.version for d in stores.catalog.get_documents(admitted_docs).values()}
-        for start, end, _ in planning.contiguous_ranges([*existing, *plan.new_keys], selected,
-                                                        settings.run_batch_size):
-            # the same documents at the same versions never launch twice
-            key_material = f"{start}..{end}:" + ",".join(f"{k}@{v}" for k, v in sorted(versions.items()))
-            plan.run_requests.append(dg.RunRequest(
-                run_key=hashlib.sha256(key_material.encode()).hexdigest()[:32],
-                tags=planning.range_tags(start, end, knowledge_base_id)))
+        ordered = [*existing, *plan.new_keys]
+        if buckets:
+            admitted_docs = [d for d in docs if d.document_id in set(changed)
+                             and planning.partition_key(d.document_id, settings.partitioning) in known]
+            plan.runs += planning.plan_bucket_runs(admitted_docs, changed, settings.partitioning, ordered,
+                                                   settings.run_batch_size)
+            continue
+        stale = {key: why for key, why in stale.items() if key in known and not (
+            why.failed and shown_failed(instance, why.step, key))}
+        plan.runs += planning.plan_runs(docs, stale, ordered, settings.run_batch_size)
     return plan
 
 
 def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
     """The sensor of the KB_WATCH folders (running by default when KB_WATCH is set)."""
 
-    @dg.sensor(job=ingest_documents, minimum_interval_seconds=settings.watch_interval_seconds,
+    @dg.sensor(jobs=[ingest_documents, purge_documents], minimum_interval_seconds=settings.watch_interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED)
     def watched_folders_sensor(context: dg.SensorEvaluationContext):
-        """Materializes new and changed files of the KB_WATCH folders and purges deleted ones."""
+        """Materializes new, changed and stale files of the KB_WATCH folders from their first stale step and
+        purges deleted ones (a purge_documents run)."""
         if not settings.watch:
             return dg.SkipReason("KB_WATCH is not set: no folder to watch")
         plan = plan_watched_folders(context.instance, settings)
-        if plan.deleted:
-            context.log.info(f"purged {len(plan.deleted)} deleted documents")
         for failure in plan.failures:
             context.log.warning(f"{failure.source_uri}: {failure.reason}")
         if plan.skipped_new:
             context.log.info(f"{plan.skipped_new} new documents wait for the next tick")
-        if not plan.run_requests:
-            return dg.SkipReason(f"nothing changed ({len(plan.deleted)} purged)")
-        return dg.SensorResult(run_requests=plan.run_requests,
+        requests = [document_run_request(run) for run in plan.runs] + ([plan.purge_request()] if plan.deleted else [])
+        if not requests:
+            return dg.SkipReason("nothing changed")
+        return dg.SensorResult(run_requests=requests,
                                dynamic_partitions_requests=[documents_partitions.build_add_request(plan.new_keys)])
 
     return watched_folders_sensor
+
+
+def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition:
+    """The sensor that starts a collection migration by itself (running unless KB_AUTO_MIGRATE=0)."""
+
+    @dg.sensor(jobs=[ingest_documents, publish_collection], minimum_interval_seconds=settings.watch_interval_seconds,
+               default_status=dg.DefaultSensorStatus.RUNNING if settings.auto_migrate
+               else dg.DefaultSensorStatus.STOPPED)
+    def collection_migration_sensor(context: dg.SensorEvaluationContext):
+        """When the published collection's embedding spec is not the configured one: backfills the new
+        collection from the lake, then validates it and swaps the alias (publish_collection)."""
+        if not settings.auto_migrate:
+            return dg.SkipReason("KB_AUTO_MIGRATE=0: run kb-assets migrate to migrate")
+        stores = Stores(settings)
+        due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+        if due is None:
+            return dg.SkipReason("the published collection has the configured embedding spec")
+        running = context.instance.get_runs(filters=dg.RunsFilter(
+            tags={MIGRATION_TAG: settings.embedding_model}, statuses=UNFINISHED), limit=1)
+        if running:
+            return dg.SkipReason(f"migration to {settings.embedding_model} running ({running[0].run_id})")
+        plans = migration_plans(settings, stores, context.instance)
+        if plans:
+            context.log.info(f"{due['reason']}: backfilling {sum(len(p.documents) for p in plans)} documents")
+            return [document_run_request(plan) for plan in plans]
+        serving = sorted(f"{d.document_id}@{d.published_version}" for d in stores.catalog.list_documents()
+                         if d.published_version and d.status != "deleted")
+        return dg.RunRequest(run_key="publish:" + hashlib.sha256(
+            f"{settings.embedding_model}|{','.join(serving)}".encode()).hexdigest()[:32],
+            job_name=publish_collection.name,
+            tags={MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"})
+
+    return collection_migration_sensor

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
+from kb_assets.embedding import EMBEDDING_VERSION
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.stores.lake import EMBEDDINGS_SCHEMA
 
@@ -31,6 +32,8 @@ class DocumentVectors:
     chunks: pl.DataFrame
     vectors: dict[str, list[float]]              # embedding_input_sha -> vector (reused or encoded now)
     missing: dict[str, str]                      # embedding_input_sha -> embedding_input, to encode
+    encoded_by: dict[str, str] = field(default_factory=dict)  # embedding_input_sha -> run id of a reused vector
+    version: str = EMBEDDING_VERSION             # the encoding version the vectors are of
     encoded: int = 0
     checkpointed: float = field(default_factory=time.monotonic)
 
@@ -40,14 +43,18 @@ class DocumentVectors:
 
 
 def plan_vectors(document_id: str, chunks: pl.DataFrame, stored: pl.DataFrame, model_id: str,
-                 dimension: int) -> DocumentVectors:
-    """What a document needs: stored rows count only when made by the same model id and dimension."""
-    stored = stored.filter((pl.col("model") == model_id) & (pl.col("dimension") == dimension))
+                 dimension: int, version: str = EMBEDDING_VERSION) -> DocumentVectors:
+    """What a document needs: stored rows count only when made by the same model id, dimension and
+    encoding ``version``; a reused vector keeps the run id that encoded it."""
+    stored = stored.filter((pl.col("model") == model_id) & (pl.col("dimension") == dimension)
+                           & (pl.col("pipeline_version") == version))
     reusable = dict(zip(stored["embedding_input_sha"].to_list(), stored["vector"].to_list()))
+    encoded_by = dict(zip(stored["embedding_input_sha"].to_list(), stored["run_id"].to_list()))
     missing = {sha: text for sha, text in zip(chunks["embedding_input_sha"].to_list(),
                                               chunks["embedding_input"].to_list()) if sha not in reusable}
     needed = set(chunks["embedding_input_sha"].to_list())
-    return DocumentVectors(document_id, chunks, {s: v for s, v in reusable.items() if s in needed}, missing)
+    return DocumentVectors(document_id, chunks, {s: v for s, v in reusable.items() if s in needed}, missing,
+                           {s: r for s, r in encoded_by.items() if s in needed}, version)
 
 
 def vectors_frame(plan: DocumentVectors, model_id: str, dimension: int, run_id: str,
@@ -56,14 +63,16 @@ def vectors_frame(plan: DocumentVectors, model_id: str, dimension: int, run_id: 
     chunks = plan.chunks
     if partial:
         chunks = chunks.filter(pl.col("embedding_input_sha").is_in(list(plan.vectors)))
+    shas = chunks["embedding_input_sha"].to_list()
     return pl.DataFrame({
         "chunk_id": chunks["chunk_id"],
         "document_id": chunks["document_id"],
         "embedding_input_sha": chunks["embedding_input_sha"],
         "model": [model_id] * chunks.height,
         "dimension": [dimension] * chunks.height,
-        "vector": [plan.vectors[sha] for sha in chunks["embedding_input_sha"].to_list()],
-        "run_id": [run_id] * chunks.height,
+        "vector": [plan.vectors[sha] for sha in shas],
+        "run_id": [plan.encoded_by.get(sha, run_id) for sha in shas],
+        "pipeline_version": [plan.version] * chunks.height,
     }, schema=EMBEDDINGS_SCHEMA)
 
 
@@ -95,10 +104,10 @@ def encode_in_slices(plans: list[DocumentVectors], encode: Callable[[list[str]],
 
 
 def vectors_for(documents: list[tuple[pl.DataFrame, pl.DataFrame]], model: EmbeddingModel, model_id: str,
-                run_id: str) -> list[tuple[pl.DataFrame, int]]:
+                run_id: str, version: str = EMBEDDING_VERSION) -> list[tuple[pl.DataFrame, int]]:
     """For each document's (chunk rows, stored embedding rows): its embedding rows for ``model`` and how
     many were encoded now (one call, for migration and repair)."""
-    plans = [plan_vectors(str(n), chunks, stored, model_id, model.dimension)
+    plans = [plan_vectors(str(n), chunks, stored, model_id, model.dimension, version)
              for n, (chunks, stored) in enumerate(documents)]
     encode_in_slices(plans, model.encode, max(1, sum(len(p.missing) for p in plans)), ready=lambda plan: None)
     return [(vectors_frame(plan, model_id, model.dimension, run_id), plan.encoded) for plan in plans]

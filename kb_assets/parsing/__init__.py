@@ -56,8 +56,14 @@ from kb_assets.parsing.model import (
 )
 from kb_assets.parsing.options import ParseOptions
 
+# The version of parsing and the layout pass: bump it when a change of this package changes the pages
+# it makes (text, blocks, labels, modes). Pages parsed by another version are stale: the next ingest
+# parses them again (kb_assets.versions).
+PARSER_VERSION = "1"
+
 __all__ = [
     "BLOCK_KINDS",
+    "PARSER_VERSION",
     "Block",
     "DocumentParseError",
     "ParsedDocument",

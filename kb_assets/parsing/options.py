@@ -38,4 +38,5 @@ class ParseOptions:
     images: bool = True  # crop figures (PDF) into their blocks (page images: render.render_page_images)
     tessdata_dir: Path | None = None  # tesseract's language data (TESSDATA_PREFIX); None: Debian's folders
     docling_artifacts_path: Path | None = None  # docling's model folder (DOCLING_ARTIFACTS_PATH)
+    scratch_dir: Path | None = None  # where a parse puts its temporary copy of the source; None: the system's
     workers: int = 1  # processes that convert one PDF's page batches (KB_PARSE_WORKERS; 1: this process)

@@ -35,6 +35,15 @@ class Found:
     bm25_error: Exception | None = None
     ms: float = 0.0
 
+    def only(self, chunk_ids: set[str]) -> "Found":
+        """The candidates among ``chunk_ids`` (failures and timing kept)."""
+        kept = Found({k: v for k, v in self.hits.items() if k in chunk_ids},
+                     {k: v for k, v in self.dense.items() if k in chunk_ids},
+                     {k: v for k, v in self.bm25.items() if k in chunk_ids},
+                     self.no_bm25 & chunk_ids, {k: v for k, v in self.vectors.items() if k in chunk_ids},
+                     self.dense_error, self.bm25_error, self.ms)
+        return kept
+
     def merge(self, other: "Found") -> "Found":
         """Both searches' candidates; a path failed only if it failed in both (BM25 scores do not depend on
         the filter, so one chunk has one BM25 score)."""

@@ -22,6 +22,7 @@ class SearchResponse:
     warnings: list[str] = field(default_factory=list)
     strategy: str | None = None
     timings_ms: dict = field(default_factory=dict)
+    last_good: dict = field(default_factory=dict)   # document id -> notice: a newer file failed, an older version serves
 
     def as_json(self) -> dict:
         return {"results": self.results, "warnings": self.warnings}

@@ -58,6 +58,9 @@ class SearchResult(BaseModel):
     pageImageUrl: str | None = Field(None, description="a short-lived signed URL of the page image")
     figureImageUrl: str | None = Field(None, description="a short-lived signed URL of the figure image")
     pageSummary: str | None = None
+    versionNotice: str | None = Field(None, description=(
+        "set when the document's current file failed or is being ingested: the result comes from its "
+        "last good (published) version"))
 
 
 class SearchAnswer(BaseModel):

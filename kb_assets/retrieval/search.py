@@ -12,6 +12,10 @@ search, or no chunk found when the request set no ``minScore``, answers from pag
 - ``lexical_query.py``: the query's content words, what BM25 searches with;
 - ``context.py``: each result's ``context``, the passage of its page around its chunk that a reader gets.
 
+Only entities of a document's published version are served (``served``: a half-written new version of
+a killed run, or a version that failed, never reaches a result); a result from a document whose newer
+file failed while its last good version serves carries ``versionNotice`` and a warning.
+
 Milvus is reached only through ``kb_assets.stores.vectors``; Postgres through the ``Catalog``.
 """
 
@@ -119,6 +123,11 @@ class Searcher:
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
             if budget > 0:     # without the page text (page facts failed): the chunk, cut to the budget
                 row["context"] = page_passage(fact.get("text") or "", row["content"], terms, budget)
+            if row["documentId"] in response.last_good:
+                row["versionNotice"] = response.last_good[row["documentId"]]
+        for notice in sorted({response.last_good[r["documentId"]] for r in response.results
+                              if r["documentId"] in response.last_good}):
+            response.warnings.append(notice)
         return response
 
     # stages strategies build on ------------------------------------------------------------------
@@ -157,10 +166,32 @@ class Searcher:
     def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``), with warnings for degraded modes."""
         timeout = self.config.milvus_timeout_s
+        found = self.served(response, found)
         rows = scoring.score(query, found, self.config.weights, response.warnings,
                              lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout))
         response.timings_ms["searches"] = found.ms
         return rows
+
+    def served(self, response: SearchResponse, found: Found) -> Found:
+        """The candidates of each document's published version only; records the documents whose last good
+        version serves. Without Postgres the candidates stay, with a warning."""
+        documents = {hit["document_id"] for hit in found.hits.values()}
+        if not documents:
+            return found
+        try:
+            versions = self.catalog.published_versions(sorted(documents))
+        except Exception as error:
+            response.warnings.append(f"document versions unverified ({type(error).__name__}: {short(error)})")
+            return found
+        for document_id, row in versions.items():
+            if row["published_version"] and row["published_version"] != row["version"]:
+                response.last_good[document_id] = (
+                    f"the current file of {document_id} failed ({row['error']}): results come from its last good "
+                    f"version {row['published_version'][:12]}" if row["status"] == "failed" else
+                    f"a new version of {document_id} is being ingested: results come from its published version "
+                    f"{row['published_version'][:12]}")
+        return found.only({chunk_id for chunk_id, hit in found.hits.items()
+                           if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")})
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
         """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""

@@ -32,6 +32,7 @@ CHUNKS_SCHEMA = pl.Schema({
     "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
     "image_key": pl.String,
     "run_id": pl.String,
+    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.versions)
     # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
     # for formats without page geometry
     "regions": pl.List(pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32,
@@ -46,9 +47,12 @@ EMBEDDINGS_SCHEMA = pl.Schema({
     "dimension": pl.Int32,
     "vector": pl.List(pl.Float32),
     "run_id": pl.String,
+    "pipeline_version": pl.String,  # the encoding version that made the vector (with ``model``: the spec)
 })
 
 TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
+# columns added after files were written: what an older file's rows hold for them
+ADDED_COLUMNS = {"pipeline_version": "1"}
 
 
 class Lake:
@@ -75,8 +79,9 @@ class Lake:
             return pl.DataFrame(schema=TABLES[table])
         frame = pl.read_parquet(io.BytesIO(path.read_bytes()))
         schema = TABLES[table]
-        missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame.columns]
-        # files written before a column was added read with it empty
+        # files written before a column was added read with its default (pipeline versions: version 1) or empty
+        missing = [pl.lit(ADDED_COLUMNS.get(name), dtype).alias(name) for name, dtype in schema.items()
+                   if name not in frame.columns]
         return frame.with_columns(missing).select(list(schema)).cast(schema)
 
     def exists(self, table: str, document_id: str) -> bool:

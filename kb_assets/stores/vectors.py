@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 import polars as pl
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
@@ -199,23 +200,68 @@ def document_filter(document_id: str) -> str:
     return f"document_id == {milvus_string(document_id)}"
 
 
-def document_chunk_ids(client: MilvusClient, collection: str, document_id: str) -> set[str]:
-    rows = client.query(collection, filter=document_filter(document_id), output_fields=["chunk_id"])
-    return {row["chunk_id"] for row in rows}
+def document_entities(client: MilvusClient, collection: str, document_id: str, with_vectors: bool = True) -> dict[str, dict]:
+    """The document's entities in the collection, by chunk id (scalar fields and content; ``dense`` too)."""
+    fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
+    rows = client.query(collection, filter=document_filter(document_id), output_fields=fields)
+    return {row["chunk_id"]: row for row in rows}
+
+
+def same_entity(stored: dict | None, entity: dict) -> bool:
+    """Whether a stored entity already holds what ``entity`` would write (the vector compared when given)."""
+    if stored is None:
+        return False
+    for name in ("content", *SCALAR_FIELDS, *INT_FIELDS):
+        if stored.get(name) != entity.get(name):
+            return False
+    if "dense" in entity:
+        ours, theirs = np.asarray(entity["dense"], dtype=np.float32), np.asarray(stored.get("dense"), dtype=np.float32)
+        return ours.shape == theirs.shape and bool(np.allclose(ours, theirs, atol=1e-6))
+    return True
 
 
 def sync_document(client: MilvusClient, collection: str, document_id: str, entities: list[dict],
-                  batch_size: int = 500) -> dict:
-    """Make the collection hold exactly these entities for the document; returns counts."""
-    existing = document_chunk_ids(client, collection, document_id)
+                  batch_size: int = 500, vectors=None) -> dict:
+    """Make the collection hold exactly these entities for the document: upsert only those that differ
+    from what is stored (content, fields, vector), delete the document's other entities; returns counts.
+
+    Entities given without ``dense`` get their vectors from ``vectors(entities) -> list of vectors``,
+    called only for those written (a collection of another embedding spec: only what changed is encoded).
+    """
+    existing = document_entities(client, collection, document_id, with_vectors=bool(entities) and "dense" in entities[0])
     new_ids = {e["chunk_id"] for e in entities}
-    to_write = [e for e in entities if e["chunk_id"] not in existing]
+    to_write = [e for e in entities if not same_entity(existing.get(e["chunk_id"]), e)]
+    if to_write and "dense" not in to_write[0]:
+        to_write = [{**e, "dense": list(v)} for e, v in zip(to_write, vectors(to_write))]
     for start in range(0, len(to_write), batch_size):
         client.upsert(collection, to_write[start:start + batch_size])
-    stale = sorted(existing - new_ids)
+    stale = sorted(set(existing) - new_ids)
     for start in range(0, len(stale), batch_size):
         client.delete(collection, filter=in_filter("chunk_id", stale[start:start + batch_size]))
-    return {"written": len(to_write), "deleted": len(stale), "kept": len(existing & new_ids)}
+    return {"written": len(to_write), "deleted": len(stale), "kept": len(entities) - len(to_write)}
+
+
+def version_counts(client: MilvusClient, collection: str, document_id: str) -> dict[str, int]:
+    """How many entities of each document version the collection holds for the document."""
+    rows = client.query(collection, filter=document_filter(document_id), output_fields=["document_version"])
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["document_version"]] = counts.get(row["document_version"], 0) + 1
+    return counts
+
+
+def count_version(client: MilvusClient, collection: str, document_id: str, version: str) -> int:
+    """How many entities of this document version the collection holds."""
+    return count_entities(client, collection,
+                          f"{document_filter(document_id)} and document_version == {milvus_string(version)}")
+
+
+def delete_stale_versions(client: MilvusClient, collection: str, document_id: str, keep_version: str | None) -> None:
+    """Delete the document's entities of any version but ``keep_version`` (None: all of them)."""
+    flt = document_filter(document_id)
+    if keep_version is not None:
+        flt += f" and document_version != {milvus_string(keep_version)}"
+    client.delete(collection, filter=flt)
 
 
 def delete_document(client: MilvusClient, collection: str, document_id: str) -> None:

@@ -67,7 +67,7 @@ class CatalogReads(CatalogConnection):
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
-                "parser, mode, image_key, run_id, width, height FROM pages WHERE document_id = %s "
+                "parser, mode, image_key, run_id, pipeline_version, width, height FROM pages WHERE document_id = %s "
                 "ORDER BY page_index",
                 (document_id,),
             )
@@ -172,6 +172,16 @@ class CatalogReads(CatalogConnection):
                 {"patterns": [like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
             )
             return [dict(row) for row in cur.fetchall()]
+
+    def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
+        """What search may serve of these documents: ``published_version`` (None: nothing), and the
+        current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves)."""
+        if not document_ids:
+            return {}
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute("SELECT document_id, published_version, version, status, error FROM documents "
+                        "WHERE document_id = ANY(%s)", (list(set(document_ids)),))
+            return {row["document_id"]: dict(row) for row in cur.fetchall()}
 
     def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
         """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)

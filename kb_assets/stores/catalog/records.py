@@ -7,7 +7,7 @@ from dataclasses import dataclass
 DOCUMENT_COLUMNS = (
     "document_id", "knowledge_base_id", "source_path", "source_uri", "title", "version", "size_bytes",
     "mime", "source_kind", "object_key", "status", "error", "page_count", "chunk_count",
-    "published_version", "collection_name", "last_run_id", "updated_at",
+    "published_version", "collection_name", "last_run_id", "updated_at", "step_versions", "failed_step",
 )
 
 
@@ -31,3 +31,10 @@ class Document:
     collection_name: str | None
     last_run_id: str | None
     updated_at: object = None
+    step_versions: dict | None = None    # step -> version of its current output (kb_assets.versions)
+    failed_step: str | None = None       # "step@version" a failed document failed at
+
+    @property
+    def serves_last_good_version(self) -> bool:
+        """A newer version of the file failed (or is still pending) while an older one stays published."""
+        return bool(self.published_version) and self.published_version != self.version

@@ -19,7 +19,8 @@ class CatalogWrites(CatalogConnection):
     # documents -------------------------------------------------------------------------------
     def register_document(self, conn, *, document_id: str, knowledge_base_id: str, source_path: str,
                           source_uri: str, version: str, size_bytes: int) -> None:
-        """Insert or update a document's registration; a new version makes it pending again."""
+        """Insert or update a document's registration; a new version makes it pending again (a failed
+        document of the same version stays failed: the planner decides whether it is retried)."""
         with conn.cursor() as cur:
             cur.execute(
                 """
@@ -30,11 +31,14 @@ class CatalogWrites(CatalogConnection):
                     source_uri = EXCLUDED.source_uri,
                     size_bytes = EXCLUDED.size_bytes,
                     status = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
-                                   OR documents.status IN ('failed', 'deleted')
+                                   OR documents.status = 'deleted'
                                   THEN 'pending' ELSE documents.status END,
                     error = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
-                                  OR documents.status IN ('failed', 'deleted')
+                                  OR documents.status = 'deleted'
                                  THEN NULL ELSE documents.error END,
+                    failed_step = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
+                                        OR documents.status = 'deleted'
+                                       THEN NULL ELSE documents.failed_step END,
                     version = EXCLUDED.version,
                     updated_at = now()
                 """,
@@ -57,9 +61,12 @@ class CatalogWrites(CatalogConnection):
             cur.execute(f"UPDATE documents SET {assignments}, updated_at = now() WHERE document_id = %s",
                         (*fields.values(), document_id))
 
-    def mark_failed(self, document_id: str, reason: str, run_id: str | None = None) -> None:
+    def mark_failed(self, document_id: str, reason: str, run_id: str | None = None,
+                    failed_step: str | None = None) -> None:
+        """Mark a document failed with the reason, the run and the step it failed at ("step@version")."""
         with self.connect() as conn:
-            self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id)
+            self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id,
+                                 failed_step=failed_step)
 
     def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
         """Tombstone a deleted document (its pages and tree removed); True when another live document
@@ -70,36 +77,49 @@ class CatalogWrites(CatalogConnection):
             cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
                         "AND status <> 'deleted'", (object_key, document_id))
             shared = cur.fetchone()[0] > 0
+            cur.execute("UPDATE documents SET step_versions = '{}'::jsonb WHERE document_id = %s", (document_id,))
             self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
-                                 published_version=None)
+                                 published_version=None, failed_step=None)
         return shared
 
+    def record_step(self, conn, document_id: str, step: str, version: str, invalidate: tuple[str, ...] = ()) -> None:
+        """Record that ``step``'s output of the document is current under ``version``; the entries of
+        ``invalidate`` (the steps after it, when its output changed) become "" (made from older input), so
+        they run again. A missing entry is an output made before versions were recorded."""
+        stale = list(invalidate)
+        with conn.cursor() as cur:
+            cur.execute("UPDATE documents SET step_versions = step_versions || jsonb_object(%s::text[], %s::text[]) "
+                        "|| jsonb_build_object(%s::text, %s::text) WHERE document_id = %s",
+                        (stale, [""] * len(stale), step, version, document_id))
+
     # pages -----------------------------------------------------------------------------------
-    def replace_pages(self, conn, document_id: str, version: str, pages: list[dict], run_id: str) -> None:
+    def replace_pages(self, conn, document_id: str, version: str, pages: list[dict], run_id: str,
+                      pipeline_version: str = "1") -> None:
         """Replace a document's pages (one transaction with the caller's other writes)."""
         with conn.cursor() as cur:
             cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
             psycopg2.extras.execute_values(
                 cur,
                 "INSERT INTO pages (document_id, version, page_index, page_label, text, blocks, summary, "
-                "keywords, parser, mode, image_key, run_id, width, height) VALUES %s",
+                "keywords, parser, mode, image_key, run_id, pipeline_version, width, height) VALUES %s",
                 [(document_id, version, p["page_index"], p.get("page_label"), p["text"],
                   json.dumps(p["blocks"], ensure_ascii=False), p.get("summary"), p.get("keywords") or [],
-                  p["parser"], p["mode"], p.get("image_key"), run_id, p.get("width"), p.get("height"))
+                  p["parser"], p["mode"], p.get("image_key"), run_id, pipeline_version, p.get("width"), p.get("height"))
                  for p in pages],
             )
 
     # PageIndex nodes -------------------------------------------------------------------------
-    def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str) -> None:
+    def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str,
+                      pipeline_version: str = "1") -> None:
         with conn.cursor() as cur:
             cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
             psycopg2.extras.execute_values(
                 cur,
                 "INSERT INTO pageindex_nodes (document_id, node_id, parent_id, ordinal, title, depth, "
-                "start_page, end_page, summary, keywords, version, run_id) VALUES %s",
+                "start_page, end_page, summary, keywords, version, run_id, pipeline_version) VALUES %s",
                 [(document_id, n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"],
-                  n["start_page"], n["end_page"], n.get("summary"), n.get("keywords") or [], version, run_id)
-                 for n in nodes],
+                  n["start_page"], n["end_page"], n.get("summary"), n.get("keywords") or [], version, run_id,
+                  pipeline_version) for n in nodes],
             )
 
     # page structure: summaries, keywords, table-of-contents flags ------------------------------

@@ -1,0 +1,69 @@
+"""The collection assets of a migration: ``collection_candidate`` (the configured spec's collection,
+complete, validated by a blocking check) and ``collection_alias`` (the alias swap). They run in the
+``publish_collection`` job after the backfill runs (``defs/launch.py``, the migration sensor); the logic
+is ``kb_assets.migration``.
+"""
+
+
+import dagster as dg
+
+from kb_assets import migration
+from kb_assets.defs.assets import MILVUS_COLLECTION
+from kb_assets.defs.resources import CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource
+from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
+
+COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
+
+
+@dg.asset(**COLLECTIONS, deps=[MILVUS_COLLECTION],
+          check_specs=[dg.AssetCheckSpec("candidate_valid", asset="collection_candidate", blocking=True,
+                                         description="entity counts, dimension and golden queries against "
+                                                     "the published collection")])
+def collection_candidate(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
+                         milvus: MilvusResource, embedding_model: EmbeddingModelResource):
+    """The collection of the configured embedding spec, filled from the lake for every document that serves a
+    version; validated before the alias may point at it (blocking check ``candidate_valid``)."""
+    cat, client, model = catalog.catalog(), milvus.client(), embedding_model.load()
+    collection = ensure_collection(client, embedding_model.spec(), milvus.dense_index)
+    flush(client, collection)
+    report = migration.validate(cat, lake.lake(), client, collection, milvus.alias, model.dimension,
+                                 embedding_model.load)
+    metadata = {"collection": collection, "published": report["previous"] or "none",
+                "entities": report["entities"], "chunk_rows": report["chunkRows"], "documents": report["documents"],
+                "not_carried_over": dg.MetadataValue.json(report["notCarried"]),
+                "golden_queries": report["goldenQueries"], "hit_at_5_new": report["quality"]["new"],
+                "hit_at_5_published": report["quality"]["published"], "dimension": report["dimension"],
+                "problems": dg.MetadataValue.json(report["problems"]), "report": dg.MetadataValue.json(report)}
+    if report["problems"]:
+        with cat.connect() as conn:
+            cat.set_collection_state(conn, collection, "failed", entity_count=report["entities"])
+    return dg.MaterializeResult(metadata=metadata, check_results=[dg.AssetCheckResult(
+        check_name="candidate_valid", passed=not report["problems"], severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"problems": dg.MetadataValue.json(report["problems"]), "entities": report["entities"],
+                  "chunk_rows": report["chunkRows"], "hit_at_5_new": report["quality"]["new"],
+                  "hit_at_5_published": report["quality"]["published"]})])
+
+
+@dg.asset(**COLLECTIONS, deps=[collection_candidate])
+def collection_alias(context: dg.AssetExecutionContext, catalog: CatalogResource, milvus: MilvusResource,
+                               embedding_model: EmbeddingModelResource):
+    """The collection the alias publishes (what search reads): swapped atomically to the validated candidate;
+    the previous collection is retired and kept for rollback (``kb-assets collections rollback``)."""
+    cat, client = catalog.catalog(), milvus.client()
+    collection = embedding_model.spec().collection_name()
+    before = published_collection(client, milvus.alias)
+    if before == collection:
+        return dg.MaterializeResult(metadata={"alias": milvus.alias, "published": collection, "swap": "none needed"})
+    record = context.instance.get_latest_materialization_event(dg.AssetKey("collection_candidate"))
+    validated = record.asset_materialization.metadata if record and record.asset_materialization else {}
+    swapped = migration.swap(cat, client, milvus.alias, collection)
+    return dg.MaterializeResult(metadata={
+        "alias": milvus.alias, "previous": swapped["previous"] or "none", "published": collection,
+        "swap": f"{swapped['previous']} -> {collection}", "entities": swapped["entities"],
+        "hit_at_5_new": validated["hit_at_5_new"].value if "hit_at_5_new" in validated else "unknown",
+        "hit_at_5_published": validated["hit_at_5_published"].value if "hit_at_5_published" in validated else "unknown",
+        "stopped_serving": dg.MetadataValue.json(swapped["stoppedServing"]),
+        "rollback": "kb-assets collections rollback re-publishes the previous collection"})
+
+
+COLLECTION_ASSETS = [collection_candidate, collection_alias]

@@ -1,0 +1,129 @@
+"""What the stores and the Dagster instance say when things go wrong: a failed document's partition shows
+failed and its last good version keeps serving (and says so); a half-written new version never reaches a
+search, verify counts it as strays and ``--repair`` (a run) removes them; a killed ``kb-assets ingest``
+leaves a run that the next ingest marks failed and a scratch folder that it removes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import pytest
+
+from kb_assets.retrieval.search import SearchRequest
+
+pytestmark = pytest.mark.slow
+
+GOOD = "# Boilers\n\nThe boiler room key hangs in the janitor's office behind the blue cabinet.\n"
+
+
+def partition_status(instance, step: str, document_id: str):
+    return instance.get_status_by_partition(dg.AssetKey(step), [document_id],
+                                            dg.DynamicPartitionsDefinition(name="documents")).get(document_id)
+
+
+def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path, settings, catalog, lake, milvus_client):
+    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.verify import verify
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "boilers.md").write_text(GOOD)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    report = ingest([folder], "failures", settings)
+    docs = {d.source_path: d for d in catalog.list_documents(["failures"])}
+    broken, good = docs["broken.pdf"], docs["boilers.md"]
+    assert [f["documentId"] for f in report.failures] == [broken.document_id] and broken.status == "failed"
+    instance = dagster_instance(settings)
+    step = broken.failed_step.partition("@")[0]
+    assert partition_status(instance, step, broken.document_id) == dg.AssetPartitionStatus.FAILED
+    assert partition_status(instance, "milvus_collection", broken.document_id) != dg.AssetPartitionStatus.MATERIALIZED
+    assert partition_status(instance, "milvus_collection", good.document_id) == dg.AssetPartitionStatus.MATERIALIZED
+
+    (folder / "boilers.md").write_text("")      # the new file fails; the last good version keeps serving
+    assert ingest([folder], "failures", settings).failures
+    good = catalog.get_document(good.document_id)
+    assert good.status == "failed" and good.published_version != good.version
+    answer = make_searcher(settings).search(SearchRequest("Where is the boiler room key?", ["failures"], limit=1))
+    assert "blue cabinet" in answer.results[0]["content"] and "last good version" in answer.results[0]["versionNotice"]
+    assert any("last good version" in w for w in answer.warnings)
+    from kb_assets.retrieval.schemas import SearchAnswer     # what the API answers keeps the notice
+    api = SearchAnswer.model_validate({"results": answer.results, "warnings": answer.warnings})
+    assert "last good version" in api.results[0].versionNotice
+    notices = verify(catalog, lake, milvus_client, settings.alias)["notices"]
+    assert any(n["documentId"] == good.document_id and "last good version" in n["notice"] for n in notices)
+
+
+def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, settings, catalog, lake, milvus_client):
+    from kb_assets.definitions import make_definitions
+    from kb_assets.defs.launch import repair
+    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.stores.vectors import chunk_entities, published_collection
+    from kb_assets.verify import verify
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "boilers.md").write_text(GOOD)
+    assert not ingest([folder], "strays", settings).failures
+    (doc,) = catalog.list_documents(["strays"])
+    collection = published_collection(milvus_client, settings.alias)
+    # what a run killed during its Milvus upsert leaves: part of the new version's entities
+    (entity,) = chunk_entities(lake.read("chunks", doc.document_id), lake.read("embeddings", doc.document_id))[:1]
+    milvus_client.upsert(collection, [{**entity, "chunk_id": entity["chunk_id"] + "-next", "document_version": "next",
+                                       "content": "The boiler room key now hangs in the red cabinet."}])
+    milvus_client.flush(collection)
+
+    answer = make_searcher(settings).search(SearchRequest("boiler room key cabinet", ["strays"], limit=5))
+    assert answer.results and all("red cabinet" not in r["content"] for r in answer.results)
+    found = verify(catalog, lake, milvus_client, settings.alias)
+    (stray,) = [p for p in found["problems"] if p["documentId"] == doc.document_id]
+    assert "1 stray entities" in stray["problem"]
+
+    instance = dagster_instance(settings)
+    repaired = repair(make_definitions(settings), instance)      # verify --repair is a run
+
+    assert any(p["documentId"] == doc.document_id and p["repaired"] for p in repaired["problems"])
+    run = instance.get_run_by_id(repaired["runId"])
+    assert run.job_name == "repair_stores" and run.status == dg.DagsterRunStatus.SUCCESS
+    assert run.tags["kb/store_change"] == "repair"
+    assert not [p for p in verify(catalog, lake, milvus_client, settings.alias)["problems"]
+                if p["documentId"] == doc.document_id]
+
+
+def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes(tmp_path, settings, corpus_dir):
+    from kb_assets.ingest import dagster_instance, ingest
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(corpus_dir / "platform-handbook.pdf", folder / "handbook-copy.pdf")
+    instance = dagster_instance(settings)
+    before = {r.run_id for r in instance.get_runs()}
+    process = subprocess.Popen([sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "killed"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    scratch = settings.scratch_root
+    deadline, mine = time.monotonic() + 240, []
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            started = [r for r in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+                       if r.run_id not in before]
+            mine = [p for p in scratch.glob(f"{process.pid}.*")] if scratch.is_dir() else []
+            if started and mine:
+                break
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert started and mine, "the ingest finished before it could be killed mid-run"
+    (run,) = started
+
+    ingest([folder], "killed", settings)
+
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert not any(p.exists() for p in mine)
