@@ -356,7 +356,9 @@ def migrate(settings, as_json):
     if due is None:
         data = {"status": "unchanged", "published": published_collection(stores.milvus, settings.alias)}
     else:
-        data = launch.migrate(settings, stores, instance, due, progress)
+        from kb_assets.definitions import make_definitions
+
+        data = launch.migrate(make_definitions(settings), settings, stores, instance, due, progress)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")

@@ -136,7 +136,7 @@ def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
     report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
     if due and settings.auto_migrate:
-        report.migration = launch.migrate(settings, stores, instance, due, progress)
+        report.migration = launch.migrate(defs, settings, stores, instance, due, progress)
         report.run_ids += report.migration.pop("runIds")
     elif due:
         report.warnings.append(f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "

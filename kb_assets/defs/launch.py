@@ -147,13 +147,11 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
                      retry_failed=False, migration=settings.embedding_model)
 
 
-def migrate(settings: Settings, stores: Stores, instance: dg.DagsterInstance, due: dict,
+def migrate(defs: dg.Definitions, settings: Settings, stores: Stores, instance: dg.DagsterInstance, due: dict,
             progress: Progress = lambda message: None) -> dict:
     """Backfill the configured spec's collection from the lake, then validate and swap (``due``: what
-    ``migration.migration_due`` found). Returns the report ``kb-assets migrate`` prints."""
-    from kb_assets.definitions import make_definitions  # the definitions import defs: import on use
-
-    defs = make_definitions(settings)
+    ``migration.migration_due`` found; ``defs``: ``make_definitions(settings)``). Returns the report
+    ``kb-assets migrate`` prints."""
     plans = migration_plans(settings, stores, instance)
     progress(f"migration to {settings.embedding_model}: {sum(len(p.documents) for p in plans)} documents to "
              f"backfill into the new collection ({due['reason']})")
