@@ -9,6 +9,7 @@ all state under one directory, ``KB_HOME`` (default ``./.kb``).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,7 @@ class Settings:
     embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE: passages a batch at most (and batch_size x 128 tokens)
     encoder: str = "onnx"                  # KB_ENCODER: onnx | torch (the same vectors, cosine >= 0.9999)
     cache_dir: Path = DEFAULT_CACHE_DIR    # KB_CACHE_DIR: the exported ONNX models
+    scratch_dir: Path | None = None        # KB_SCRATCH_DIR; None: <system temp>/kb-assets-scratch
     encoder_threads: int = 0               # threads of one encode (0: every core); the service encodes with 1
     embedding_slice: int = 256             # KB_EMBEDDING_SLICE: chunks encoded between two publications
     max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
@@ -127,6 +129,7 @@ class Settings:
             embedding_batch_size=_positive(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             encoder=_choice(env, "KB_ENCODER", ENCODERS),
             cache_dir=Path(env["KB_CACHE_DIR"]).expanduser().resolve() if env.get("KB_CACHE_DIR") else DEFAULT_CACHE_DIR,
+            scratch_dir=Path(env["KB_SCRATCH_DIR"]).expanduser().resolve() if env.get("KB_SCRATCH_DIR") else None,
             embedding_slice=_positive(env, "KB_EMBEDDING_SLICE", cls.embedding_slice),
             max_chunks_per_document=_positive(env, "KB_MAX_CHUNKS_PER_DOCUMENT", cls.max_chunks_per_document),
             concurrent_runs=_positive(env, "KB_CONCURRENT_RUNS", cls.concurrent_runs),
@@ -182,8 +185,9 @@ class Settings:
     @property
     def scratch_root(self) -> Path:
         """Temporary files of runs (e.g. the parse step's copy of a source), one folder a process; the next
-        run removes those of processes that are gone, killed ones included."""
-        return self.home / "tmp"
+        run removes those of processes that are gone, killed ones included. Outside KB_HOME, which the
+        production profile never writes: KB_SCRATCH_DIR, else the system's temp folder."""
+        return self.scratch_dir or Path(tempfile.gettempdir()) / "kb-assets-scratch"
 
     def step_versions(self) -> dict[str, str]:
         """The current version of every pipeline step (``kb_assets.versions``)."""

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
-        handbook, settings, catalog, milvus_client, tmp_path):
+        handbook, settings, catalog, milvus_client, tmp_path, corpus_dir):
     from kb_assets.definitions import make_definitions
     from kb_assets.ingest import QUIET_RUN_CONFIG, dagster_instance, ingest
     from kb_assets.migration import rollback
@@ -97,3 +97,10 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     assert published_collection(milvus_client, "kb_chunks") == before
     states = {c["name"]: c["state"] for c in catalog.collections()}
     assert states[before] == "published" and states[migration["collection"]] == "retired"
+
+    # after the rollback the documents' lake vectors are of the 256-d spec: the next ingest re-encodes them
+    # from the lake (no parse) and the stores converge on the published spec again
+    for source, kb in ((corpus_dir, "handbook"), (folder, "edits")):
+        again = ingest([source], kb, settings)
+        assert not again.failures and again.migration is None
+        assert ingest([source], kb, settings).run_ids == []

@@ -77,7 +77,7 @@ def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_configur
     # no dictionary word: as ``share`` (Latin words only, or BM25 alone)
     assert dense_query_text("数据备份", ("en",), "translate", [], 0.5) == dense_query_text("数据备份", ("en",), "share")
     assert dense_query_text("数据备份", ("en", "zh"), "translate", english, 0.5) == ("数据备份", 1.0, None)
-    assert dense_query_text("数据备份", ("en",), "translate", english)[1] == 1.0     # default: read in full
+    assert dense_query_text("数据备份", ("en",), "translate", english)[1] == 0.5     # default: half a word each
     assert bm25_query("数据备份", ["data", "backup"]).split()[-2:] == ["data", "backup"]
 
 

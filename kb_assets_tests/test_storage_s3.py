@@ -64,6 +64,7 @@ def chunks_frame(document_id: str, n: int = 3) -> pl.DataFrame:
             "table_header": "| pump | rpm |" if i == 2 else None,
             "image_key": None,
             "run_id": "run-1",
+            "pipeline_version": "1",
         })
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
 
@@ -78,6 +79,7 @@ def embeddings_frame(document_id: str, n: int = 3, dimension: int = 4) -> pl.Dat
             "dimension": [dimension] * n,
             "vector": [[0.5 * i + j / 8 for j in range(dimension)] for i in range(n)],
             "run_id": ["run-1"] * n,
+            "pipeline_version": ["1"] * n,
         },
         schema=EMBEDDINGS_SCHEMA,
     )

@@ -39,3 +39,11 @@ def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, mi
     assert count_entities(milvus_client, collection, flt) == expected
     assert count_entities(milvus_client, collection, 'document_id == "doc-unknown"') == 0
     assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
+
+
+def test_a_released_collection_is_loaded_on_demand(handbook, milvus_client):
+    """Milvus Lite brings collections back released after a restart; counting, reading and purging load them."""
+    collection = handbook.published["collection"]
+    before = count_entities(milvus_client, collection)
+    milvus_client.release_collection(collection)
+    assert count_entities(milvus_client, collection) == before > 0

@@ -113,7 +113,7 @@ class ParsingResource(dg.ConfigurableResource):
     ocr_languages: str
     tessdata_dir: str = ""
     docling_artifacts_path: str = ""
-    scratch_root: str = ""               # $KB_HOME/tmp: temporary copies of sources, one folder a process
+    scratch_root: str = ""               # KB_SCRATCH_DIR: temporary copies of sources, one folder a process
     workers: int = 1
 
     def options(self) -> ParseOptions:

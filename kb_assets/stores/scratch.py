@@ -1,5 +1,5 @@
 """Scratch space for temporary files of runs (e.g. the parse step's copy of a source), under
-``$KB_HOME/tmp``: one folder a process, named by its process token. Temporary files are removed on the
+``KB_SCRATCH_DIR`` (default ``<system temp>/kb-assets-scratch``): one folder a process, named by its process token. Temporary files are removed on the
 normal exit paths by their owners; a folder whose process is gone (killed) is removed by the next
 process that asks for its own folder.
 """

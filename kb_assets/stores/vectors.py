@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 import polars as pl
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
 
 SCHEMA_VERSION = 1
 # One analyzer for every language: jieba segments Chinese and keeps English words; lowercase makes
@@ -195,6 +195,27 @@ def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]
     return rows
 
 
+
+def when_loaded(client: MilvusClient, collection: str, call):
+    """``call()``; when the collection is released (Milvus Lite restarted, a retired collection), load it
+    and call again: a collection the pipeline still writes to or purges from is loaded on demand."""
+    try:
+        return call()
+    except MilvusException as error:
+        if "released" not in str(error) and "not loaded" not in str(error):
+            raise
+    client.load_collection(collection)
+    return call()
+
+
+def query_loaded(client: MilvusClient, collection: str, **query) -> list[dict]:
+    return when_loaded(client, collection, lambda: client.query(collection, **query))
+
+
+def delete_loaded(client: MilvusClient, collection: str, flt: str) -> None:
+    when_loaded(client, collection, lambda: client.delete(collection, filter=flt))
+
+
 def document_filter(document_id: str) -> str:
     """The entities of one document."""
     return f"document_id == {milvus_string(document_id)}"
@@ -203,7 +224,7 @@ def document_filter(document_id: str) -> str:
 def document_entities(client: MilvusClient, collection: str, document_id: str, with_vectors: bool = True) -> dict[str, dict]:
     """The document's entities in the collection, by chunk id (scalar fields and content; ``dense`` too)."""
     fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
-    rows = client.query(collection, filter=document_filter(document_id), output_fields=fields)
+    rows = query_loaded(client, collection, filter=document_filter(document_id), output_fields=fields)
     return {row["chunk_id"]: row for row in rows}
 
 
@@ -237,13 +258,13 @@ def sync_document(client: MilvusClient, collection: str, document_id: str, entit
         client.upsert(collection, to_write[start:start + batch_size])
     stale = sorted(set(existing) - new_ids)
     for start in range(0, len(stale), batch_size):
-        client.delete(collection, filter=in_filter("chunk_id", stale[start:start + batch_size]))
+        delete_loaded(client, collection, in_filter("chunk_id", stale[start:start + batch_size]))
     return {"written": len(to_write), "deleted": len(stale), "kept": len(entities) - len(to_write)}
 
 
 def version_counts(client: MilvusClient, collection: str, document_id: str) -> dict[str, int]:
     """How many entities of each document version the collection holds for the document."""
-    rows = client.query(collection, filter=document_filter(document_id), output_fields=["document_version"])
+    rows = query_loaded(client, collection, filter=document_filter(document_id), output_fields=["document_version"])
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["document_version"]] = counts.get(row["document_version"], 0) + 1
@@ -261,11 +282,11 @@ def delete_stale_versions(client: MilvusClient, collection: str, document_id: st
     flt = document_filter(document_id)
     if keep_version is not None:
         flt += f" and document_version != {milvus_string(keep_version)}"
-    client.delete(collection, filter=flt)
+    delete_loaded(client, collection, flt)
 
 
 def delete_document(client: MilvusClient, collection: str, document_id: str) -> None:
-    client.delete(collection, filter=document_filter(document_id))
+    delete_loaded(client, collection, document_filter(document_id))
 
 
 def insert(client: MilvusClient, collection: str, entities: list[dict]) -> None:
@@ -275,11 +296,11 @@ def insert(client: MilvusClient, collection: str, entities: list[dict]) -> None:
 
 def clear(client: MilvusClient, collection: str) -> None:
     """Delete every entity of the collection."""
-    client.delete(collection, filter='chunk_id != ""')
+    delete_loaded(client, collection, 'chunk_id != ""')
 
 
 def count_entities(client: MilvusClient, collection: str, flt: str = "") -> int:
-    rows = client.query(collection, filter=flt, output_fields=["count(*)"])
+    rows = query_loaded(client, collection, filter=flt, output_fields=["count(*)"])
     return int(rows[0]["count(*)"]) if rows else 0
 
 
@@ -288,7 +309,7 @@ def document_ids(client: MilvusClient, collection: str, excluding: list[str] | N
     """The documents that have entities in the collection (among the first ``limit`` entities read),
     less those ``excluding`` names."""
     flt = f"not ({in_filter('document_id', excluding)})" if excluding else ""
-    rows = client.query(collection, filter=flt, output_fields=["document_id"], limit=limit)
+    rows = query_loaded(client, collection, filter=flt, output_fields=["document_id"], limit=limit)
     return {row["document_id"] for row in rows}
 
 
@@ -298,14 +319,14 @@ def chunk_document(client: MilvusClient, collection: str, chunk_id: str,
     flt = f"chunk_id == {milvus_string(chunk_id)}"
     if knowledge_base_ids is not None:
         flt += f" and {in_filter('knowledge_base_id', knowledge_base_ids)}"
-    rows = client.query(collection, filter=flt, output_fields=["document_id"], limit=1)
+    rows = query_loaded(client, collection, filter=flt, output_fields=["document_id"], limit=1)
     return rows[0]["document_id"] if rows else None
 
 
 def stored_vectors(client: MilvusClient, collection: str, chunk_ids: list[str],
                    timeout: float | None = None) -> dict[str, list[float]]:
     """The dense vectors stored for these chunks, by chunk id."""
-    rows = client.query(collection, filter=in_filter("chunk_id", chunk_ids), output_fields=["chunk_id", "dense"],
+    rows = query_loaded(client, collection, filter=in_filter("chunk_id", chunk_ids), output_fields=["chunk_id", "dense"],
                         limit=len(chunk_ids), timeout=timeout)
     return {row["chunk_id"]: row["dense"] for row in rows}
 
