@@ -54,9 +54,22 @@ def catalog(stores):
     return stores.catalog
 
 
-@pytest.fixture(scope="session")
+MILVUS_CLIENTS: dict[str, object] = {}
+
+
+@pytest.fixture
 def milvus_client(stores):
-    return stores.milvus
+    """A client of the embedded Milvus Lite server where it listens now: tests that kill it (soak, service
+    health) leave it restarted by the service, possibly on another port."""
+    from pymilvus import MilvusClient
+
+    from kb_assets.services import ensure_milvus
+    from kb_assets.stores import GRPC_OPTIONS
+
+    uri = stores.settings.milvus_uri or ensure_milvus(stores.settings.home)
+    if uri not in MILVUS_CLIENTS:
+        MILVUS_CLIENTS[uri] = MilvusClient(uri=uri, timeout=30, grpc_options=GRPC_OPTIONS)
+    return MILVUS_CLIENTS[uri]
 
 
 @pytest.fixture(scope="session")

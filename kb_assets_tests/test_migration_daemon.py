@@ -20,6 +20,7 @@ import pytest
 
 from kb_assets.retrieval.search import SearchRequest
 from kb_assets.stores.vectors import published_collection
+from kb_assets_tests.converge import converge
 
 pytestmark = pytest.mark.slow
 
@@ -102,4 +103,5 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         instance.wipe_daemon_heartbeats()     # no later ingest takes the stopped daemon for a live one
         if published_collection(milvus_client, settings.alias) != before:
             rollback(catalog, milvus_client, settings.alias)
+            converge(settings)    # every backfilled document re-encodes from the lake for the published spec
     assert published_collection(milvus_client, settings.alias) == before
