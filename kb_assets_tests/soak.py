@@ -86,7 +86,10 @@ def _churn_text(n: int) -> str:
 
 
 def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int = 2000,
-             kill_milvus_at_s: float | None = 20.0, clients: int = 4, seed: int = 7) -> SoakReport:
+             kill_milvus_at_s: float | None = 20.0, clients: int = 4, seed: int = 7,
+             min_ingests: int = 0) -> SoakReport:
+    """``min_ingests``: go on past ``duration_s`` (up to four times it) until that many ingests ran, so a
+    loaded machine still churns the documents the clients read."""
     import uvicorn
 
     from kb_assets.ingest import ingest
@@ -133,9 +136,15 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
             if not ok:
                 report.errors.append(what)
 
+    hard_stop = started + 4 * duration_s
+
+    def running(margin: float = 0.0) -> bool:
+        now = time.monotonic()
+        return now < stop_at - margin or (report.ingests < min_ingests and now < hard_stop)
+
     def more() -> bool:
         with lock:
-            return time.monotonic() < stop_at and report.requests < max_requests
+            return running() and report.requests < max_requests
 
     def client_loop(number: int):
         rng = random.Random(seed + number)
@@ -190,7 +199,7 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
     def churn_loop():
         rng = random.Random(seed)
         n = 3
-        while time.monotonic() < stop_at - 5:
+        while running(margin=5):
             present = sorted(churn.glob("note-*.md"))
             action = rng.choice(("add", "change", "delete")) if len(present) > 1 else "add"
             if action == "add":

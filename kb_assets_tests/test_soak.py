@@ -11,7 +11,7 @@ from kb_assets_tests.soak import run_soak
 
 @pytest.mark.slow
 def test_soak_with_ingests_and_a_killed_milvus_has_no_errors_and_ends_consistent(kb_home, settings):
-    report = run_soak(settings, kb_home, duration_s=60, max_requests=2000, kill_milvus_at_s=20)
+    report = run_soak(settings, kb_home, duration_s=60, max_requests=2000, kill_milvus_at_s=20, min_ingests=2)
     print(report.summary())
     assert report.requests >= 100, report.summary()
     assert not report.errors, report.errors[:5]
