@@ -45,6 +45,23 @@ def stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def stop_log_tails(folder: Path) -> None:
+    """Dagster's compute-log capture of the daemon's runs starts ``tail -F`` on files under ``folder`` in
+    sessions of their own, which outlive the daemon's process group: stop them too."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"tail") and any(str(folder).encode() in arg for arg in argv):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_client, tmp_path):
     from kb_assets.ingest import dagster_instance, ingest
     from kb_assets.migration import rollback
@@ -99,6 +116,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         assert "locked cage" in answer.results[0]["content"]
     finally:
         stop(daemon)
+        stop_log_tails(settings.dagster_home)
         log.close()
         instance.wipe_daemon_heartbeats()     # no later ingest takes the stopped daemon for a live one
         if published_collection(milvus_client, settings.alias) != before:
