@@ -12,9 +12,10 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psycopg2
 import pytest
 import yaml
+
+from kb_assets_tests.databases import database_on
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -70,16 +71,7 @@ def test_every_file_of_deploy_parses():
 @pytest.fixture
 def dagster_database(catalog) -> str:
     """A database of its own on the session's Postgres server (over TCP), as a plain postgresql:// URL."""
-    conn = psycopg2.connect(catalog.dsn)
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster_deploy_files'")
-            if cur.fetchone() is None:
-                cur.execute("CREATE DATABASE dagster_deploy_files")
-    finally:
-        conn.close()
-    return catalog.dsn.rsplit("/", 1)[0] + "/dagster_deploy_files"
+    return database_on(catalog.dsn, "dagster_deploy_files")
 
 
 def test_the_single_host_instance_queues_runs_on_postgres(dagster_database, tmp_path, monkeypatch):

@@ -18,8 +18,9 @@ import venv
 from pathlib import Path
 
 import httpx
-import psycopg2
 import pytest
+
+from kb_assets_tests.databases import database_on
 
 pytestmark = pytest.mark.services
 
@@ -154,15 +155,7 @@ def test_production_instance_config_accepts_plain_postgres_urls(catalog, tmp_pat
     stores runs and partitions in that real Postgres (over TCP)."""
     import dagster as dg
 
-    conn = psycopg2.connect(catalog.dsn)
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster_url_forms'")
-            if cur.fetchone() is None:
-                cur.execute("CREATE DATABASE dagster_url_forms")
-    finally:
-        conn.close()
+    database_on(catalog.dsn, "dagster_url_forms")
     server = catalog.dsn.partition("://")[2].rsplit("/", 1)[0]
     for scheme in ("postgresql", "postgres"):
         home = tmp_path / scheme

