@@ -4,14 +4,17 @@ asset, and the regions of its pages the chunk covers (page units; images scale t
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import chunk_document
 from kb_assets.text import normalize_ws
+
+if TYPE_CHECKING:
+    from kb_assets.stores.lake import Lake
 
 # chunk ids are the first 32 hex digits of a sha256 (``chunking.chunker.chunk_id``)
 CHUNK_ID = re.compile(r"[0-9a-f]{32}")

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.lake import Lake
 from kb_assets.stores.models import load_model
 from kb_assets.stores.objects import ObjectStore
+
+if TYPE_CHECKING:
+    from kb_assets.stores.lake import Lake
 
 # pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
 # 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts
@@ -58,7 +61,9 @@ class Stores:
         return ObjectStore(self.settings.object_store_url, self.settings.storage_options())
 
     @cached_property
-    def lake(self) -> Lake:
+    def lake(self) -> "Lake":
+        from kb_assets.stores.lake import Lake   # polars: ~40 MB the retrieval service needs only for lineage
+
         return Lake(self.settings.lake_url, self.settings.storage_options())
 
     @cached_property

@@ -16,10 +16,13 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
+
+if TYPE_CHECKING:
+    import polars as pl
 
 SCHEMA_VERSION = 1
 # One analyzer for every language: jieba segments Chinese and keeps English words; lowercase makes
@@ -180,8 +183,10 @@ def pages_filter(ranges: dict[str, list[tuple[int, int]]]) -> str:
 
 
 # entities of one document -----------------------------------------------------------------
-def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]:
+def chunk_entities(chunks: "pl.DataFrame", embeddings: "pl.DataFrame") -> list[dict]:
     """Milvus rows from a document's chunk rows joined to their vectors (every chunk must have one)."""
+    import polars as pl   # the retrieval service imports this module and never needs polars
+
     joined = chunks.join(embeddings.select("chunk_id", "vector"), on="chunk_id", how="left")
     missing = joined.filter(pl.col("vector").is_null())["chunk_id"].to_list()
     if missing:
