@@ -81,7 +81,8 @@ class Settings:
     encoder: str = "onnx"                  # KB_ENCODER: onnx | torch (the same vectors, cosine >= 0.9999)
     cache_dir: Path = DEFAULT_CACHE_DIR    # KB_CACHE_DIR: the exported ONNX models
     scratch_dir: Path | None = None        # KB_SCRATCH_DIR; None: <system temp>/kb-assets-scratch
-    encoder_threads: int = 0               # threads of one encode (0: every core); the service encodes with 1
+    encoder_threads: int = 0               # KB_ENCODER_THREADS: threads of one encode (0: the cores, shared among
+                                           # KB_CONCURRENT_RUNS runs); the service encodes with 1
     embedding_slice: int = 256             # KB_EMBEDDING_SLICE: chunks encoded between two publications
     max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
     concurrent_runs: int = 1               # KB_CONCURRENT_RUNS: runs an ingest executes at once
@@ -128,6 +129,7 @@ class Settings:
             embedding_model=env.get("KB_EMBEDDING_MODEL") or cls.embedding_model,
             embedding_batch_size=_positive(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             encoder=_choice(env, "KB_ENCODER", ENCODERS),
+            encoder_threads=shared_cores(env, "KB_ENCODER_THREADS"),
             cache_dir=Path(env["KB_CACHE_DIR"]).expanduser().resolve() if env.get("KB_CACHE_DIR") else DEFAULT_CACHE_DIR,
             scratch_dir=Path(env["KB_SCRATCH_DIR"]).expanduser().resolve() if env.get("KB_SCRATCH_DIR") else None,
             embedding_slice=_positive(env, "KB_EMBEDDING_SLICE", cls.embedding_slice),
@@ -227,13 +229,18 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def shared_cores(env: dict[str, str], name: str) -> int:
+    """A count of processes or threads a run may use (``name``); unset or 0: the cores, shared among
+    KB_CONCURRENT_RUNS runs (so that concurrent runs do not oversubscribe the machine)."""
+    count = _int(env, name, 0)
+    if count < 0:
+        raise ValueError(f"{name}={env[name]!r}: expected 0 (the cores, shared among runs) or more")
+    return count or max(1, cores() // _positive(env, "KB_CONCURRENT_RUNS", 1))
+
+
 def parse_workers(env: dict[str, str]) -> int:
-    """KB_PARSE_WORKERS: processes that parse one PDF's pages; unset or 0: the cores, shared among
-    KB_CONCURRENT_RUNS runs; 1: in the run's own process."""
-    workers = _int(env, "KB_PARSE_WORKERS", 0)
-    if workers < 0:
-        raise ValueError(f"KB_PARSE_WORKERS={env['KB_PARSE_WORKERS']!r}: expected 0 (one per core) or more")
-    return workers or max(1, cores() // _positive(env, "KB_CONCURRENT_RUNS", 1))
+    """KB_PARSE_WORKERS: processes that parse one PDF's pages (1: in the run's own process)."""
+    return shared_cores(env, "KB_PARSE_WORKERS")
 
 
 def partitioning_setting(value: str) -> str:

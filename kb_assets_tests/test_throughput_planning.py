@@ -90,13 +90,17 @@ def test_throughput_settings_are_read_typed(env, field, expected):
     assert (str(value) if field == "cache_dir" else value) == expected
 
 
-def test_parse_workers_share_the_cores_among_concurrent_runs():
+def test_parse_workers_and_encoder_threads_share_the_cores_among_concurrent_runs():
     from kb_assets.settings import cores
 
     assert Settings.from_env({"KB_HOME": "/tmp/kb", "KB_PARSE_WORKERS": "3"}).parse.workers == 3
-    assert Settings.from_env({"KB_HOME": "/tmp/kb"}).parse.workers == cores()
+    assert Settings.from_env({"KB_HOME": "/tmp/kb", "KB_ENCODER_THREADS": "3"}).encoder_threads == 3
+    alone = Settings.from_env({"KB_HOME": "/tmp/kb"})
+    assert alone.parse.workers == alone.encoder_threads == cores()
     runs = Settings.from_env({"KB_HOME": "/tmp/kb", "KB_CONCURRENT_RUNS": str(cores() * 2)})
-    assert runs.parse.workers == 1
+    assert runs.parse.workers == runs.encoder_threads == 1
+    with pytest.raises(ValueError, match="KB_ENCODER_THREADS"):
+        Settings.from_env({"KB_HOME": "/tmp/kb", "KB_ENCODER_THREADS": "-1"})
 
 
 @pytest.mark.parametrize("env, message", [
