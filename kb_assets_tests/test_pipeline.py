@@ -83,9 +83,9 @@ def test_known_questions_find_the_expected_document_and_page(searcher, catalog, 
     assert top["retrievalSource"] == "hybrid"
     if page_index is not None:
         assert top["pageIndex"] <= page_index <= top["pageEnd"]
-    # the hybrid parts, and the pageindex second stage's parts (rerank.py) beside them
-    assert {"dense", "lexical", "exactBoost"} <= set(top["scores"]) <= {"dense", "lexical", "exactBoost",
-                                                                     "coverage", "proximity", "rerank"}
+    # the hybrid parts, and the pageindex second stage's parts (rerank.py, page coverage) beside them
+    assert {"dense", "lexical", "exactBoost"} <= set(top["scores"]) <= {"dense", "lexical", "exactBoost", "coverage",
+                                                                     "proximity", "rerank", "pageCoverage"}
 
 
 def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(handbook, settings, corpus_dir, catalog,

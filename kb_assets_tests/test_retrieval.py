@@ -296,6 +296,14 @@ def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_a
     # the second stage's parts beside the hybrid score, which every row keeps
     assert {"coverage", "proximity", "rerank"} <= set(english[0]["scores"])
     assert english[0]["scores"]["rerank"] >= english[0]["score"]
+    assert "pageCoverage" not in english[0]["scores"]      # a short question: no page-coverage stage
+    # a long question: its best pages get the share of its terms their best context window holds
+    long = kb_searcher.search(SearchRequest("How many days are the nightly backups of the orders database kept "
+                                            "in the cold tier before they expire?", ["alpha"], limit=5,
+                                            strategy="pageindex")).results
+    assert answer_in("kept for 35 days", returned_text(long[0]))
+    shares = [row["scores"]["pageCoverage"] for row in long]
+    assert all(0.0 <= share <= 1.0 for share in shares) and shares[0] == max(shares) > 0.5
     # a Chinese question about an English passage: its dictionary words reach the model and BM25
     chinese = kb_searcher.search(SearchRequest("加密密钥多久轮换一次？", ["alpha"], limit=5, strategy="pageindex"))
     assert any("dictionary words" in w for w in chinese.warnings), chinese.warnings

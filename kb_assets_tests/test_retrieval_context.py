@@ -1,10 +1,12 @@
 """Detail questions (issue 15) as plain functions: the reader's passage, BM25 content words, English
 words for Chinese queries, the pageindex assembly and answer-in-context scoring."""
 
-from kb_assets.retrieval.context import page_passage
+import pytest
+
+from kb_assets.retrieval.context import coverage, occurrences, page_passage, passages, question_terms, rarity
 from kb_assets.retrieval.crosslingual import english_words
 from kb_assets.retrieval.evaluation import answer_in, first_answer_rank
-from kb_assets.retrieval.lexical_query import bm25_query
+from kb_assets.retrieval.lexical_query import bm25_query, code_tokens
 from kb_assets.retrieval.query import dense_query_text
 from kb_assets.retrieval.rerank import features, question_words, rerank
 from kb_assets.retrieval.strategies.pageindex import assemble
@@ -39,6 +41,45 @@ def test_chunk_found_across_different_line_breaks():
     page = "first line\nsecond   line of the\nchunk text here\n" + "x " * 600
     passage = page_passage(page, "second line of the chunk text here", [], budget=100)
     assert "chunk text here" in passage
+
+
+def test_identifiers_and_code_tokens_are_kept_whole():
+    assert code_tokens("How can write.table escape a quote? Does get() or --no-same-owner help?") == [
+        "write.table", "get()", "--no-same-owner"]
+    assert code_tokens("Which fileEncoding handles UTF-8 on ISO9660?") == ["fileencoding", "utf-8", "iso9660"]
+    assert code_tokens("How do I make R start quickly?") == []
+    assert "write.table" in question_terms("How can write.table escape a quote?")
+
+
+def test_terms_match_at_word_starts_and_chinese_across_line_breaks():
+    text = "C code; cat; reinstall; Installation; 时间\n源"
+    found = occurrences(["c", ("install", "installed"), "时间源"], text)
+    assert found[("c",)] == [(0, 1)]                   # one letter: a whole word only, not the c of ``cat``
+    assert len(found[("install", "installed")]) == 1     # ``Installation``, not ``reinstall``
+    [(start, end)] = found[("时间源",)]                  # a PDF line break inside the Chinese word
+    assert text[start:end] == "时间\n源"
+
+
+def test_a_term_on_every_page_weighs_less_than_one_on_a_single_page():
+    terms = ["table", "qmethod"]
+    weights = rarity([occurrences(terms, text) for text in ["read.table ...", "write.table qmethod", "table"]])
+    assert weights[("qmethod",)] > weights[("table",)] > 0
+
+
+def test_the_window_favours_the_rare_term_and_a_pages_second_result_shows_new_text():
+    page = ("table " * 30 + "filler words here. " * 40 + "use qmethod double to escape a quote in the table. "
+            + "more filler text. " * 40 + "the second chunk sits at the end of the page.")
+    terms = ["table", "qmethod", "quote"]
+    weights = rarity([occurrences(terms, text) for text in [page, "table one", "table two", "table three"]])
+    passage = page_passage(page, "filler words here.", terms, budget=200, weights=weights)
+    assert "qmethod double" in passage and len(passage) <= 200
+    rows = [{"documentId": "d", "pageIndex": 0, "content": "more filler text."},
+            {"documentId": "d", "pageIndex": 0, "content": "the second chunk sits at the end of the page."}]
+    passages(rows, {("d", 0): page}, terms, 200)
+    assert "qmethod" in rows[0]["context"]
+    assert "the second chunk sits at the end of the page." in rows[1]["context"]
+    assert coverage(occurrences(terms, "nothing here"), 12) == 0
+    assert coverage(occurrences(terms, page), len(page), weights, 200) == pytest.approx(1.0)
 
 
 def test_bm25_query_keeps_content_words_only():

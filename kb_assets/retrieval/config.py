@@ -34,5 +34,8 @@ class SearchConfig:
     bm25_content_words: bool = True     # BM25 gets the query's content words only (lexical_query.py)
     rerank_coverage: float = 0.1        # pageindex second stage (rerank.py): weight of the question's words
     rerank_proximity: float = 0.05      # a chunk holds, and of its phrases kept together (0 and 0: off)
+    page_coverage: float = 0.3          # pageindex: weight of the share of the question's terms a page's best
+    page_coverage_terms: int = 8        # context window holds, for questions of at least this many terms, on
+    page_coverage_pages: int = 20       # this many best pages (0: off)
     context_chars: int = 800            # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
     spec_ttl_s: float = 5.0             # how long the alias -> collection + spec answer is reused

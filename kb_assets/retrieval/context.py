@@ -1,77 +1,221 @@
-"""The passage handed to the reader: at most ``budget`` characters of the result's page around its chunk
-(issue 15).
+"""The passage handed to the reader: at most ``budget`` characters of the result's page, chosen for the
+question (issue 15).
 
 A chunk is 200-400 characters of text (tables up to 800); the detail a question asks for is often in the
-chunk before or after the one that matched, on the same page. ``page_passage`` finds the chunk in its
-page's text (Postgres ``pages.text``, read with the page facts every search already reads: no extra
-round trip) and returns the window of the page of at most ``budget`` characters that holds the whole
-chunk and the most distinct query terms (ties: the chunk nearest the middle), cut at whitespace. A chunk
-not found in its page text (1% of chunks on the dev corpus: text a parser rewrote) gives its own
-content, cut to the budget; a chunk longer than the budget gives its first ``budget`` characters.
+chunk before or after the one that matched, or elsewhere on the same page. ``passages`` gives every
+result the window of its page's text (Postgres ``pages.text``, read with the page facts every search
+already reads: no extra round trip) of at most ``budget`` characters that covers the most question
+terms, each weighted by its rarity among the result pages (a term on every page weighs little, an
+identifier such as ``write.table`` or ``--no-same-owner`` found on one weighs most), cut at whitespace.
+Holding the whole chunk adds ``CHUNK_WEIGHT`` x an average term's weight (the chunk matched the query
+by dense and BM25 score, which see meaning the terms miss); ties go to the window nearest the chunk. A
+page's second result gets a window that shows what its first did not: occurrences already shown count
+for nothing.
 
-Measured and dropped (dev split of ``benchmarks/detail_questions.jsonl``): a window anywhere on the page
-chosen by query terms alone (distinct terms, or occurrences capped at 3), the chunk counting as one more
-term, gave the same answer-in-context as the chunk-anchored window: the words a question shares with its
-page are spread over the page, the detail's neighbourhood is not where they gather.
+Terms are matched case-folded, a Latin form at the start of a word (a one-letter form as a whole word),
+a Chinese form across the line breaks a PDF leaves inside Chinese text. The chunk is found in its page
+as it is, else ignoring whitespace (chunks drop the spaces next to Chinese characters); a chunk not
+found (tables rendered as Markdown, 1-2% of results) gives its own content, cut to the budget.
+
+Measured on the dev split of ``benchmarks/detail_questions.jsonl`` (pageindex), answer-in-context @1 /
+@5: the window around the chunk with the most distinct terms (before) en 0.84 / 0.93, zh 0.54 / 0.71;
+this window en 0.86 / 0.95, zh 0.65 / 0.81 (zh: every question whose answer is on a top-5 result's page).
+Chunk weight 0 (the chunk counts for nothing): en @5 0.92; 2: zh 0.63 / 0.79; a window that must hold
+the chunk: en 0.84 / 0.95, zh 0.56 / 0.73 (with the whitespace-blind chunk finding not yet there).
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-_SPACE = re.compile(r"\s+")
-STEP = 16          # candidate window starts, every STEP characters
+from kb_assets.retrieval.lexical_query import code_tokens
+from kb_assets.retrieval.rerank import question_words
+
+CHUNK_WEIGHT = 1.0  # what holding the whole chunk is worth, in units of an average term's weight
+
+Term = str | tuple[str, ...]   # a term: one form, or several forms any of which counts for it
 
 
-def _find(page: str, content: str) -> tuple[str, int, int] | None:
-    """(text, start, end) of the content in the page: in the page as it is, else whitespace-collapsed."""
-    head = content.strip()[:48]
+def question_terms(query: str, translations: dict[str, list[str]] | None = None) -> list[Term]:
+    """The question's content words with their forms (``rerank.question_words``: stems, a Chinese word's
+    English words) and its identifiers and code tokens kept whole."""
+    return [word.forms for word in question_words(query, translations)] + list(code_tokens(query))
+
+
+def _find(page: str, content: str) -> tuple[int, int] | None:
+    """(start, end) of the content in the page: as it is, else ignoring whitespace (a PDF's line breaks,
+    the spaces chunking drops next to Chinese characters)."""
+    head, tail = content.strip()[:48], content.strip()[-48:]
     start = page.find(head) if head else -1
     if start >= 0:
-        tail = content.strip()[-48:]
         end = page.find(tail, start)
-        end = end + len(tail) if end >= 0 else start + len(content.strip())
-        return page, start, min(end, len(page))
-    flat_page, flat = _SPACE.sub(" ", page), _SPACE.sub(" ", content).strip()
-    start = flat_page.find(flat[:48]) if flat else -1
+        return start, min(end + len(tail) if end >= 0 else start + len(content.strip()), len(page))
+    kept = [i for i, ch in enumerate(page) if not ch.isspace()]
+    squeezed, flat = "".join(page[i] for i in kept), "".join(content.split())
+    start = squeezed.find(flat[:40]) if flat else -1
     if start < 0:
         return None
-    return flat_page, start, min(start + len(flat), len(flat_page))
+    end = squeezed.find(flat[-40:], start)
+    end = end + len(flat[-40:]) if end >= 0 else start + len(flat)
+    return kept[start], kept[min(end, len(kept)) - 1] + 1
 
 
-def _snap(text: str, start: int, end: int) -> str:
-    """text[start:end] without a word cut at either edge."""
+def _snap(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) without a word cut at either edge."""
     if start > 0 and not text[start - 1].isspace():
         space = text.find(" ", start, min(end, start + 24))
         start = space + 1 if space >= 0 else start
     if end < len(text) and not text[end].isspace():
         space = text.rfind(" ", max(start, end - 24), end)
         end = space if space > start else end
-    return text[start:end].strip()
+    return start, end
 
 
-def page_passage(page_text: str, content: str, terms: list[str | tuple[str, ...]], budget: int = 800) -> str:
-    """At most ``budget`` characters of the page around the chunk (see the module docstring). A term may
-    be a tuple of forms (a word, its stem, its English words): any of them counts for it."""
-    located = _find(page_text or "", content)
-    if located is None:
-        return content[:budget]
-    text, start, end = located
-    if len(text) <= budget:
-        return text.strip()
+def _pattern(form: str) -> str:
+    """A form as a regular expression: Chinese across whitespace, Latin as it is (word edges are checked
+    on each match: a look-behind in front of the pattern makes ``re`` try every position, 30x slower)."""
+    return r"\s*".join(map(re.escape, form)) if not form[:1].isascii() else re.escape(form)
+
+
+def _word_edges(folded: str, start: int, end: int) -> bool:
+    """A Latin match begins a word (a one-letter one is a whole word); a Chinese one always counts."""
+    if not folded[start].isascii():
+        return True
+    if start > 0 and _alnum(folded[start - 1]):
+        return False
+    return end - start > 1 or end == len(folded) or not _alnum(folded[end])
+
+
+def _alnum(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+def occurrences(terms: list[Term], text: str) -> dict[tuple[str, ...], list[tuple[int, int]]]:
+    """Each term's (start, end) spans in the text, by its forms (any form counts for it)."""
     folded = text.casefold()
-    groups = list(dict.fromkeys(tuple(f.casefold() for f in ((t,) if isinstance(t, str) else t) if f) for t in terms))
-    positions = {group: [(m.start(), m.end()) for m in re.finditer("|".join(map(re.escape, group)), folded)]
-                 for group in groups if group}
-    if end - start >= budget:
-        return _snap(text, start, start + budget)
-    first, last = max(0, end - budget), min(start, len(text) - budget)
-    middle = (start + end) / 2
-    best, best_key = first, None
-    for a in list(range(first, last + 1, STEP)) + [last]:
+    squeezed = "".join(folded.split())      # a plain substring test first: most terms are not on most pages
+    out: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for term in terms:
+        forms = tuple(f.casefold() for f in ((term,) if isinstance(term, str) else term) if f)
+        if not forms or forms in out:
+            continue
+        if not any(f in (folded if f[:1].isascii() else squeezed) for f in forms):
+            out[forms] = []
+            continue
+        pattern = "|".join(_pattern(f) for f in sorted(forms, key=len, reverse=True))
+        out[forms] = [m.span() for m in re.finditer(pattern, folded) if _word_edges(folded, *m.span())]
+    return out
+
+
+def rarity(found: list[dict[tuple[str, ...], list[tuple[int, int]]]]) -> dict[tuple[str, ...], float]:
+    """Each term's weight from its ``occurrences`` in n texts (the result pages):
+    log(1 + (n + 1) / (df + 0.5)), df the texts holding it."""
+    keys = {key for spans in found for key in spans}
+    return {key: math.log(1 + (len(found) + 1) / (sum(1 for spans in found if spans.get(key)) + 0.5))
+            for key in keys}
+
+
+def _best(length: int, hits: list[tuple[int, int, tuple[str, ...]]], weight: dict[tuple[str, ...], float],
+          budget: int, chunk: tuple[int, int] | None = None, chunk_value: float = 0.0) -> tuple[int, float]:
+    """(start, value) of the best window of ``budget`` characters over a text of ``length``: the weight of
+    the distinct terms it holds (plus ``chunk_value`` when it holds the whole ``chunk``); ties go to the
+    window nearest the chunk (else the first). Windows start at an occurrence or end at one (or hold the
+    chunk at either edge): the best set of occurrences is reached so. One pass: an occurrence enters
+    when the window's end passes its end, and leaves when the window's start passes its start."""
+    last = max(0, length - budget)
+    starts = {0} | {max(0, min(a, last)) for a, _, _ in hits} | {max(0, min(e - budget, last)) for _, e, _ in hits}
+    if chunk:
+        starts |= {max(0, min(chunk[0], last)), max(0, min(chunk[1] - budget, last))}
+    middle = (chunk[0] + chunk[1]) / 2 if chunk else None
+    by_end = sorted(range(len(hits)), key=lambda i: hits[i][1])
+    by_start = sorted(range(len(hits)), key=lambda i: hits[i][0])
+    entered = left = 0
+    counts: dict[tuple[str, ...], int] = {}
+    inside: set[int] = set()
+    value = 0.0
+    best, best_key = 0, None
+    for a in sorted(starts):
         b = a + budget
-        covered = sum(1 for hits in positions.values() if any(a <= h and e <= b for h, e in hits))
-        key = (covered, -abs((a + b) / 2 - middle))
-        if best_key is None or key > best_key:
-            best, best_key = a, key
-    return _snap(text, best, best + budget)
+        while left < len(by_start) and hits[by_start[left]][0] < a:
+            if by_start[left] in inside:
+                key = hits[by_start[left]][2]
+                counts[key] -= 1
+                value -= weight[key] if counts[key] == 0 else 0.0
+            left += 1
+        while entered < len(by_end) and hits[by_end[entered]][1] <= b:
+            if hits[by_end[entered]][0] >= a:
+                inside.add(by_end[entered])
+                key = hits[by_end[entered]][2]
+                counts[key] = counts.get(key, 0) + 1
+                value += weight[key] if counts[key] == 1 else 0.0
+            entered += 1
+        total = value + (chunk_value if chunk and a <= chunk[0] and chunk[1] <= b else 0.0)
+        rank = (round(total, 9), -abs((a + b) / 2 - middle) if middle is not None else -a)
+        if best_key is None or rank > best_key:
+            best, best_key = a, rank
+    # centre the window on what it holds, so that cutting at whitespace loses none of it
+    held = [(h, e) for h, e, _ in hits if best <= h and e <= best + budget]
+    if chunk and best <= chunk[0] and chunk[1] <= best + budget:
+        held.append(chunk)
+    if held:
+        low, high = min(h for h, _ in held), max(e for _, e in held)
+        best = max(0, min(last, int(low - (budget - (high - low)) / 2)))
+    return best, best_key[0]
+
+
+def coverage(spans: dict[tuple[str, ...], list[tuple[int, int]]], length: int,
+             weights: dict[tuple[str, ...], float] | None = None, budget: int = 800) -> float:
+    """The weighted share of the terms (their ``occurrences`` in a page of ``length`` characters) that the
+    page's best window of ``budget`` characters holds (0..1)."""
+    weight = {key: (weights or {}).get(key, 1.0) for key in spans}
+    total = sum(weight.values())
+    if not total:
+        return 0.0
+    hits = [(a, b, key) for key, found in spans.items() for a, b in found]
+    return _best(length, hits, weight, budget)[1] / total
+
+
+def window(page_text: str, content: str, terms: list[Term], budget: int = 800,
+           weights: dict[tuple[str, ...], float] | None = None, shown: list[tuple[int, int]] = (),
+           chunk_weight: float = CHUNK_WEIGHT) -> tuple[str, int, int]:
+    """(text, start, end): the window of the page for the chunk and the terms (see the module docstring);
+    ``shown``: spans of this page already given, whose occurrences count for nothing. ``text`` is the page,
+    or the chunk's content when the chunk is not found on it."""
+    text = page_text or ""
+    located = _find(text, content)
+    if located is None:
+        text = content[:budget]
+        return text, 0, len(text)
+    start, end = located
+    if len(text) <= budget:
+        return text, 0, len(text)
+    spans = occurrences(terms, text)
+    weight = {key: (weights or {}).get(key, 1.0) for key in spans}
+    average = sum(weight.values()) / len(weight) if weight else 1.0
+    hits = [(a, b, key) for key, found in spans.items() for a, b in found
+            if not any(s <= a and b <= e for s, e in shown)]
+    best, _ = _best(len(text), hits, weight, budget, (start, end), chunk_weight * average)
+    a, b = _snap(text, best, best + budget)
+    return text, a, b
+
+
+def page_passage(page_text: str, content: str, terms: list[Term], budget: int = 800,
+                 weights: dict[tuple[str, ...], float] | None = None) -> str:
+    """At most ``budget`` characters of the page for the chunk and the terms (see the module docstring)."""
+    text, a, b = window(page_text, content, terms, budget, weights)
+    return text[a:b].strip()
+
+
+def passages(rows: list[dict], page_texts: dict[tuple[str, int], str], terms: list[Term], budget: int,
+             chunk_weight: float = CHUNK_WEIGHT) -> None:
+    """Set each result row's ``context`` (in place), rows in rank order; terms weighted by their rarity
+    among the rows' pages, a page's later rows showing what its earlier ones did not."""
+    weights = rarity([occurrences(terms, text) for text in page_texts.values()])
+    shown: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for row in rows:
+        key = (row["documentId"], row["pageIndex"])
+        text, a, b = window(page_texts.get(key) or "", row["content"], terms, budget, weights,
+                            shown.get(key, []), chunk_weight)
+        shown.setdefault(key, []).append((a, b))
+        row["context"] = text[a:b].strip()

@@ -48,6 +48,21 @@ def content_words(query: str) -> list[str]:
     return [token for token in _jieba_tokens(query) if is_content_word(token)]
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_.\-:/=@%<>$]+(?:\(\))?")
+_INNER_MARK = re.compile(r"\w[._\-:/=@%<>$]+\w|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]|\(\)$|^[-.]{1,2}\w")
+
+
+def code_tokens(query: str) -> list[str]:
+    """The query's identifiers and code tokens kept whole (``write.table``, ``--no-same-owner``, ``get()``,
+    ``fileEncoding``, ``UTF-8``), which jieba and the analyzers split: distinct, case-folded, in query order."""
+    out: list[str] = []
+    for token in _TOKEN.findall(query):
+        token = token if token.endswith("()") else token.rstrip(".,:;?!")
+        if len(token) >= 3 and _INNER_MARK.search(token) and token.casefold() not in out:
+            out.append(token.casefold())
+    return out
+
+
 def bm25_query(query: str, extra: list[str] | None = None) -> str:
     """The query's content words for BM25 (see the module docstring), then ``extra`` words (e.g. the
     English words of a Chinese query, ``crosslingual.py``)."""

@@ -27,7 +27,7 @@ from kb_assets.retrieval.lexical_query import content_words
 NEAR = 40          # characters between two neighbouring question words that count as a kept phrase
 _SPACE = re.compile(r"\s+")
 _SUFFIX = re.compile(r"(ations?|ings?|ed|es|s|ly)$")
-_WORD_START = r"(?<![a-z0-9])"
+_WORD_CHAR = re.compile(r"[a-z0-9]")
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,11 @@ def question_words(query: str, translations: dict[str, list[str]] | None = None)
 
 def _positions(word: Word, text: str) -> list[int]:
     """Where a form of the word starts in the text: a Latin form at the start of a word (``install`` in
-    ``installation``, not ``sit`` in ``position``), a Chinese one anywhere."""
-    pattern = "|".join((_WORD_START if form[:1].isascii() else "") + re.escape(form) for form in word.forms)
-    return [match.start() for match in re.finditer(pattern, text)]
+    ``installation``, not ``sit`` in ``position``), a Chinese one anywhere. The word start is checked on
+    each match: a look-behind in front of the pattern makes ``re`` try every position (30x slower)."""
+    pattern = "|".join(re.escape(form) for form in sorted(word.forms, key=len, reverse=True))
+    return [match.start() for match in re.finditer(pattern, text)
+            if not (text[match.start()].isascii() and match.start() > 0 and _WORD_CHAR.match(text[match.start() - 1]))]
 
 
 def features(words: list[Word], content: str) -> tuple[float, float]:

@@ -34,6 +34,8 @@ class Scores(BaseModel):
     coverage: float | None = Field(None, description="pageindex second stage: share of the question's words the chunk holds")
     proximity: float | None = Field(None, description="pageindex second stage: share of its phrases kept together")
     rerank: float | None = Field(None, description="pageindex second stage: score + the weighted parts above (its order)")
+    pageCoverage: float | None = Field(None, description="pageindex, long questions: weighted share of the question's "
+                                                         "terms the page's best context window holds")
 
 
 class SearchResult(BaseModel):

@@ -32,13 +32,12 @@ from pymilvus import MilvusClient
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.retrieval import fanout, scoring
 from kb_assets.retrieval.config import SearchConfig
-from kb_assets.retrieval.context import page_passage
+from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms, reads_chinese
-from kb_assets.retrieval.rerank import question_words
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
@@ -116,13 +115,14 @@ class Searcher:
         budget = self.config.context_chars
         facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response,
                                 with_text=budget > 0)
-        terms = [w.forms for w in question_words(request.query, translations(request.query) if
-                 self.config.language_policy == "translate" and has_chinese(request.query) else None)] if budget > 0 else []
+        if budget > 0:         # without the page text (page facts failed): the chunk, cut to the budget
+            translated = (translations(request.query) if self.config.language_policy == "translate"
+                          and has_chinese(request.query) else None)
+            terms = question_terms(request.query, translated)
+            passages(response.results, {key: fact.get("text") or "" for key, fact in facts.items()}, terms, budget)
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
-            if budget > 0:     # without the page text (page facts failed): the chunk, cut to the budget
-                row["context"] = page_passage(fact.get("text") or "", row["content"], terms, budget)
             if row["documentId"] in response.last_good:
                 row["versionNotice"] = response.last_good[row["documentId"]]
         for notice in sorted({response.last_good[r["documentId"]] for r in response.results

@@ -17,6 +17,15 @@
    taken, so each passage is new text), each ranked by its own hybrid score (with the page's bonus,
    second chunks pushed located pages out of the top 5 of Chinese paraphrases). Every row keeps its
    hybrid score.
+4. Page coverage, for a question of at least ``page_coverage_terms`` (8) terms (a detail question, not
+   a title or its paraphrase): each of the ``page_coverage_pages`` (20) best pages adds
+   ``page_coverage`` (0.3) x the weighted share of the question's terms its best context window holds
+   (``context.coverage``; ``pageCoverage`` in a row's ``scores``), which tells neighbouring pages of one
+   section apart by the detail. Dev split of the detail set, Chinese hit@1 / hit@5 0.69 / 0.85 -> 0.75 /
+   0.88, English unchanged (0.92 / 0.99), titles unchanged, paraphrases hit@5 0.87 -> 0.90. For every
+   question (no term floor) at 0.15 the paraphrases lost 0.02-0.03 hit@1; at 0.5, four Chinese details
+   fell; on the best 10 pages only, one gain of three was left; the second-best chunk of a page added to
+   its relevance (0.1-0.3) lost Chinese hit@1 (0.69 -> 0.65).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kb_assets.retrieval.config import SearchConfig
+from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
@@ -67,9 +77,31 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         by_page.setdefault(_located_page(row, locate_score), []).append(row)
     weight = locate_weight(searcher.config, query)
     relevance = {key: _value(chunks[0]) + weight * locate_score.get(key, 0.0) for key, chunks in by_page.items()}
+    terms = question_terms(request.query, query.translations)
+    if config.page_coverage and len(terms) >= config.page_coverage_terms:
+        add_page_coverage(searcher, response, terms, by_page, relevance)
     toc = searcher.page_facts(list(by_page), response)
     return assemble(by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")},
                     searcher.config.chunks_per_page)[: request.limit]
+
+
+def add_page_coverage(searcher: Searcher, response: SearchResponse, terms: list,
+                      by_page: dict[tuple[str, int], list[dict]], relevance: dict[tuple[str, int], float]) -> None:
+    """Add ``page_coverage`` x the page's ``pageCoverage`` to the relevance of the ``page_coverage_pages``
+    best pages (in place): the weighted share of the question's terms that the page's best context window
+    holds, terms weighted by their rarity among those pages (``context.py``)."""
+    started = time.perf_counter()
+    config = searcher.config
+    head = sorted(relevance, key=lambda key: -relevance[key])[:config.page_coverage_pages]
+    texts = {key: fact.get("text") or "" for key, fact in searcher.page_facts(head, response, with_text=True).items()}
+    found = {key: occurrences(terms, text) for key, text in texts.items()}
+    weights = rarity(list(found.values()))
+    for key, text in texts.items():
+        share = coverage(found[key], len(text), weights, config.context_chars or 800)
+        for row in by_page[key]:
+            row["scores"]["pageCoverage"] = round(share, 6)
+        relevance[key] += config.page_coverage * share
+    response.timings_ms["pageCoverage"] = elapsed_ms(started)
 
 
 def locate_weight(config: SearchConfig, query: Query) -> float:
