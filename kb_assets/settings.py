@@ -83,7 +83,7 @@ class Settings:
     scratch_dir: Path | None = None        # KB_SCRATCH_DIR; None: <system temp>/kb-assets-scratch
     encoder_threads: int = 0               # KB_ENCODER_THREADS: threads of one encode (0: the cores, shared among
                                            # KB_CONCURRENT_RUNS runs); the service encodes with 1
-    embedding_slice: int = 256             # KB_EMBEDDING_SLICE: chunks encoded between two publications
+    embedding_slice: int = 1024            # KB_EMBEDDING_SLICE: chunks encoded between two publications
     max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
     concurrent_runs: int = 1               # KB_CONCURRENT_RUNS: runs an ingest executes at once
     partitioning: str = "documents"        # KB_PARTITIONING: documents (one partition each) | buckets:N
