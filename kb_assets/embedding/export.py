@@ -4,9 +4,9 @@ process, so that only this short-lived process imports torch.
     python -m kb_assets.embedding.export MODEL_FOLDER CACHE_FOLDER [--quantize int8]
 
 Writes ``model.onnx`` (the whole pipeline: transformer, pooling, normalization; opset 17, the
-TorchScript exporter) and ``model-int8.onnx`` on request, each with a ``.json`` record: sha256, the
-probe's token ids and the vectors torch gives for them. Files are written under temporary names and
-renamed, the record last.
+TorchScript exporter, eager attention) and ``model-int8.onnx`` on request, each with a ``.json``
+record: sha256, the probe's token ids and the vectors torch gives for them. Files are written under
+temporary names and renamed, the record last.
 """
 
 from __future__ import annotations
@@ -48,6 +48,16 @@ def probe(model) -> dict:
     return {"input_ids": rows, "vectors": vectors.round(7).tolist()}
 
 
+def eager_attention(model) -> None:
+    """Export attention as plain MatMul/Softmax: onnxruntime fuses that into its own attention kernel,
+    while the traced ``sdpa`` graph it does not (MiniLM on 2 cores: 71 against 57 passages/s, cosine
+    0.9999996 between the two exports)."""
+    for module in model.modules():
+        transformer = getattr(module, "auto_model", None)
+        if transformer is not None:
+            transformer.set_attn_implementation("eager")
+
+
 def export_fp32(model, target: Path) -> None:
     import torch
 
@@ -63,6 +73,7 @@ def export_fp32(model, target: Path) -> None:
             given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
             return self.model({k: v for k, v in given.items() if v is not None})["sentence_embedding"]
 
+    eager_attention(model)
     names = [n for n in MODEL_INPUTS if n in set(getattr(model.tokenizer, "model_input_names", MODEL_INPUTS))]
     example = model.tokenizer(PROBE_TEXTS[:2], truncation=True, max_length=model.max_seq_length, padding=True,
                               return_tensors="pt")

@@ -26,6 +26,7 @@ import numpy as np
 
 from kb_assets.settings import DEFAULT_CACHE_DIR
 
+EXPORT_VERSION = "2"          # how export.py builds model.onnx (2: eager attention); a new one re-exports
 SAME_SPEC_COSINE = 0.9999     # vectors this close to torch's are the same embedding spec
 INT8_SANITY_COSINE = 0.8      # an int8 file further than this from torch's probe is broken, not just quantized
 EXPORT_TIMEOUT_S = 900
@@ -37,9 +38,10 @@ class OnnxUnavailable(RuntimeError):
 
 
 def model_fingerprint(source: Path) -> str:
-    """What identifies a model folder's content: names, sizes and modification times of its files
-    (weights are not hashed: that would cost every process that loads the model ~0.3 s)."""
-    digest = hashlib.sha256()
+    """What identifies a model folder's export: the exporter's version and the names, sizes and
+    modification times of the folder's files (weights are not hashed: that would cost every process
+    that loads the model ~0.3 s)."""
+    digest = hashlib.sha256(f"export {EXPORT_VERSION}\n".encode())
     for file in sorted(p for p in source.rglob("*") if p.is_file()):
         stat = file.stat()
         digest.update(f"{file.relative_to(source)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
