@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from kb_assets.segmentation import words
+
 _CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _SPACE_NEAR_CJK = re.compile(f"(?<=[{_CJK_CLASS}]) | (?=[{_CJK_CLASS}])")
@@ -97,7 +99,4 @@ def tokenize(text: str) -> list[str]:
 
 
 def _jieba_cut(text: str) -> list[str]:
-    import jieba
-
-    jieba.setLogLevel(60)
-    return list(jieba.cut(text))
+    return words(text)

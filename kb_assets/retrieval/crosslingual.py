@@ -18,6 +18,8 @@ import threading
 from functools import lru_cache
 
 from kb_assets.retrieval.lexical_query import is_content_word
+from kb_assets.segmentation import search_words
+from kb_assets.segmentation import words as jieba_words
 
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _GLOSS_WORD = re.compile(r"[A-Za-z][A-Za-z\-']+")
@@ -77,15 +79,12 @@ def gloss_words(word: str, per_word: int = GLOSSES_PER_WORD) -> list[str]:
 def translations(query: str) -> dict[str, list[str]]:
     """The Chinese content words of a query (jieba, and their shorter search-mode words) -> their English
     words; a long word not in the dictionary gets its parts' words."""
-    import jieba
-
-    jieba.setLogLevel(60)
     load()
     out: dict[str, list[str]] = {}
     for run in _CJK_RUN.findall(query):
-        for word in filter(is_content_word, jieba.cut(run)):
+        for word in filter(is_content_word, jieba_words(run)):
             words = gloss_words(word)
-            parts = [part for part in jieba.cut_for_search(word) if part != word and is_content_word(part)]
+            parts = [part for part in search_words(word) if part != word and is_content_word(part)]
             for part in parts:
                 out[part] = gloss_words(part)
             if not words and len(word) > 2:
@@ -98,9 +97,7 @@ def english_words(query: str, translated: dict[str, list[str]] | None = None) ->
     """English words for the Chinese part of a query (distinct, in query order; the whole words')."""
     translated = translations(query) if translated is None else translated
     out: list[str] = []
-    import jieba
-
     for run in _CJK_RUN.findall(query):
-        for word in filter(is_content_word, jieba.cut(run)):
+        for word in filter(is_content_word, jieba_words(run)):
             out += [w for w in translated.get(word, []) if w not in out]
     return out

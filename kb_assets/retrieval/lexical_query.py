@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from kb_assets.segmentation import search_words
+
 _PUNCT = re.compile(r"^[\W_]+$", re.UNICODE)
 # Chinese function words and question words: what a question adds around its content words
 ZH_STOPWORDS = frozenset("""
@@ -31,10 +33,7 @@ should shall will may might must there here get gets got make makes made want wa
 
 
 def _jieba_tokens(text: str) -> list[str]:
-    import jieba
-
-    jieba.setLogLevel(60)
-    return [t.strip() for t in jieba.cut_for_search(text) if t.strip()]
+    return [t.strip() for t in search_words(text) if t.strip()]
 
 
 def is_content_word(token: str) -> bool:

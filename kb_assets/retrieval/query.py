@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.segmentation import words as jieba_words
 from kb_assets.text import tokenize
 
 LANGUAGE_POLICIES = ("translate", "share", "latin-words", "drop", "full")
@@ -80,10 +81,7 @@ def reads_chinese(languages: tuple[str, ...]) -> bool:
 
 
 def _jieba_words(text: str) -> list[str]:
-    import jieba
-
-    jieba.setLogLevel(60)
-    return [w for w in jieba.cut(text) if w.strip()]
+    return [w for w in jieba_words(text) if w.strip()]
 
 
 def query_terms(query: str, limit: int = 20) -> list[str]:
