@@ -170,6 +170,9 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
 @pass_settings
 def serve(settings, host, port):
     """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1."""
+    from kb_assets.retrieval import lean
+
+    lean.refuse()
     import uvicorn
 
     from kb_assets.retrieval.api import create_app, is_loopback, one_thread_per_query
