@@ -4,11 +4,16 @@ concurrent ingests and runs, and hash-bucket partitions; on the real services an
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -47,36 +52,68 @@ def test_a_missing_or_corrupt_onnx_cache_is_rebuilt(tmp_path, settings):
     reference = EmbeddingModel(settings.embedding_model, encoder="torch").encode(["How long are backups kept?"])
     fresh = EmbeddingModel(settings.embedding_model, cache_dir=tmp_path)          # missing: exported
     file = model_folder(fresh.path, tmp_path) / "model.onnx"
+    weights = file.with_name("model.onnx.data")
     assert fresh.backend == "onnx" and file.exists() and file.with_name("model.onnx.json").exists()
-    exported = file.stat().st_mtime_ns
+    assert weights.stat().st_size > 50_000_000 > file.stat().st_size            # the weights lie apart
+    exported = weights.stat().st_mtime_ns
 
-    data = bytearray(file.read_bytes())
+    data = bytearray(weights.read_bytes())
     data[len(data) // 2: len(data) // 2 + 4096] = os.urandom(4096)                 # flipped bytes in the weights
-    file.write_bytes(bytes(data))
+    weights.write_bytes(bytes(data))
     healed = EmbeddingModel(settings.embedding_model, cache_dir=tmp_path)
-    assert healed.backend == "onnx" and file.stat().st_mtime_ns != exported
+    assert healed.backend == "onnx" and weights.stat().st_mtime_ns != exported
     assert float(healed.encode(["How long are backups kept?"])[0] @ reference[0]) >= 0.9999
 
-    file.write_bytes(file.read_bytes()[:1000])                                     # truncated
+    size = file.stat().st_size
+    file.write_bytes(file.read_bytes()[:1000])                                     # truncated graph
     assert EmbeddingModel(settings.embedding_model, cache_dir=tmp_path).backend == "onnx"
-    assert file.stat().st_size > 1_000_000
+    assert file.stat().st_size == size
+
+    weights.unlink()                                                               # weights missing
+    assert EmbeddingModel(settings.embedding_model, cache_dir=tmp_path).backend == "onnx"
+    assert weights.stat().st_size > 50_000_000
 
 
-def test_the_service_encodes_queries_without_importing_torch(handbook, kb_home):
-    script = (
-        "import sys\n"
-        "from fastapi.testclient import TestClient\n"
-        "from kb_assets.retrieval.api import create_app, one_thread_per_query\n"
-        "from kb_assets.settings import Settings\n"
-        "with TestClient(create_app(one_thread_per_query(Settings.from_env())), client=('127.0.0.1', 5)) as c:\n"
-        "    r = c.post('/v1/kb/search', json={'query': 'How long are backups kept?', 'knowledgeBaseIds': ['handbook']})\n"
-        "    assert r.status_code == 200 and r.json()['results'][0]['retrievalSource'] == 'hybrid', r.text\n"
-        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules)\n"
-        "print('imported:', heavy)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_child_env(), timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "imported: []" in done.stdout
+def test_the_service_process_loads_neither_torch_nor_pyarrow(handbook, kb_home):
+    """A real ``kb-assets serve`` answers searches (English, Chinese), lineage and pages with the ONNX
+    encoder and the lake read by polars, while torch and pyarrow stay out of its process."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "kb_assets.cli", "serve", "--port", str(port)], env=_child_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+
+    def call(path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(base + path, data, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return json.loads(answer.read())
+
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert server.poll() is None, server.stderr.read().decode()[-2000:]
+            try:
+                call("/healthz")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "kb-assets serve did not come up"
+                time.sleep(0.5)
+        english = call("/v1/kb/search", {"query": "How long are backups kept?", "knowledgeBaseIds": ["handbook"]})
+        assert english["results"][0]["retrievalSource"] == "hybrid", english
+        chinese = call("/v1/kb/search", {"query": "数据备份保留多少天？", "knowledgeBaseIds": ["handbook"]})
+        assert any("35" in r["content"] for r in chinese["results"][:3]), chinese
+        top = english["results"][0]
+        lineage = call(f"/v1/chunks/{top['chunkId']}/lineage")
+        assert lineage["chunkId"] == top["chunkId"] and lineage["pages"][0]["text"]
+        assert call(f"/v1/documents/{top['documentId']}/pages/{top['pageIndex']}")["text"]
+        maps = Path(f"/proc/{server.pid}/maps").read_text()
+        assert "onnxruntime" in maps
+        assert "libtorch_cpu" not in maps and "libarrow" not in maps
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 # page images off the critical path --------------------------------------------------------------

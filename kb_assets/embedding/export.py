@@ -4,9 +4,10 @@ process, so that only this short-lived process imports torch.
     python -m kb_assets.embedding.export MODEL_FOLDER CACHE_FOLDER [--quantize int8]
 
 Writes ``model.onnx`` (the whole pipeline: transformer, pooling, normalization; opset 17, the
-TorchScript exporter, eager attention) and ``model-int8.onnx`` on request, each with a ``.json``
-record: sha256, the probe's token ids and the vectors torch gives for them. Files are written under
-temporary names and renamed, the record last.
+TorchScript exporter, eager attention) with its weights in ``model.onnx.data`` beside it, and
+``model-int8.onnx`` on request, each with a ``.json`` record: sha256 (of the weights too), the probe's
+token ids and the vectors torch gives for them. Files are written under temporary names and renamed,
+the record last.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import warnings
 from pathlib import Path
 
-from kb_assets.embedding.onnx import VARIANTS, file_sha256
+from kb_assets.embedding.onnx import VARIANTS, export_sha256, weights_file
 from kb_assets.embedding.torch_runner import MODEL_INPUTS, features, load_sentence_transformer
 
 # short, long (truncated at the window), non-English and code-like texts, padded into one batch
@@ -86,7 +87,24 @@ def export_fp32(model, target: Path) -> None:
                           input_names=names, output_names=["sentence_embedding"], opset_version=17, dynamo=False,
                           dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
                                         "sentence_embedding": {0: "batch"}})
+    weights_apart(temporary, target)
+
+
+def weights_apart(exported: Path, target: Path) -> None:
+    """Move the weights of ``exported`` into ``target``'s external data file and write ``target``:
+    onnxruntime maps external weights from the file instead of copying them onto the heap, so a
+    process that encodes a few queries keeps only the pages it reads (the retrieval service: about 70
+    MB less resident)."""
+    import onnx
+
+    graph = onnx.load(str(exported))
+    weights = weights_file(target)
+    weights.unlink(missing_ok=True)     # onnx appends to an existing data file
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.split.tmp")
+    onnx.save_model(graph, str(temporary), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=weights.name, size_threshold=1024)
     os.replace(temporary, target)
+    exported.unlink()
 
 
 def quantize_int8(source: Path, target: Path) -> None:
@@ -103,7 +121,7 @@ def quantize_int8(source: Path, target: Path) -> None:
 def fp32_intact(fp32: Path) -> bool:
     """The fp32 export is there and matches its record (int8 is made from it)."""
     try:
-        return json.loads(fp32.with_name(fp32.name + ".json").read_text())["sha256"] == file_sha256(fp32)
+        return json.loads(fp32.with_name(fp32.name + ".json").read_text())["sha256"] == export_sha256(fp32)
     except (OSError, ValueError, KeyError):
         return False
 
@@ -122,12 +140,12 @@ def main() -> None:
     if not fp32_intact(fp32):
         export_fp32(model, fp32)
         write_atomically(fp32.with_name(fp32.name + ".json"),
-                         json.dumps({**record, "sha256": file_sha256(fp32)}).encode())
+                         json.dumps({**record, "sha256": export_sha256(fp32)}).encode())
     if args.quantize:
         target = args.folder / VARIANTS[args.quantize]
         quantize_int8(fp32, target)
         write_atomically(target.with_name(target.name + ".json"),
-                         json.dumps({**record, "quantization": args.quantize, "sha256": file_sha256(target)}).encode())
+                         json.dumps({**record, "quantization": args.quantize, "sha256": export_sha256(target)}).encode())
 
 
 if __name__ == "__main__":

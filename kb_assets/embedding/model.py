@@ -109,8 +109,7 @@ class EmbeddingModel:
         self._lock = threading.Lock()
 
     # tokens ------------------------------------------------------------------------------------
-    @cached_property
-    def tokenizer(self):
+    def load_tokenizer(self):
         """The fast tokenizer of the model folder (``tokenizer.json``), without padding or truncation."""
         from tokenizers import Tokenizer
 
@@ -121,6 +120,11 @@ class EmbeddingModel:
         tokenizer.no_padding()
         tokenizer.no_truncation()
         return tokenizer
+
+    @cached_property
+    def tokenizer(self):
+        """The fast tokenizer, counting every token of a text."""
+        return self.load_tokenizer()
 
     @cached_property
     def max_tokens(self) -> int:
@@ -138,10 +142,9 @@ class EmbeddingModel:
 
     @cached_property
     def window_tokenizer(self):
-        """The tokenizer that truncates to the window, as sentence-transformers does."""
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
+        """The tokenizer that truncates to the window, as sentence-transformers does (loaded apart: a
+        process that only encodes, such as the service, holds one tokenizer)."""
+        tokenizer = self.load_tokenizer()
         tokenizer.enable_truncation(self.max_tokens)
         return tokenizer
 

@@ -3,8 +3,9 @@
 The export runs in a child process (``python -m kb_assets.embedding.export``), so that the process
 that encodes never imports torch (the retrieval service stays small). It lands in
 ``KB_CACHE_DIR/onnx/<model>-<fingerprint>/``: ``model.onnx`` (fp32: the whole sentence-transformers
-pipeline, pooling and normalization included) and, on demand, ``model-int8.onnx``; each with a
-``.json`` beside it that records its sha256, the probe's token ids and the probe vectors torch gave.
+pipeline, pooling and normalization included; its weights in ``model.onnx.data``, which onnxruntime
+maps from the file) and, on demand, ``model-int8.onnx``; each with a ``.json`` beside it that records
+its sha256 (the weights' included), the probe's token ids and the probe vectors torch gave.
 
 A cached model is used only when its sha256 matches and it reproduces the probe (fp32: cosine >=
 ``SAME_SPEC_COSINE`` to torch's vectors); a missing, corrupt or stale one is rebuilt under a file
@@ -26,7 +27,7 @@ import numpy as np
 
 from kb_assets.settings import DEFAULT_CACHE_DIR
 
-EXPORT_VERSION = "2"          # how export.py builds model.onnx (2: eager attention); a new one re-exports
+EXPORT_VERSION = "3"          # how export.py builds model.onnx (2: eager attention, 3: external weights); a new one re-exports
 SAME_SPEC_COSINE = 0.9999     # vectors this close to torch's are the same embedding spec
 INT8_SANITY_COSINE = 0.8      # an int8 file further than this from torch's probe is broken, not just quantized
 EXPORT_TIMEOUT_S = 900
@@ -60,6 +61,18 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def weights_file(model_file: Path) -> Path:
+    """The external data file that holds a model file's weights (absent for a self-contained file)."""
+    return model_file.with_name(model_file.name + ".data")
+
+
+def export_sha256(model_file: Path) -> str:
+    """The sha256 of a model file and, where it has one, of its weights file."""
+    weights = weights_file(model_file)
+    digest = file_sha256(model_file)
+    return f"{digest}+{file_sha256(weights)}" if weights.exists() else digest
 
 
 def open_session(model_file: Path, threads: int):
@@ -116,10 +129,12 @@ def probe_problem(model_file: Path, session, input_names: set[str], quantized: s
         record = json.loads(record_file.read_text())
     except (OSError, ValueError) as error:
         return f"no valid record {record_file.name} ({error})"
-    if record.get("sha256") != file_sha256(model_file):
+    if record.get("sha256") != export_sha256(model_file):
         return f"{model_file.name} does not match its recorded sha256 (corrupt or partly written)"
     expected = np.asarray(record["probe"]["vectors"], dtype=np.float32)
-    got = run_session(session, input_names, *padded(record["probe"]["input_ids"]), shrink=True)
+    # one probe text at a time: a padded batch of them grows the arena by tens of MB that the process keeps
+    got = np.vstack([run_session(session, input_names, *padded([row]), shrink=True)
+                     for row in record["probe"]["input_ids"]])
     if got.shape != expected.shape or not np.isfinite(got).all():
         return f"{model_file.name} gives vectors of shape {got.shape}, expected {expected.shape}"
     got = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)
@@ -168,7 +183,7 @@ class OnnxRunner:
             with folder_lock(self.folder):
                 problem = self._open(threads, quantized) if self.file.exists() else "not exported yet"
                 if problem:
-                    for stale in (self.file, self.file.with_name(self.file.name + ".json")):
+                    for stale in (self.file, weights_file(self.file), self.file.with_name(self.file.name + ".json")):
                         stale.unlink(missing_ok=True)
                     export_in_child(source, self.folder, quantized)
                     problem = self._open(threads, quantized)
