@@ -50,10 +50,17 @@ def test_a_missing_or_corrupt_onnx_cache_is_rebuilt(tmp_path, settings):
     from kb_assets.embedding.onnx import model_folder
 
     reference = EmbeddingModel(settings.embedding_model, encoder="torch").encode(["How long are backups kept?"])
+    folder = model_folder(EmbeddingModel(settings.embedding_model).path, tmp_path)
+    stale = folder.with_name(folder.name.rsplit("-", 1)[0] + "-0123456789abcdef")  # an older exporter's
+    other = folder.with_name("another_model-0123456789abcdef")                     # another model's
+    for kept in (stale, other):
+        kept.mkdir(parents=True)
+        (kept / "model.onnx").write_bytes(b"old")
     fresh = EmbeddingModel(settings.embedding_model, cache_dir=tmp_path)          # missing: exported
-    file = model_folder(fresh.path, tmp_path) / "model.onnx"
+    file = folder / "model.onnx"
     weights = file.with_name("model.onnx.data")
     assert fresh.backend == "onnx" and file.exists() and file.with_name("model.onnx.json").exists()
+    assert not stale.exists() and (other / "model.onnx").exists()                # stale exports go
     assert weights.stat().st_size > 50_000_000 > file.stat().st_size            # the weights lie apart
     exported = weights.stat().st_mtime_ns
 

@@ -51,8 +51,8 @@ def probe(model) -> dict:
 
 def eager_attention(model) -> None:
     """Export attention as plain MatMul/Softmax: onnxruntime fuses that into its own attention kernel,
-    while the traced ``sdpa`` graph it does not (MiniLM on 2 cores: 71 against 57 passages/s, cosine
-    0.9999996 between the two exports)."""
+    while the traced ``sdpa`` graph it does not (MiniLM on 2 cores, 324 passages of R-admin: 63.7
+    against 49.2 passages/s; cosine to torch 1.00000 for both)."""
     for module in model.modules():
         transformer = getattr(module, "auto_model", None)
         if transformer is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -27,7 +28,8 @@ import numpy as np
 
 from kb_assets.settings import DEFAULT_CACHE_DIR
 
-EXPORT_VERSION = "3"          # how export.py builds model.onnx (2: eager attention, 3: external weights); a new one re-exports
+# how export.py builds model.onnx (2: eager attention, 3: external weights): a new one re-exports
+EXPORT_VERSION = "3"
 SAME_SPEC_COSINE = 0.9999     # vectors this close to torch's are the same embedding spec
 INT8_SANITY_COSINE = 0.8      # an int8 file further than this from torch's probe is broken, not just quantized
 EXPORT_TIMEOUT_S = 900
@@ -157,6 +159,27 @@ def folder_lock(folder: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def remove_stale_exports(folder: Path) -> list[Path]:
+    """Remove the exports of the same model made from other fingerprints (an older exporter, or model
+    files that changed since): each costs ~150 MB. A folder whose lock another process holds (it is
+    exporting there right now) is left; a process still encoding from a removed file keeps its mapping."""
+    name = folder.name.rsplit("-", 1)[0]
+    removed = []
+    for other in folder.parent.glob(f"{name}-*"):
+        if other == folder or not other.is_dir() or other.name.rsplit("-", 1)[0] != name:
+            continue
+        lock = other.with_name(other.name + ".lock")
+        with open(lock, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(other, ignore_errors=True)
+            lock.unlink(missing_ok=True)
+        removed.append(other)
+    return removed
+
+
 def export_in_child(source: Path, folder: Path, quantized: str | None) -> None:
     """Export (and quantize) in a child process: torch is imported there, never here."""
     command = [sys.executable, "-m", "kb_assets.embedding.export", str(source), str(folder)]
@@ -187,6 +210,8 @@ class OnnxRunner:
                         stale.unlink(missing_ok=True)
                     export_in_child(source, self.folder, quantized)
                     problem = self._open(threads, quantized)
+                    if problem is None:
+                        remove_stale_exports(self.folder)
             if problem:
                 raise OnnxUnavailable(problem)
 
