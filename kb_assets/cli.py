@@ -171,14 +171,14 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
 def serve(settings, host, port):
     """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1."""
     from kb_assets.retrieval import lean
-
-    lean.refuse()
-    import uvicorn
-
-    from kb_assets.retrieval.api import create_app, is_loopback, one_thread_per_query
+    from kb_assets.retrieval.auth import is_loopback
 
     if not settings.api_keys and not is_loopback(host):
         raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
+    lean.refuse()
+    import uvicorn
+
+    from kb_assets.retrieval.api import create_app, one_thread_per_query
 
     uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
 

@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from kb_assets.retrieval.auth import Caller, is_loopback, parse_api_keys  # noqa: F401  (the CLI's and tests')
+from kb_assets.retrieval.auth import Caller, is_loopback
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.errors import install_error_handlers
 from kb_assets.retrieval.rows import ASSETS_PATH

@@ -29,9 +29,8 @@ class Refused(importlib.abc.MetaPathFinder):
 
 
 def refuse(modules: tuple[str, ...] = NOT_IN_THE_SERVICE) -> None:
-    """Keep ``modules`` out of this process from now on (call before anything imports them)."""
-    already = [m for m in modules if m in sys.modules]
-    if already:
-        raise RuntimeError(f"{', '.join(already)} already loaded: refuse them before the first import")
-    if not any(isinstance(finder, Refused) for finder in sys.meta_path):
+    """Keep ``modules`` out of this process from now on. One already loaded (the command runs inside
+    another program, a test's for instance) stays usable: there is nothing left to save."""
+    modules = tuple(m for m in modules if m not in sys.modules)
+    if modules and not any(isinstance(finder, Refused) for finder in sys.meta_path):
         sys.meta_path.insert(0, Refused(modules))
