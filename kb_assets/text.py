@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from kb_assets.segmentation import words
+from kb_assets.segmentation import words as jieba_words
 
 _CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
@@ -94,9 +94,5 @@ def tokenize(text: str) -> list[str]:
             if token not in _STOPWORDS:
                 words.append(token)
         else:
-            words.extend(w for w in _jieba_cut(token) if len(w) >= 2)
+            words.extend(w for w in jieba_words(token) if len(w) >= 2)
     return words
-
-
-def _jieba_cut(text: str) -> list[str]:
-    return words(text)

@@ -159,12 +159,11 @@ def folder_lock(folder: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def remove_stale_exports(folder: Path) -> list[Path]:
+def remove_stale_exports(folder: Path) -> None:
     """Remove the exports of the same model made from other fingerprints (an older exporter, or model
     files that changed since): each costs ~150 MB. A folder whose lock another process holds (it is
     exporting there right now) is left; a process still encoding from a removed file keeps its mapping."""
     name = folder.name.rsplit("-", 1)[0]
-    removed = []
     for other in folder.parent.glob(f"{name}-*"):
         if other == folder or not other.is_dir() or other.name.rsplit("-", 1)[0] != name:
             continue
@@ -176,8 +175,6 @@ def remove_stale_exports(folder: Path) -> list[Path]:
                 continue
             shutil.rmtree(other, ignore_errors=True)
             lock.unlink(missing_ok=True)
-        removed.append(other)
-    return removed
 
 
 def export_in_child(source: Path, folder: Path, quantized: str | None) -> None:
