@@ -7,6 +7,11 @@ sentence-transformers on torch instead (the fallback, also used when the export 
 the same vectors (cosine >= 0.9999, checked when the export is made and when it is loaded), so they
 are one embedding spec. ``MODEL+int8`` (a packaged model id or a path with ``+int8``) is the int8
 quantization of the ONNX export: other vectors, so another spec (and collection).
+
+A folder that declares prompts (``config_sentence_transformers.json``, as E5 and BGE models do) has its
+passages read after the passage prompt and its queries after the query prompt (``encode_queries``);
+its chunks are fitted to the window with the prompt counted. Vectors of such a model encoded before
+prompts were read are stale: migrate (or raise the embeddings step version).
 """
 
 from __future__ import annotations
@@ -152,8 +157,26 @@ class EmbeddingModel:
         return tokenizer
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        """Tokens each text takes in the model's window (special tokens included)."""
-        return [len(e.ids) for e in self.tokenizer.encode_batch([t.strip() for t in texts])]
+        """Tokens each text takes in the model's window as a passage (its prompt and special tokens included)."""
+        return [len(e.ids) for e in self.tokenizer.encode_batch([self.passage_prompt + t.strip() for t in texts])]
+
+    @cached_property
+    def prompts(self) -> dict[str, str]:
+        """The model's prompts (sentence-transformers' ``config_sentence_transformers.json``), e.g. E5's
+        ``{"query": "query: ", "passage": "passage: "}``; {} for a model that reads texts as they are."""
+        import json
+
+        file = self.path / "config_sentence_transformers.json"
+        prompts = json.loads(file.read_text()).get("prompts") if file.exists() else None
+        return {name: text for name, text in (prompts or {}).items() if isinstance(text, str)}
+
+    @property
+    def query_prompt(self) -> str:
+        return self.prompts.get("query", "")
+
+    @property
+    def passage_prompt(self) -> str:
+        return self.prompts.get("passage", self.prompts.get("document", ""))
 
     # encoding ----------------------------------------------------------------------------------
     @cached_property
@@ -181,8 +204,13 @@ class EmbeddingModel:
     def dimension(self) -> int:
         return self.truncate_dim or self.runner.dimension
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalized float32 vectors, one row per text.
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Vectors of search queries (with the model's query prompt, where it has one)."""
+        return self.encode(texts, self.query_prompt)
+
+    def encode(self, texts: list[str], prompt: str | None = None) -> np.ndarray:
+        """L2-normalized float32 vectors, one row per text, each read after ``prompt`` (default: the
+        model's passage prompt, where it has one).
 
         Texts are tokenized once (truncated to the window), sorted by length and cut into batches of
         at most ``batch_size`` x 4 passages and ``batch_size`` x ``TOKENS_PER_PASSAGE`` tokens, so
@@ -190,7 +218,8 @@ class EmbeddingModel:
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        ids = [e.ids for e in self.window_tokenizer.encode_batch([t.strip() for t in texts])]
+        prompt = self.passage_prompt if prompt is None else prompt
+        ids = [e.ids for e in self.window_tokenizer.encode_batch([prompt + t.strip() for t in texts])]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = np.zeros((len(ids), self.runner.dimension), dtype=np.float32)
         budget, most = self.batch_size * TOKENS_PER_PASSAGE, self.batch_size * 4

@@ -50,7 +50,7 @@ class NaiveBaseline:
         self.kb = np.array([row["knowledgeBaseId"] for row in self.rows])
 
     def search(self, query: str, knowledge_base_ids: list[str] | None, limit: int = 10) -> list[dict]:
-        scores = self.vectors @ self.model.encode([query])[0]
+        scores = self.vectors @ self.model.encode_queries([query])[0]
         if knowledge_base_ids:
             scores = np.where(np.isin(self.kb, knowledge_base_ids), scores, -np.inf)
         order = np.argsort(-scores)[:limit]
