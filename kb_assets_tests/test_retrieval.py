@@ -265,6 +265,23 @@ def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_finds_b
         assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.5), abs=2e-6)
 
 
+def test_a_model_that_reads_chinese_gets_the_whole_query_and_bm25_still_gets_the_dictionary_words(
+        kb_searcher, milvus_client):
+    collection, spec = kb_searcher.published()
+    _clone_collection(milvus_client, collection, "test_reads_zh", "kb_test_reads_zh", dense_dim=384, bm25=True)
+    milvus_client.alter_collection_properties(
+        "test_reads_zh", properties={SPEC_PROPERTY: json.dumps({**spec, "languages": ["en", "zh"]})})
+    searcher = _variant(kb_searcher, alias="kb_test_reads_zh")
+    response = SearchResponse(strategy="hybrid")
+    query = searcher.prepare(SearchRequest("数据备份保留多少天", ["alpha"], limit=5), response)
+    assert (query.dense_text, query.share) == ("数据备份保留多少天", 1.0) and not response.warnings
+    assert "backup" in query.translations["备份"] and "backup" in query.bm25_text.split()   # English passages
+    found = searcher.search(SearchRequest("数据备份保留多少天", ["alpha"], limit=5, strategy="hybrid"))
+    english = next(r for r in found.results if "35 days" in r["content"])    # alpha's English backup passage
+    assert english["scores"]["lexical"] > 0             # reached by BM25 through the dictionary words
+    searcher.close()
+
+
 def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunks(kb_searcher, catalog):
     located = kb_searcher.catalog.locate_pages(query_terms("Encryption"), "Encryption", ["alpha"], 12)
     backups = next(d for d in catalog.list_documents(["alpha"]) if d.source_path == "backups.md")

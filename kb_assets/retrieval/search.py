@@ -37,7 +37,7 @@ from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.crosslingual import english_words, translations
-from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms, reads_chinese
+from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
@@ -86,7 +86,7 @@ class Searcher:
             english_words("预热")
         try:
             _, spec = self.published()
-            self.load_model(spec["model"]).encode(["warm up"])
+            self.load_model(spec["model"]).encode_queries(["warm up"])
         except Exception as error:
             problems.append(f"{type(error).__name__}: {short(error)}")
         return problems
@@ -146,7 +146,7 @@ class Searcher:
                                f"collection {collection} holds {spec['dimension']}-d")
         languages = tuple(spec.get("languages") or ["en"])
         translated = (translations(request.query) if self.config.language_policy == "translate"
-                      and not reads_chinese(languages) and has_chinese(request.query) else {})
+                      and has_chinese(request.query) else {})
         english = english_words(request.query, translated) if translated else []
         text, share, warning = dense_query_text(request.query, languages, self.config.language_policy,
                                                 english, self.config.translated_weight)
