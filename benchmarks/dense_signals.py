@@ -1,0 +1,131 @@
+"""Second dense signals measured for detail questions (issue 15), before building any of them into the
+pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more cosine per candidate chunk.
+
+    .venv/bin/python benchmarks/dense_signals.py windows [--gamma 1.0] [--pairs] -- --home .kb-bench --splits dev
+    .venv/bin/python benchmarks/dense_signals.py content -- --home .kb-bench --splits dev
+    .venv/bin/python benchmarks/dense_signals.py e5 --model FOLDER --e5-home .kb-e5 [--beta 1.0] -- --home .kb-bench
+
+- ``windows``: several vectors per chunk. The chunk's text is cut at sentence ends and line breaks (PDF
+  lines: ~17 a chunk; with ``--pairs`` also each two neighbours, ~33), each piece embedded by MiniLM
+  without the locating prefix, and the chunk's dense score becomes ``dense + gamma x (max(dense,
+  best piece) - dense)``; the hybrid formula then runs on as before.
+- ``content``: one more vector per chunk, its content without the locating prefix, taken the same way.
+- ``e5``: ``beta`` x the multilingual-e5-small cosine of query and chunk (``benchmarks/e5_small.py``)
+  added to each candidate's score; chunk vectors from ``--e5-home``'s lake, chunks the other model's
+  window cut otherwise encoded here.
+
+Pieces are encoded when a question first reaches their chunk (cached for the run), so latencies here
+are not the pipeline's. Figures in README "Searching".
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+_PIECES = re.compile(r"(?<=[.!?。！？；;:：])\s+|\n+|(?<=[。！？；])")
+PIECE_CHARS = 300
+
+
+def pieces(text: str, pairs: bool) -> list[str]:
+    """The chunk's sentences and lines (and each two neighbours with ``pairs``), at most PIECE_CHARS each."""
+    sentences = [s.strip() for s in _PIECES.split(text) if s and s.strip()]
+    out = []
+    for i, sentence in enumerate(sentences):
+        out.append(sentence[:PIECE_CHARS])
+        if pairs and i + 1 < len(sentences):
+            out.append(f"{sentence} {sentences[i + 1]}"[:PIECE_CHARS])
+    return out or [text[:PIECE_CHARS]]
+
+
+def best_piece_signal(gamma: float, split):
+    """A scoring wrapper that raises each chunk's dense score towards its best piece's cosine."""
+    from kb_assets.embedding.model import EmbeddingModel
+
+    model = EmbeddingModel("all-MiniLM-L6-v2")
+    vectors: dict[str, np.ndarray] = {}
+
+    def add(query, weights, rows) -> None:
+        vector = query.vector()
+        if vector is None:
+            return
+        todo = [row for row in rows if row["chunkId"] not in vectors]
+        cut = [split(row["content"]) for row in todo]
+        encoded = model.encode([p for parts in cut for p in parts]) if todo else None
+        at = 0
+        for row, parts in zip(todo, cut):
+            vectors[row["chunkId"]] = encoded[at:at + len(parts)]
+            at += len(parts)
+        for row in rows:
+            best = float((vectors[row["chunkId"]] @ vector).max())
+            dense = row["scores"].get("dense") or 0.0
+            row["scores"]["bestPiece"] = round(best, 6)
+            row["score"] += weights.dense * query.share * gamma * (max(best, dense) - dense)
+    return add
+
+
+def e5_signal(model: Path, e5_home: Path, beta: float):
+    """A scoring wrapper that adds ``beta`` x the e5 cosine of query and chunk."""
+    import polars as pl
+
+    from kb_assets.embedding.model import EmbeddingModel
+
+    vectors: dict[str, np.ndarray] = {}
+    for file in (e5_home / "lake" / "embeddings").glob("*.parquet"):
+        frame = pl.read_parquet(file, columns=["chunk_id", "vector"])
+        vectors.update((c, np.asarray(v, dtype=np.float32)) for c, v in zip(frame["chunk_id"], frame["vector"].to_list()))
+    e5 = EmbeddingModel(str(model))
+    queries: dict[str, np.ndarray] = {}
+
+    def add(query, weights, rows) -> None:
+        if query.text not in queries:
+            queries[query.text] = e5.encode_queries([query.text])[0]
+        for row in rows:
+            if row["chunkId"] not in vectors:
+                vectors[row["chunkId"]] = e5.encode([row["content"]])[0]
+            cosine = float(vectors[row["chunkId"]] @ queries[query.text])
+            row["scores"]["e5"] = round(cosine, 6)
+            row["score"] += beta * cosine
+    return add
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("signal", choices=["windows", "content", "e5"])
+    parser.add_argument("--gamma", type=float, default=1.0, help="windows, content: share of the gap to close")
+    parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
+    parser.add_argument("--model", type=Path, help="e5: the folder benchmarks/e5_small.py made")
+    parser.add_argument("--e5-home", type=Path, help="e5: the dev corpus ingested with that model")
+    parser.add_argument("--beta", type=float, default=1.0, help="e5: weight of its cosine")
+    own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
+        if "--" in sys.argv else (sys.argv[1:], [])
+    args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
+    sys.path.insert(0, str(REPO))
+    from kb_assets.retrieval import scoring
+
+    if args.signal == "e5":
+        add = e5_signal(args.model, args.e5_home, args.beta)
+    elif args.signal == "windows":
+        add = best_piece_signal(args.gamma, lambda text: pieces(text, args.pairs))
+    else:
+        add = best_piece_signal(args.gamma, lambda text: [text])
+    hybrid = scoring.score
+
+    def with_signal(query, found, weights, warnings, read_vectors):
+        rows = hybrid(query, found, weights, warnings, read_vectors)
+        add(query, weights, rows)
+        return rows
+
+    scoring.score = with_signal
+    sys.argv = ["retrieval_quality.py", *quality_args]
+    runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
