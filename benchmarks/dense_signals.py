@@ -44,8 +44,12 @@ def pieces(text: str, pairs: bool) -> list[str]:
     return out or [text[:PIECE_CHARS]]
 
 
-def best_piece_signal(gamma: float, split):
-    """A scoring wrapper that raises each chunk's dense score towards its best piece's cosine."""
+def best_piece_signal(gamma: float, split, top: int = 0, min_terms: int = 0, latin_only: bool = False):
+    """A scoring wrapper that raises each chunk's dense score towards its best piece's cosine (only the
+    ``top`` best chunks by hybrid score, when set: what encoding at query time would afford; only questions
+    of ``min_terms`` terms or more, and with ``latin_only`` none with Chinese)."""
+    from kb_assets.retrieval.context import question_terms
+    from kb_assets.retrieval.query import has_chinese
     from kb_assets.embedding.model import EmbeddingModel
 
     model = EmbeddingModel("all-MiniLM-L6-v2")
@@ -53,8 +57,11 @@ def best_piece_signal(gamma: float, split):
 
     def add(query, weights, rows) -> None:
         vector = query.vector()
-        if vector is None:
+        if (vector is None or len(question_terms(query.text, query.translations)) < min_terms
+                or (latin_only and has_chinese(query.text))):
             return
+        if top:
+            rows = sorted(rows, key=lambda row: -row["score"])[:top]
         todo = [row for row in rows if row["chunkId"] not in vectors]
         cut = [split(row["content"]) for row in todo]
         encoded = model.encode([p for parts in cut for p in parts]) if todo else None
@@ -100,6 +107,9 @@ def main() -> None:
     parser.add_argument("signal", choices=["windows", "content", "e5"])
     parser.add_argument("--gamma", type=float, default=1.0, help="windows, content: share of the gap to close")
     parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
+    parser.add_argument("--top", type=int, default=0, help="windows, content: only the N best chunks by hybrid score")
+    parser.add_argument("--min-terms", type=int, default=0, help="windows, content: only questions of N terms or more")
+    parser.add_argument("--latin-only", action="store_true", help="windows, content: no question with Chinese")
     parser.add_argument("--model", type=Path, help="e5: the folder benchmarks/e5_small.py made")
     parser.add_argument("--e5-home", type=Path, help="e5: the dev corpus ingested with that model")
     parser.add_argument("--beta", type=float, default=1.0, help="e5: weight of its cosine")
@@ -112,9 +122,10 @@ def main() -> None:
     if args.signal == "e5":
         add = e5_signal(args.model, args.e5_home, args.beta)
     elif args.signal == "windows":
-        add = best_piece_signal(args.gamma, lambda text: pieces(text, args.pairs))
+        add = best_piece_signal(args.gamma, lambda text: pieces(text, args.pairs), args.top, args.min_terms,
+                                args.latin_only)
     else:
-        add = best_piece_signal(args.gamma, lambda text: [text])
+        add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
     hybrid = scoring.score
 
     def with_signal(query, found, weights, warnings, read_vectors):

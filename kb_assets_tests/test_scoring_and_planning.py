@@ -20,6 +20,8 @@ class UnitEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         return np.array([[1.0, 0.0]] * len(texts), dtype=np.float32)
 
+    encode_queries = encode
+
 
 def entity(chunk_id: str, content: str) -> dict:
     return {"chunk_id": chunk_id, "document_id": "doc-1", "knowledge_base_id": "kb", "page_index": 0,
