@@ -6,7 +6,8 @@ pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more c
     .venv/bin/python benchmarks/dense_signals.py e5 --model FOLDER --e5-home .kb-e5 [--beta 1.0] -- --home .kb-bench
 
 - ``windows``: several vectors per chunk. The chunk's text is cut at sentence ends and line breaks (PDF
-  lines: ~17 a chunk; with ``--pairs`` also each two neighbours, ~33), each piece embedded by MiniLM
+  lines: ~17 a chunk; with ``--pairs`` also each two neighbours, ~33), or with ``--chars N`` into windows
+  of about N characters overlapping by half, each piece embedded by MiniLM
   without the locating prefix, and the chunk's dense score becomes ``dense + gamma x (max(dense,
   best piece) - dense)``; the hybrid formula then runs on as before.
 - ``content``: one more vector per chunk, its content without the locating prefix, taken the same way.
@@ -31,6 +32,24 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 _PIECES = re.compile(r"(?<=[.!?。！？；;:：])\s+|\n+|(?<=[。！？；])")
 PIECE_CHARS = 300
+
+
+def char_windows(text: str, size: int) -> list[str]:
+    """Windows of about ``size`` characters, each starting half a window after the last, cut at spaces."""
+    text = " ".join(text.split())
+    if len(text) <= size:
+        return [text]
+    out, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text) and " " in text[start + size // 2:end]:
+            end = text.rindex(" ", start + size // 2, end)
+        out.append(text[start:end])
+        if end >= len(text):
+            break
+        step = text.find(" ", start + size // 2)
+        start = step + 1 if 0 <= step < end else end
+    return out
 
 
 def pieces(text: str, pairs: bool) -> list[str]:
@@ -107,6 +126,8 @@ def main() -> None:
     parser.add_argument("signal", choices=["windows", "content", "e5"])
     parser.add_argument("--gamma", type=float, default=1.0, help="windows, content: share of the gap to close")
     parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
+    parser.add_argument("--chars", type=int, default=0,
+                        help="windows: overlapping windows of about N characters instead of sentences and lines")
     parser.add_argument("--top", type=int, default=0, help="windows, content: only the N best chunks by hybrid score")
     parser.add_argument("--min-terms", type=int, default=0, help="windows, content: only questions of N terms or more")
     parser.add_argument("--latin-only", action="store_true", help="windows, content: no question with Chinese")
@@ -122,8 +143,8 @@ def main() -> None:
     if args.signal == "e5":
         add = e5_signal(args.model, args.e5_home, args.beta)
     elif args.signal == "windows":
-        add = best_piece_signal(args.gamma, lambda text: pieces(text, args.pairs), args.top, args.min_terms,
-                                args.latin_only)
+        cut = (lambda text: char_windows(text, args.chars)) if args.chars else (lambda text: pieces(text, args.pairs))
+        add = best_piece_signal(args.gamma, cut, args.top, args.min_terms, args.latin_only)
     else:
         add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
     hybrid = scoring.score
