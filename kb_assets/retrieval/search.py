@@ -116,9 +116,7 @@ class Searcher:
         facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response,
                                 with_text=budget > 0)
         if budget > 0:         # without the page text (page facts failed): the chunk, cut to the budget
-            translated = (translations(request.query) if self.config.language_policy == "translate"
-                          and has_chinese(request.query) else None)
-            terms = question_terms(request.query, translated)
+            terms = question_terms(request.query, self.dictionary_words(request.query))
             passages(response.results, {key: fact.get("text") or "" for key, fact in facts.items()}, terms, budget)
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
@@ -145,8 +143,7 @@ class Searcher:
             raise RuntimeError(f"model {spec['model']} gives {model.dimension}-d vectors, "
                                f"collection {collection} holds {spec['dimension']}-d")
         languages = tuple(spec.get("languages") or ["en"])
-        translated = (translations(request.query) if self.config.language_policy == "translate"
-                      and has_chinese(request.query) else {})
+        translated = self.dictionary_words(request.query)
         english = english_words(request.query, translated) if translated else []
         text, share, warning = dense_query_text(request.query, languages, self.config.language_policy,
                                                 english, self.config.translated_weight)
@@ -156,6 +153,13 @@ class Searcher:
         bm25_text = bm25_query(request.query, extra) if self.config.bm25_content_words else request.query
         return Query(request.query, collection, model, text, share, limit=max(self.config.candidates, request.limit),
                      bm25_text=bm25_text, translations=translated)
+
+    def dictionary_words(self, query: str) -> dict[str, list[str]]:
+        """The English dictionary words of a Chinese query's words under the ``translate`` policy (``{}``
+        otherwise), whether or not the model reads Chinese: BM25, the rerank and the context use them."""
+        if self.config.language_policy == "translate" and has_chinese(query):
+            return translations(query)
+        return {}
 
     def fan_out(self, request: SearchRequest, query: Query, pages: str | None = None,
                 dense_search: bool = True) -> Found:
