@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
 LANGUAGES = ("en", "zh")                 # what the search's language policy needs to know (it reads ~100)
 MAGIC = b"E5S1"
 BLOCK = 32                               # weights per Q4_0 block
@@ -72,10 +71,10 @@ def make_model_folder(source: Path, folder: Path) -> None:
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
-    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling").mkdir(exist_ok=True)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(
         {"word_embedding_dimension": h["hidden"], "pooling_mode_mean_tokens": True}))
-    (folder / "2_Normalize").mkdir()
+    (folder / "2_Normalize").mkdir(exist_ok=True)
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": h["positions"],
                                                                   "do_lower_case": False}))
     (folder / "config_sentence_transformers.json").write_text(json.dumps({"prompts": PROMPTS}))
