@@ -72,14 +72,11 @@ MILVUS_CLIENTS: dict[str, object] = {}
 def milvus_client(stores):
     """A client of the embedded Milvus Lite server where it listens now: tests that kill it (soak, service
     health) leave it restarted by the service, possibly on another port."""
-    from pymilvus import MilvusClient
-
-    from kb_assets.services import ensure_milvus
-    from kb_assets.stores import GRPC_OPTIONS
+    from kb_assets.services import ensure_milvus, milvus_client
 
     uri = stores.settings.milvus_uri or ensure_milvus(stores.settings.home)
     if uri not in MILVUS_CLIENTS:
-        MILVUS_CLIENTS[uri] = MilvusClient(uri=uri, timeout=30, grpc_options=GRPC_OPTIONS)
+        MILVUS_CLIENTS[uri] = milvus_client(uri)
     return MILVUS_CLIENTS[uri]
 
 
@@ -117,12 +114,10 @@ def frozen_milvus_client(kb_home):
     timeout, deterministically, however loaded the machine is."""
     import signal
 
-    from pymilvus import MilvusClient
-
-    from kb_assets.services import ensure_milvus, milvus_status, stop_milvus
+    from kb_assets.services import ensure_milvus, milvus_client, milvus_status, stop_milvus
 
     home = kb_home / "frozen-milvus"
-    client = MilvusClient(uri=ensure_milvus(home), timeout=10)
+    client = milvus_client(ensure_milvus(home), timeout=10)
     pid = milvus_status(home)["pid"]
     os.kill(pid, signal.SIGSTOP)
     try:

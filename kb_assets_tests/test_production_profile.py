@@ -81,9 +81,7 @@ def production(catalog, tmp_path_factory):
 
 
 def test_the_production_profile_writes_every_store_where_it_says_and_nothing_under_kb_home(production, catalog):
-    from pymilvus import MilvusClient
-
-    from kb_assets.stores import GRPC_OPTIONS
+    from kb_assets.services import milvus_client
     from kb_assets.stores.vectors import count_entities, published_collection
 
     env, s3, docs, root = production
@@ -114,7 +112,7 @@ def test_the_production_profile_writes_every_store_where_it_says_and_nothing_und
         assert {f"lake/chunks/{document_id}.parquet", f"lake/embeddings/{document_id}.parquet"} <= keys
 
     # entities: on the Milvus server of KB_MILVUS_URI, one per chunk row, published under the alias
-    client = MilvusClient(uri=env["KB_MILVUS_URI"], grpc_options=GRPC_OPTIONS)
+    client = milvus_client(env["KB_MILVUS_URI"])
     try:
         collection = published_collection(client, "kb_chunks")
         assert collection == report["published"]["collection"]

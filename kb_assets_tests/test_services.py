@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,11 +12,11 @@ from pathlib import Path
 
 import psycopg2
 import pytest
-from pymilvus import MilvusClient
 
 from kb_assets.services import (
     ensure_milvus,
     ensure_postgres,
+    milvus_client,
     milvus_status,
     postgres_status,
     stop_milvus,
@@ -120,7 +121,7 @@ def test_a_deep_home_gets_a_short_socket_dir(home):
 
 def test_ensure_milvus_starts_a_local_server_that_creates_and_lists_collections(milvus_home):
     uri = ensure_milvus(milvus_home)
-    client = MilvusClient(uri=uri)
+    client = milvus_client(uri)
     client.create_collection("chunks", dimension=4)
 
     assert "chunks" in client.list_collections()
@@ -140,7 +141,7 @@ def test_ensure_milvus_reuses_the_running_server(milvus_home):
 
 def test_stop_milvus_stops_it_and_a_restart_keeps_uri_and_collections(home):
     uri = ensure_milvus(home)
-    MilvusClient(uri=uri).create_collection("kept", dimension=4)
+    milvus_client(uri).create_collection("kept", dimension=4)
     pid = milvus_status(home)["pid"]
 
     assert stop_milvus(home) is True
@@ -150,7 +151,60 @@ def test_stop_milvus_stops_it_and_a_restart_keeps_uri_and_collections(home):
 
     assert ensure_milvus(home) == uri
     assert milvus_status(home)["pid"] != pid
-    assert "kept" in MilvusClient(uri=uri).list_collections()
+    assert "kept" in milvus_client(uri).list_collections()
+
+
+
+def test_writers_at_once_lose_nothing_when_milvus_is_killed(home):
+    """milvus-lite's own server interleaves concurrent inserts in its WAL: after a kill -9 it came back
+    with 4-30 of these 1,200 rows (measured); ours serializes writes and keeps them all."""
+    import random
+    import threading
+
+    uri = ensure_milvus(home)
+    milvus_client(uri).create_collection("together", dimension=8)
+    start = threading.Barrier(8)
+
+    def write(writer: int):
+        client, rng = milvus_client(uri), random.Random(writer)
+        start.wait()
+        for n in range(150):
+            client.insert("together", [{"id": writer * 1000 + n, "vector": [rng.random() for _ in range(8)]}])
+
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(timeout=120)
+    os.kill(milvus_status(home)["pid"], signal.SIGKILL)
+
+    client = milvus_client(ensure_milvus(home))
+    client.load_collection("together")
+    assert client.query("together", filter="", output_fields=["count(*)"])[0]["count(*)"] == 1200
+
+
+def test_a_collection_asked_for_at_once_after_a_start_is_opened_once(home):
+    """Concurrent first calls into a collection each opened it in milvus-lite (6 threads, 6 in-memory
+    copies of one data dir: a delete made through one was lost); the server kb-assets runs opens it once."""
+    import threading
+
+    from kb_assets.services.milvus_lite_server import OneOpeningMilvusLite
+
+    milvus_client(ensure_milvus(home)).create_collection("opened", dimension=4)
+    stop_milvus(home)
+    with OneOpeningMilvusLite(str(home / "milvus")) as db:
+        start, opened = threading.Barrier(6), []
+
+        def open_it():
+            start.wait()
+            opened.append(db.get_collection("opened"))
+
+        threads = [threading.Thread(target=open_it) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(opened) == 6 and len({id(collection) for collection in opened}) == 1
 
 
 # ---------------------------------------------------------------- both

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
-from pymilvus import MilvusClient
 
 from kb_assets.page_images import ensure_page_image
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
@@ -19,8 +18,9 @@ from kb_assets.retrieval.errors import check_id
 from kb_assets.retrieval.healing import MilvusWatchdog
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
+from kb_assets.services import milvus_client
 from kb_assets.settings import Settings
-from kb_assets.stores import GRPC_OPTIONS, Stores
+from kb_assets.stores import Stores
 from kb_assets.web.signing import UrlSigner
 
 log = logging.getLogger("kb_assets.retrieval")
@@ -53,7 +53,7 @@ class Service:
         """After the Milvus server came back: a client of its URI (a new one when the port changed)."""
         current = getattr(self.searcher.client, "_config", None)
         if current is None or getattr(current, "uri", uri).rstrip("/") != uri.rstrip("/"):
-            self.searcher.client = MilvusClient(uri=uri, timeout=30, grpc_options=GRPC_OPTIONS)
+            self.searcher.client = milvus_client(uri)
         self.searcher.forget_published()
 
     # search ---------------------------------------------------------------------------------------

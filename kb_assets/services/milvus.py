@@ -1,4 +1,5 @@
-"""A Milvus Lite gRPC server that the code starts itself, with all its state under ``home``.
+"""A Milvus Lite gRPC server that the code starts itself, with all its state under ``home``
+(milvus-lite's server with its writes serialized: ``milvus_lite_server``).
 
 Layout under ``home``::
 
@@ -29,6 +30,15 @@ from kb_assets.services.local import free_port, locked, log_tail, port_free
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 10
+# pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
+# 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts. pymilvus
+# shares one channel per address, made with the options of the first client: every client passes these.
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
+
+
+def milvus_client(uri: str, timeout: float | None = 30) -> MilvusClient:
+    """A pymilvus client of ``uri`` with ``GRPC_OPTIONS`` (every kb-assets client is made here)."""
+    return MilvusClient(uri=uri, timeout=timeout, grpc_options=GRPC_OPTIONS)
 
 
 # ---------------------------------------------------------------- public API
@@ -89,9 +99,9 @@ def _spawn(home: Path, port: int) -> int:
     """Start the server detached (own session), logging to ``home/milvus.log``; return its pid."""
     data = home / "milvus"
     data.mkdir(parents=True, exist_ok=True)
-    # this interpreter's milvus_lite, whatever is (or is not) on PATH or beside it
-    cmd = [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data), "--host", "127.0.0.1",
-           "--port", str(port)]
+    # milvus-lite's server with its writes serialized, on this interpreter, whatever is on PATH
+    cmd = [sys.executable, "-m", "kb_assets.services.milvus_lite_server", "--data-dir", str(data),
+           "--host", "127.0.0.1", "--port", str(port)]
     with open(home / "milvus.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=home, start_new_session=True)
@@ -180,7 +190,7 @@ def _probe(uri: str) -> str | None:
     except OSError as exc:
         return f"TCP connect to {uri}: {exc}"
     try:
-        client = MilvusClient(uri=uri, timeout=5)
+        client = milvus_client(uri, timeout=5)
     except Exception as exc:  # pymilvus raises MilvusException (and others) while the server starts
         return str(exc)
     try:

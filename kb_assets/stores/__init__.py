@@ -21,9 +21,6 @@ from kb_assets.stores.objects import ObjectStore
 if TYPE_CHECKING:
     from kb_assets.stores.lake import Lake
 
-# pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
-# 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts
-GRPC_OPTIONS = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
 
 
 @lru_cache(maxsize=8)
@@ -39,9 +36,9 @@ def open_catalog(home: Path, postgres_url: str | None, binaries: str = "auto") -
 @lru_cache(maxsize=8)
 def open_milvus(home: Path, uri: str | None) -> MilvusClient:
     """A client of KB_MILVUS_URI, else of the embedded Milvus Lite server under ``home`` (started on demand)."""
-    from kb_assets.services import ensure_milvus
+    from kb_assets.services import ensure_milvus, milvus_client
 
-    return MilvusClient(uri=uri or ensure_milvus(home), timeout=30, grpc_options=GRPC_OPTIONS)
+    return milvus_client(uri or ensure_milvus(home))
 
 
 class Stores:

@@ -202,12 +202,13 @@ def chunk_entities(chunks: "pl.DataFrame", embeddings: "pl.DataFrame") -> list[d
 
 
 def when_loaded(client: MilvusClient, collection: str, call):
-    """``call()``; when the collection is released (Milvus Lite restarted, a retired collection), load it
-    and call again: a collection the pipeline still writes to or purges from is loaded on demand."""
+    """``call()``; when the collection is released (Milvus Lite restarted, a retired collection) or still
+    loading (another client's load), load it (which waits for that load) and call again: a collection the
+    pipeline still writes to or purges from is loaded on demand."""
     try:
         return call()
     except MilvusException as error:
-        if "released" not in str(error) and "not loaded" not in str(error):
+        if not any(state in str(error) for state in ("released", "not loaded", "'loading'")):
             raise
     client.load_collection(collection)
     return call()
