@@ -175,7 +175,8 @@ def test_writers_at_once_lose_nothing_when_milvus_is_killed(home):
     for thread in writers:
         thread.start()
     for thread in writers:
-        thread.join(timeout=120)
+        thread.join(timeout=600)
+    assert not any(thread.is_alive() for thread in writers)
     os.kill(milvus_status(home)["pid"], signal.SIGKILL)
 
     client = milvus_client(ensure_milvus(home))
