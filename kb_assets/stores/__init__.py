@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from kb_assets.stores.lake import Lake
 
 
-
 @lru_cache(maxsize=8)
 def open_catalog(home: Path, postgres_url: str | None, binaries: str = "auto") -> Catalog:
     """The catalog on KB_POSTGRES_URL, else on the embedded Postgres under ``home`` (started on demand)."""
