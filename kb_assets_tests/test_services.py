@@ -22,6 +22,7 @@ from kb_assets.services import (
     stop_milvus,
     stop_postgres,
 )
+from kb_assets.services.local import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.services
@@ -181,6 +182,24 @@ def test_writers_at_once_lose_nothing_when_milvus_is_killed(home):
     client = milvus_client(ensure_milvus(home))
     client.load_collection("together")
     assert client.query("together", filter="", output_fields=["count(*)"])[0]["count(*)"] == 1200
+
+
+def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
+    """A kill -9 takes a while to finish: ensure_milvus saw the dying server alive, reused it and
+    failed with "exited before serving" (CI, stop 20). Here a stand-in with the server's command line
+    is recorded as the server and exits while ensure_milvus waits for it to answer."""
+    data = home / "milvus"
+    data.mkdir()
+    dying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)",
+                              "kb_assets.services.milvus_lite_server", "--data-dir", str(data)])
+    (home / "milvus.json").write_text(json.dumps({"pid": dying.pid, "port": free_port()}) + "\n")
+    assert milvus_status(home)["pid"] == dying.pid  # taken for the running server
+
+    uri = ensure_milvus(home)
+    assert dying.poll() is not None
+    assert milvus_status(home)["pid"] != dying.pid
+    milvus_client(uri).create_collection("after", dimension=4)
+    assert "after" in milvus_client(uri).list_collections()
 
 
 def test_a_collection_asked_for_at_once_after_a_start_is_opened_once(home):

@@ -36,6 +36,10 @@ STOP_TIMEOUT_S = 10
 GRPC_OPTIONS = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
 
 
+class MilvusExited(RuntimeError):
+    """The server process exited before it answered."""
+
+
 def milvus_client(uri: str, timeout: float | None = 30) -> MilvusClient:
     """A pymilvus client of ``uri`` with ``GRPC_OPTIONS`` (every kb-assets client is made here)."""
     return MilvusClient(uri=uri, timeout=timeout, grpc_options=GRPC_OPTIONS)
@@ -52,8 +56,11 @@ def ensure_milvus(home: Path) -> str:
         state = _running(home)
         if state is not None:
             uri = _uri(state["port"])
-            _wait_ready(uri, state["pid"], home / "milvus.log")
-            return uri
+            try:
+                _wait_ready(uri, state["pid"], home / "milvus.log")
+                return uri
+            except MilvusExited:
+                pass  # it was dying (a kill -9 takes a while to finish): start a new one below
         port = _choose_port(home / "milvus.json")
         pid = _spawn(home, port)
         (home / "milvus.json").write_text(json.dumps({"pid": pid, "port": port}) + "\n")
@@ -175,7 +182,7 @@ def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_
         if error is None:
             return
         if _gone(pid):
-            raise RuntimeError(f"milvus-lite (pid {pid}) exited before serving {uri}" + log_tail(log))
+            raise MilvusExited(f"milvus-lite (pid {pid}) exited before serving {uri}" + log_tail(log))
         if time.monotonic() > deadline:
             raise RuntimeError(f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: "
                                f"{error}" + log_tail(log))
@@ -219,8 +226,3 @@ def _choose_port(state_file: Path) -> int:
     if port is not None and port_free(port):
         return port
     return free_port()
-
-
-
-
-
