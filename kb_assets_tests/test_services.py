@@ -190,8 +190,11 @@ def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
     is recorded as the server and exits while ensure_milvus waits for it to answer."""
     data = home / "milvus"
     data.mkdir()
-    dying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)",
-                              "kb_assets.services.milvus_lite_server", "--data-dir", str(data)])
+    dying = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)",
+                              "kb_assets.services.milvus_lite_server", "--data-dir", str(data)],
+                             stdout=subprocess.PIPE)
+    dying.stdout.readline()  # it runs that command line now (until its exec, it showed pytest's)
+    dying.stdout.close()
     (home / "milvus.json").write_text(json.dumps({"pid": dying.pid, "port": free_port()}) + "\n")
     assert milvus_status(home)["pid"] == dying.pid  # taken for the running server
 
