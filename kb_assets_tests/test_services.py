@@ -104,6 +104,30 @@ def test_stop_postgres_stops_it_and_a_restart_keeps_port_and_data(home):
     assert _query(dsn, "select x from t") == (42,)
 
 
+def test_a_postmaster_that_dies_while_it_is_reused_is_replaced(home):
+    """As for Milvus below: a postmaster still exiting after a kill -9 was taken for running, and
+    ensure_postgres waited 60 s for it and failed. A stand-in recorded in postmaster.pid exits while
+    ensure_postgres waits; a new postmaster then serves the same data."""
+    import threading
+
+    dsn = ensure_postgres(home)
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("create table t (x int); insert into t values (7)")
+    stop_postgres(home)
+    dying = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)", "postgres"],
+                             stdout=subprocess.PIPE)
+    dying.stdout.readline()  # it runs that command line now
+    dying.stdout.close()
+    threading.Thread(target=dying.wait, daemon=True).start()  # reaped as init would reap it
+    data = home / "postgres" / "data"
+    (data / "postmaster.pid").write_text(f"{dying.pid}\n{data}\n0\n{free_port()}\n")
+    assert postgres_status(home)["pid"] == dying.pid  # taken for the running postmaster
+
+    assert _query(ensure_postgres(home), "select x from t") == (7,)
+    assert dying.poll() is not None
+    assert postgres_status(home)["pid"] not in (None, dying.pid)
+
+
 def test_a_deep_home_gets_a_short_socket_dir(home):
     deep = home / ("d" * 60) / ("e" * 60)
     ensure_postgres(deep)

@@ -83,12 +83,16 @@ def ensure_postgres(home: Path, binaries: str = "auto") -> str:
         if not (data / "PG_VERSION").exists():
             _initdb(bindir, root, run_as)
         pid, port = _postmaster(data)
+        if pid is not None:
+            try:
+                _wait_accepting(port, root / "server.log", postmaster=pid)
+            except PostmasterExited:
+                pid = None    # it was dying (a kill -9 takes a while to finish): start a new one
         if pid is None:
             port = _start(bindir, root, run_as)
-        dsn = _dsn(port)
-        _wait_accepting(port, root / "server.log")
+            _wait_accepting(port, root / "server.log")
         _ensure_database(port)
-        return dsn
+        return _dsn(port)
 
 
 def stop_postgres(home: Path) -> bool:
@@ -357,13 +361,20 @@ def _dsn(port: int) -> str:
     return f"postgresql://{ROLE}@127.0.0.1:{port}/{DATABASE}"
 
 
-def _wait_accepting(port: int, log: Path, timeout_s: float = START_TIMEOUT_S) -> None:
+class PostmasterExited(RuntimeError):
+    """The running postmaster exited before it accepted a connection."""
+
+
+def _wait_accepting(port: int, log: Path, timeout_s: float = START_TIMEOUT_S, postmaster: int | None = None) -> None:
+    """Poll until Postgres accepts a connection on ``port``; ``PostmasterExited`` once ``postmaster`` is gone."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             psycopg2.connect(host="127.0.0.1", port=port, user=ROLE, dbname="postgres", connect_timeout=5).close()
             return
         except psycopg2.OperationalError as exc:
+            if postmaster is not None and not _alive(postmaster, "postgres"):
+                raise PostmasterExited(f"postmaster {postmaster} exited before accepting on {port}") from exc
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Postgres on 127.0.0.1:{port} does not accept connections after "
                                    f"{timeout_s:.0f} s: {exc}".rstrip() + log_tail(log)) from exc
