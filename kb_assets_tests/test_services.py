@@ -62,6 +62,16 @@ def home():
         yield home
 
 
+def _stand_in(*words: str) -> subprocess.Popen:
+    """A process that lives 3 s with ``words`` on its command line, returned once it runs it (until its
+    exec, /proc shows pytest's): a server that is dying while ensure_* looks at it."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)", *words],
+                               stdout=subprocess.PIPE)
+    process.stdout.readline()
+    process.stdout.close()
+    return process
+
+
 def _query(dsn: str, sql: str):
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(sql)
@@ -114,10 +124,7 @@ def test_a_postmaster_that_dies_while_it_is_reused_is_replaced(home):
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute("create table t (x int); insert into t values (7)")
     stop_postgres(home)
-    dying = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)", "postgres"],
-                             stdout=subprocess.PIPE)
-    dying.stdout.readline()  # it runs that command line now
-    dying.stdout.close()
+    dying = _stand_in("postgres")
     threading.Thread(target=dying.wait, daemon=True).start()  # reaped as init would reap it
     data = home / "postgres" / "data"
     (data / "postmaster.pid").write_text(f"{dying.pid}\n{data}\n0\n{free_port()}\n")
@@ -214,11 +221,7 @@ def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
     is recorded as the server and exits while ensure_milvus waits for it to answer."""
     data = home / "milvus"
     data.mkdir()
-    dying = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)",
-                              "kb_assets.services.milvus_lite_server", "--data-dir", str(data)],
-                             stdout=subprocess.PIPE)
-    dying.stdout.readline()  # it runs that command line now (until its exec, it showed pytest's)
-    dying.stdout.close()
+    dying = _stand_in("kb_assets.services.milvus_lite_server", "--data-dir", str(data))
     (home / "milvus.json").write_text(json.dumps({"pid": dying.pid, "port": free_port()}) + "\n")
     assert milvus_status(home)["pid"] == dying.pid  # taken for the running server
 
