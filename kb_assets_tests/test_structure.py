@@ -3,9 +3,6 @@ pages, page summaries cached by page-text hash and the optional summarizer endpo
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import RULES_SUMMARIZER, SUMMARY_CHARS, summarize_document
 from kb_assets.structure.toc import is_navigation_page
+from kb_assets_tests.chat_server import ChatServer
 from kb_assets_tests.corpora import EXAMPLE_CORPUS as CORPUS
 
 
@@ -152,41 +150,6 @@ def test_page_summaries_are_short_and_cached_by_page_text_hash():
         [p["summary"] for i, p in enumerate(first.pages) if i != 3]
 
 
-class _Endpoint:
-    """A real local HTTP server answering chat completions with a fixed status and body."""
-
-    def __init__(self, status: int, answer: dict | None = None):
-        outer = self
-        self.requests: list[dict] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                       "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-                payload = json.dumps(answer or {"error": "boom"}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
 def test_summarizer_is_skipped_when_not_configured():
     from kb_assets.settings import Settings
 
@@ -198,7 +161,7 @@ def test_summarizer_is_skipped_when_not_configured():
 
 def test_a_failing_summarizer_endpoint_never_blocks_and_leaves_rule_based_summaries():
     pages = field_guide(labels=True)
-    with _Endpoint(500) as endpoint:
+    with ChatServer(500) as endpoint:
         summarizer = EndpointSummarizer(url=endpoint.url, model="tiny", api_key="secret", timeout_seconds=5)
         result = summarize_document(pages, {}, "Field Guide", summarizer)
 
@@ -214,7 +177,7 @@ def test_a_failing_summarizer_endpoint_never_blocks_and_leaves_rule_based_summar
 def test_a_working_summarizer_endpoint_writes_summaries_that_are_cached():
     pages = field_guide(labels=True)[:2]
     answer = {"choices": [{"message": {"content": "  A field guide for\noperators.  "}}]}
-    with _Endpoint(200, answer) as endpoint:
+    with ChatServer(200, answer) as endpoint:
         first = summarize_document(pages, {}, "Field Guide", EndpointSummarizer(url=endpoint.url, model="tiny"))
         again = summarize_document(pages, first.new_cache, "Field Guide",
                                    EndpointSummarizer(url=endpoint.url, model="tiny"))
