@@ -2,7 +2,7 @@
 
 Read once per process (a CLI command, the service, the Dagster code location) with
 :meth:`Settings.from_env`; everything else receives typed settings (:class:`ParseOptions`,
-:class:`SearchConfig`, :class:`SummarizerSettings`, ...) built here. Unset means the embedded default:
+:class:`SearchConfig`, :class:`EndpointSettings`, ...) built here. Unset means the embedded default:
 all state under one directory, ``KB_HOME`` (default ``./.kb``).
 """
 
@@ -32,7 +32,8 @@ DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kb-assets"
 DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
 
 # environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
-SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "KB_CHUNK_CONTEXT_API_KEY", "AWS_ACCESS_KEY_ID",
+                    "AWS_SECRET_ACCESS_KEY")
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,25 @@ class S3Settings:
 
 
 @dataclass(frozen=True)
-class SummarizerSettings:
-    """The optional OpenAI-compatible page summarizer; unset ``url``/``model``: rule-based summaries."""
+class EndpointSettings:
+    """An optional OpenAI-compatible model (the page summarizer, the chunk contextualizer), from
+    ``<PREFIX>_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_SECONDS``; unset url or model: not used."""
 
-    url: str = ""                        # KB_SUMMARIZER_URL: the API base
-    model: str = ""                      # KB_SUMMARIZER_MODEL
-    api_key: str = ""                    # KB_SUMMARIZER_API_KEY (optional)
-    timeout_seconds: float = 10.0        # KB_SUMMARIZER_TIMEOUT_SECONDS: per page request
+    url: str = ""                        # the API base
+    model: str = ""
+    api_key: str = ""                    # optional
+    timeout_seconds: float = 10.0        # per request
+
+    @property
+    def configured_model(self) -> str:
+        """The model when the endpoint is configured, else ""."""
+        return self.model if self.url and self.model else ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], prefix: str, timeout_seconds: float) -> "EndpointSettings":
+        return cls(url=env.get(f"{prefix}_URL") or "", model=env.get(f"{prefix}_MODEL") or "",
+                   api_key=env.get(f"{prefix}_API_KEY") or "",
+                   timeout_seconds=_float(env, f"{prefix}_TIMEOUT_SECONDS", timeout_seconds))
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,8 @@ class Settings:
     auto_migrate: bool = True              # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
     parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_*, KB_PARSE_WORKERS, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
-    summarizer: SummarizerSettings = SummarizerSettings()
+    summarizer: EndpointSettings = EndpointSettings()     # KB_SUMMARIZER_*: page summaries (off: rule-based)
+    chunk_context: EndpointSettings = EndpointSettings(timeout_seconds=30.0)  # KB_CHUNK_CONTEXT_*: off by default
     versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
@@ -169,12 +183,8 @@ class Settings:
                 postgres_timeout_ms=_int(env, "KB_POSTGRES_TIMEOUT_MS", search_defaults.postgres_timeout_ms),
                 context_chars=_int(env, "KB_SEARCH_CONTEXT_CHARS", search_defaults.context_chars),
             ),
-            summarizer=SummarizerSettings(
-                url=env.get("KB_SUMMARIZER_URL") or "",
-                model=env.get("KB_SUMMARIZER_MODEL") or "",
-                api_key=env.get("KB_SUMMARIZER_API_KEY") or "",
-                timeout_seconds=_float(env, "KB_SUMMARIZER_TIMEOUT_SECONDS", SummarizerSettings.timeout_seconds),
-            ),
+            summarizer=EndpointSettings.from_env(env, "KB_SUMMARIZER", 10.0),
+            chunk_context=EndpointSettings.from_env(env, "KB_CHUNK_CONTEXT", 30.0),
             secrets_from_env=frozenset(name for name in SECRET_VARIABLES if from_process and env.get(name)),
         )
 
@@ -193,7 +203,8 @@ class Settings:
 
     def step_versions(self) -> dict[str, str]:
         """The current version of every pipeline step (``kb_assets.versions``)."""
-        return step_versions(self.versions, self.embedding_model, self.summarizer.model if self.summarizer.url and self.summarizer.model else "")
+        return step_versions(self.versions, self.embedding_model, self.summarizer.configured_model,
+                             self.chunk_context.configured_model)
 
     def storage_options(self) -> dict:
         return self.s3.storage_options()

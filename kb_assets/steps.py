@@ -21,6 +21,7 @@ import polars as pl
 from pymilvus import MilvusClient
 
 from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_fallback
+from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.page_images import has_page_images, page_image_key
@@ -41,7 +42,7 @@ from kb_assets.stores.vectors import (
     published_collection,
     sync_document,
 )
-from kb_assets.versions import after, legacy_version
+from kb_assets.versions import after, legacy_version, without_context
 from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import (
@@ -225,10 +226,12 @@ def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str
 
 # chunks --------------------------------------------------------------------------------------
 def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingModel, run_id: str,
-                 version: str = "1", max_chunks: int | None = None) -> dict:
+                 version: str = "1", max_chunks: int | None = None,
+                 contextualizer: EndpointContextualizer | None = None) -> dict:
     """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails); a
-    document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). Chunks that
-    come out the same as the stored ones are not rewritten (their vectors stay)."""
+    document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). The optional
+    ``contextualizer`` adds a situating sentence to text chunks' embedding inputs (best-effort, cached).
+    Chunks that come out the same as the stored ones are not rewritten (their vectors stay)."""
     stored = lake.read("chunks", doc.document_id)
     if stored.height and (stored["document_version"] == doc.version).all() and current(doc, "chunks", version):
         return {"chunks": stored.height, "skipped": True}
@@ -252,12 +255,26 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     if max_chunks is not None and frame.height > max_chunks:
         raise DocumentFailed(f"{doc.source_path}: {frame.height} chunks, over the budget of {max_chunks} chunks a "
                              "document (KB_MAX_CHUNKS_PER_DOCUMENT): split the file or raise the budget")
+    contexts = None
+    if contextualizer is not None:
+        requests = context_requests(frame, {p["page_index"]: p["text"] for p in pages})
+        cached = catalog.cached_chunk_contexts([r.sha for r in requests], contextualizer.contextualizer_id)
+        contexts = add_chunk_contexts(frame, requests, cached, contextualizer, model.count_tokens, model.max_tokens)
+        frame = contexts.chunks
     unchanged = same_rows(stored, frame)
     if not unchanged:
         lake.write("chunks", doc.document_id, frame)
     with catalog.connect() as conn:
-        catalog.record_step(conn, doc.document_id, "chunks", version, invalidate=() if unchanged else after("chunks"))
-    return {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
+        if contexts is not None:
+            catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, contexts.new_cache)
+        # chunks left plain by a failing endpoint: recorded as the plain chunker's, so the next run retries them
+        made_by = without_context(version) if contexts is not None and contexts.left_plain else version
+        catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
+    result = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
+    if contexts is not None:
+        result.update(contextualized=len(requests) - contexts.left_plain - contexts.too_long,
+                      contexts_written=len(contexts.new_cache), warnings=contexts.warnings)
+    return result
 
 
 def same_rows(stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...] = ("run_id", "pipeline_version")) -> bool:

@@ -2,8 +2,9 @@
 
 Each step of the asset graph has a version: a constant beside the code it versions
 (``parsing.PARSER_VERSION``: parsing and the layout pass; ``structure.STRUCTURE_VERSION``: the tree
-builder and the rule-based summarizer, plus the configured LLM summarizer; ``chunking.CHUNKER_VERSION``;
-``embedding.EMBEDDING_VERSION`` plus the configured embedding model: the embedding spec;
+builder and the rule-based summarizer, plus the configured LLM summarizer; ``chunking.CHUNKER_VERSION``
+plus the configured chunk contextualizer; ``embedding.EMBEDDING_VERSION`` plus the configured embedding
+model: the embedding spec;
 ``stores.vectors.SCHEMA_VERSION`` plus the model: the collection). Dagster gets them as the assets'
 ``code_version``; each step records its version on what it writes (``pages.pipeline_version``,
 ``pageindex_nodes.pipeline_version``, the lake's ``chunks`` and ``embeddings`` rows) and in the
@@ -45,7 +46,8 @@ class PipelineVersions:
     embeddings: str = EMBEDDING_VERSION
 
 
-def step_versions(versions: PipelineVersions, embedding_model: str, summarizer_model: str = "") -> dict[str, str]:
+def step_versions(versions: PipelineVersions, embedding_model: str, summarizer_model: str = "",
+                  context_model: str = "") -> dict[str, str]:
     """The current version of every step: the code's versions plus the configured models."""
     from kb_assets.stores.vectors import SCHEMA_VERSION  # pymilvus: imported only where collections matter
 
@@ -53,10 +55,16 @@ def step_versions(versions: PipelineVersions, embedding_model: str, summarizer_m
         "raw_files": versions.raw,
         "parsed_pages": versions.parse,
         "pageindex_trees": versions.structure + (f"+llm:{summarizer_model}" if summarizer_model else ""),
-        "chunks": versions.chunks,
+        "chunks": versions.chunks + (f"+context:{context_model}" if context_model else ""),  # see without_context
         "embeddings": f"{versions.embeddings}:{embedding_model}",
         "milvus_collection": f"{SCHEMA_VERSION}:{embedding_model}",
     }
+
+
+def without_context(chunks_version: str) -> str:
+    """A ``chunks`` version without its chunk contextualizer: what chunks left without a situating
+    sentence are recorded as, so the next run retries them."""
+    return chunks_version.split("+context:", 1)[0]
 
 
 def after(step: str) -> tuple[str, ...]:

@@ -159,3 +159,49 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
     refreshed = catalog.get_documents([d.document_id for d in docs.values()])
     assert {d.step_versions["chunks"] for d in refreshed.values()} == {"test-3"}
     assert {d.status for d in refreshed.values()} == {"published"}
+
+
+def test_a_chunk_contextualizer_rechunks_from_chunks_and_one_that_fails_is_retried_next_run(
+        corpus, settings, catalog, lake):
+    from kb_assets.chunking.contextual import CONTEXT_KINDS
+    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.settings import EndpointSettings
+    from kb_assets_tests.chat_server import ChatServer, chat_answer
+
+    folder, kb, docs = corpus
+    ids = [d.document_id for d in docs.values()]
+    chunks_before = {i: lake.read("chunks", i) for i in ids}
+    vectors_before = {i: lake.read("embeddings", i) for i in ids}
+    with_endpoint = lambda url: replace(settings, chunk_context=EndpointSettings(url=url, model="tiny"))  # noqa: E731
+
+    with ChatServer(503) as broken:
+        report = ingest([folder], kb, with_endpoint(broken.url))
+    assert not report.failures and len(broken.requests) == 1            # one failed call, no failed document
+    assert {s["step"] for s in report.stale} == {"chunks"}
+    assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
+    assert all(lake.read("embeddings", i).equals(vectors_before[i]) for i in ids)   # nothing re-encoded
+    assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1"}   # retried next run
+
+    sentence = "Part of the team's operating rules for deploys and incidents."
+    with ChatServer(200, chat_answer(sentence)) as server:
+        working = with_endpoint(server.url)
+        report = ingest([folder], kb, working)
+        text_chunks = sum(lake.read("chunks", i)["kind"].is_in(CONTEXT_KINDS).sum() for i in ids)
+        assert not report.failures and len(server.requests) == text_chunks > 0
+        assert ingest([folder], kb, working).run_ids == []                 # settled: no run, no call
+        assert len(server.requests) == text_chunks
+
+    (run_id,) = report.run_ids
+    instance = dagster_instance(settings)
+    assert run_selection(instance, run_id) == {"chunks", "embeddings", "milvus_collection"}
+    assert materialization_metadata(instance, run_id, "chunks")["contextualized_chunks"].value == text_chunks
+    for i in ids:
+        chunks = lake.read("chunks", i)
+        texts = chunks.filter(pl.col("kind").is_in(CONTEXT_KINDS))
+        assert all(f"\n{sentence}\n" in row for row in texts["embedding_input"])
+        assert chunks["content"].equals(chunks_before[i]["content"])
+        assert (lake.read("embeddings", i).filter(pl.col("chunk_id").is_in(texts["chunk_id"]))["run_id"] == run_id).all()
+    assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny"}
+    with catalog.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*), min(context) FROM chunk_contexts WHERE contextualizer = 'llm:tiny'")
+        assert cur.fetchone() == (text_chunks, sentence)

@@ -86,6 +86,17 @@ CREATE TABLE IF NOT EXISTS page_summaries (
     PRIMARY KEY (text_sha, summarizer)
 );
 
+-- Situating sentences of the optional chunk contextualizer ("llm:<model>"), by the sha256 of the
+-- request it was sent (document title, section, page text and chunk): an unchanged chunk on an
+-- unchanged page is never sent again.
+CREATE TABLE IF NOT EXISTS chunk_contexts (
+    request_sha     text NOT NULL,
+    contextualizer  text NOT NULL,
+    context         text NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (request_sha, contextualizer)
+);
+
 -- Sources in object storage: the ETag an s3:// object had when its bytes hashed to ``version``. A scan
 -- that lists the same ETag for a published document of that version does not download it again.
 CREATE TABLE IF NOT EXISTS source_etags (

@@ -24,6 +24,7 @@ from kb_assets.defs.partitions import documents_partitions
 from kb_assets.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import (
     CatalogResource,
+    ChunkContextResource,
     EmbeddingModelResource,
     LakeResource,
     MilvusResource,
@@ -195,21 +196,28 @@ def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource,
 @dg.asset(**COMMON, deps=[pageindex_trees], kinds={"python", "parquet"},
           check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)])
 def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-           embedding_model: EmbeddingModelResource):
-    """Content-aware chunks in the lake: content, embedding_input, page range, section, lineage."""
+           embedding_model: EmbeddingModelResource, chunk_context: ChunkContextResource):
+    """Content-aware chunks in the lake: content, embedding_input (with a situating sentence when a chunk
+    contextualizer is configured), page range, section, lineage."""
     started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    contextualizer = chunk_context.contextualizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
         context, cat, docs,
         lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context),
-                                     embedding_model.max_chunks_per_document))
+                                     embedding_model.max_chunks_per_document, contextualizer))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
+    for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
+        context.log.warning(warning)
     check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values()),
-                        fallback_chunked=sum(1 for r in results.values() if r.get("fallback"))),
+                        fallback_chunked=sum(1 for r in results.values() if r.get("fallback")),
+                        **({"contextualized_chunks": sum(r.get("contextualized", 0) for r in results.values()),
+                            "contexts_written": sum(r.get("contexts_written", 0) for r in results.values())}
+                           if contextualizer else {})),
         check_results=[check])
 
 

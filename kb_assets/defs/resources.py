@@ -21,6 +21,7 @@ from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
 from kb_assets.stores.scratch import scratch_dir
 from kb_assets.stores.vectors import EmbeddingSpec
+from kb_assets.chunking.contextual import EndpointContextualizer, contextualizer_from_settings
 from kb_assets.structure.endpoint import EndpointSummarizer, summarizer_from_settings
 
 
@@ -138,6 +139,20 @@ class SummarizerResource(dg.ConfigurableResource):
         return summarizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds)
 
 
+class ChunkContextResource(dg.ConfigurableResource):
+    """The optional chunk contextualizer behind an OpenAI-compatible endpoint (KB_CHUNK_CONTEXT_URL,
+    KB_CHUNK_CONTEXT_MODEL, KB_CHUNK_CONTEXT_API_KEY); unset: chunks are embedded without one."""
+
+    url: str = ""
+    model: str = ""
+    api_key: str = ""
+    timeout_seconds: float = 30.0
+
+    def contextualizer(self) -> EndpointContextualizer | None:
+        """A fresh contextualizer per run: a failure stops its calls for the rest of that run only."""
+        return contextualizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds)
+
+
 def _secret(settings: Settings, name: str, value: str):
     """A secret set in the environment goes to Dagster as dg.EnvVar (the UI shows its name only)."""
     return dg.EnvVar(name) if name in settings.secrets_from_env else value
@@ -169,4 +184,8 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "summarizer": SummarizerResource(url=settings.summarizer.url, model=settings.summarizer.model,
                                          api_key=_secret(settings, "KB_SUMMARIZER_API_KEY", settings.summarizer.api_key),
                                          timeout_seconds=settings.summarizer.timeout_seconds),
+        "chunk_context": ChunkContextResource(
+            url=settings.chunk_context.url, model=settings.chunk_context.model,
+            api_key=_secret(settings, "KB_CHUNK_CONTEXT_API_KEY", settings.chunk_context.api_key),
+            timeout_seconds=settings.chunk_context.timeout_seconds),
     }

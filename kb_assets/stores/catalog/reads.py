@@ -1,6 +1,6 @@
 """Reads of the catalog.
 
-Plain reads (documents, pages, nodes, cached summaries, collection versions) open a connection each.
+Plain reads (documents, pages, nodes, cached summaries and chunk contexts, collection versions) open a connection each.
 The retrieval service's queries (``search_pages``, ``page_facts``, ``locate_pages``) run on the pooled
 read-only connections of ``reader()``, every statement bounded by the statement timeout.
 """
@@ -120,6 +120,15 @@ class CatalogReads(CatalogConnection):
             for summarizer, sha, summary in cur.fetchall():
                 out[summarizer][sha] = summary
         return out
+
+    def cached_chunk_contexts(self, request_shas: list[str], contextualizer: str) -> dict[str, str]:
+        """Cached situating sentences of the chunk contextualizer: request sha256 -> sentence."""
+        if not request_shas:
+            return {}
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT request_sha, context FROM chunk_contexts "
+                        "WHERE request_sha = ANY(%s) AND contextualizer = %s", (list(set(request_shas)), contextualizer))
+            return dict(cur.fetchall())
 
     # collection versions ---------------------------------------------------------------------
     def collections(self) -> list[dict]:

@@ -1,5 +1,5 @@
 """Writes to the catalog: document registrations and updates, pages, PageIndex nodes, the summary
-cache, collection versions and tombstones.
+and chunk-context caches, collection versions and tombstones.
 
 A method that takes ``conn`` writes inside the caller's transaction (``with catalog.connect() as
 conn:``), so one step's writes commit together; the others open their own.
@@ -145,6 +145,16 @@ class CatalogWrites(CatalogConnection):
             psycopg2.extras.execute_values(
                 cur, "INSERT INTO page_summaries (text_sha, summarizer, summary) VALUES %s "
                      "ON CONFLICT (text_sha, summarizer) DO NOTHING", rows)
+
+    def store_chunk_contexts(self, conn, contextualizer: str, sentences: dict[str, str]) -> None:
+        """Cache situating sentences of the chunk contextualizer (request sha256 -> sentence)."""
+        if not sentences:
+            return
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur, "INSERT INTO chunk_contexts (request_sha, contextualizer, context) VALUES %s "
+                     "ON CONFLICT (request_sha, contextualizer) DO NOTHING",
+                [(sha, contextualizer, sentence) for sha, sentence in sentences.items()])
 
     # collection versions ---------------------------------------------------------------------
     def record_collection(self, conn, *, name: str, alias: str, schema_version: int, model: str,
