@@ -115,6 +115,7 @@ class Settings:
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
     summarizer: EndpointSettings = EndpointSettings()     # KB_SUMMARIZER_*: page summaries (off: rule-based)
     chunk_context: EndpointSettings = EndpointSettings(timeout_seconds=30.0)  # KB_CHUNK_CONTEXT_*: off by default
+    chunk_context_concurrency: int = 4     # KB_CHUNK_CONTEXT_CONCURRENCY: the contextualizer's requests at once
     versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
@@ -185,6 +186,7 @@ class Settings:
             ),
             summarizer=EndpointSettings.from_env(env, "KB_SUMMARIZER", 10.0),
             chunk_context=EndpointSettings.from_env(env, "KB_CHUNK_CONTEXT", 30.0),
+            chunk_context_concurrency=_int(env, "KB_CHUNK_CONTEXT_CONCURRENCY", 4),
             secrets_from_env=frozenset(name for name in SECRET_VARIABLES if from_process and env.get(name)),
         )
 

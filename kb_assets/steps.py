@@ -259,7 +259,8 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     if contextualizer is not None:
         requests = context_requests(frame, {p["page_index"]: p["text"] for p in pages})
         cached = catalog.cached_chunk_contexts([r.sha for r in requests], contextualizer.contextualizer_id)
-        contexts = add_chunk_contexts(frame, requests, cached, contextualizer, model.count_tokens, model.max_tokens)
+        contexts = add_chunk_contexts(frame, requests, cached, contextualizer, model.count_tokens, model.max_tokens,
+                                      lambda sentences: store_chunk_contexts(catalog, contextualizer, sentences))
         frame = contexts.chunks
     unchanged = same_rows(stored, frame)
     if not unchanged:
@@ -275,6 +276,12 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
         result.update(contextualized=len(requests) - contexts.left_plain - contexts.too_long,
                       contexts_written=len(contexts.new_cache), warnings=contexts.warnings)
     return result
+
+
+def store_chunk_contexts(catalog: Catalog, contextualizer: EndpointContextualizer, sentences: dict[str, str]) -> None:
+    """Save situating sentences now, in a transaction of their own (a cache: safe to write before the chunks)."""
+    with catalog.connect() as conn:
+        catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, sentences)
 
 
 def same_rows(stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...] = ("run_id", "pipeline_version")) -> bool:

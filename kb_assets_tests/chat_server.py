@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,17 +15,30 @@ def chat_answer(text: str) -> dict:
 
 
 class ChatServer:
-    """Answers every POST with ``status`` and ``answer`` (a body, or a function of the request's body);
-    records each request's path, Authorization header and body in ``requests``."""
+    """Answers every POST with ``status`` and ``answer`` (a body, or a function of the request's body),
+    after ``delay_seconds``; records each request's path, Authorization header, body and start and end
+    times in ``requests``, and the most requests it was answering at once in ``most_at_once``."""
 
-    def __init__(self, status: int, answer: dict | Callable[[dict], dict] | None = None):
+    def __init__(self, status: int, answer: dict | Callable[[dict], dict] | None = None, delay_seconds: float = 0.0):
         outer = self
         self.requests: list[dict] = []
+        self.most_at_once = 0
+        in_flight = []
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                record = {"path": self.path, "auth": self.headers.get("Authorization"), "body": body,
+                          "started": time.monotonic()}
+                with lock:
+                    outer.requests.append(record)
+                    in_flight.append(record)
+                    outer.most_at_once = max(outer.most_at_once, len(in_flight))
+                time.sleep(delay_seconds)
+                with lock:
+                    in_flight.remove(record)
+                record["ended"] = time.monotonic()
                 reply = answer(body) if callable(answer) else answer
                 payload = json.dumps(reply or {"error": "boom"}).encode()
                 self.send_response(status)

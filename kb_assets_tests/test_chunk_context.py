@@ -1,7 +1,8 @@
 """The optional chunk contextualizer: a situating sentence from an OpenAI-compatible endpoint goes into
-text chunks' embedding inputs (never into their content), cached by request, shortened to fit the model's
-window, and best-effort (a failure leaves the chunks as they are). Against a real local HTTP server and
-the embedding model's own tokenizer; the pipeline side is in test_versions.py."""
+text chunks' embedding inputs (never into their content), cached by request and saved as they come, asked
+several at once, shortened to fit the model's window, and best-effort (a failure leaves the chunks as they
+are). Against a real local HTTP server and the embedding model's own tokenizer; the pipeline side is in
+test_versions.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import polars as pl
 
 from kb_assets.chunking.chunker import chunk_document
 from kb_assets.chunking.contextual import (
+    CHECKPOINT_SENTENCES,
     CONTEXT_KINDS,
     EndpointContextualizer,
     add_chunk_contexts,
@@ -39,10 +41,11 @@ def page_texts(pages=PAGES) -> dict[int, str]:
 
 
 def contextualize(server: ChatServer, chunks: pl.DataFrame, cached: dict[str, str] | None = None,
-                  pages=PAGES, max_tokens: int = MAX_TOKENS):
+                  pages=PAGES, max_tokens: int = MAX_TOKENS, checkpoint=lambda sentences: None):
     contextualizer = EndpointContextualizer(url=server.url, model="tiny", api_key="secret", timeout_seconds=5)
     requests = context_requests(chunks, page_texts(pages))
-    return requests, add_chunk_contexts(chunks, requests, cached or {}, contextualizer, count_tokens, max_tokens)
+    return requests, add_chunk_contexts(chunks, requests, cached or {}, contextualizer, count_tokens, max_tokens,
+                                        checkpoint)
 
 
 def test_text_chunks_get_the_sentence_between_prefix_and_content_and_other_chunks_stay_as_they_are():
@@ -118,3 +121,21 @@ def test_a_sentence_too_long_for_the_window_is_shortened_and_the_content_never_i
                     if count_tokens([plain["embedding_input"][row["chunk_index"]]])[0] == longest]
     assert full.too_long >= 1 and all(row["embedding_input"] == plain["embedding_input"][row["chunk_index"]]
                                       for row in longest_rows)    # no room at all: the input stays plain
+
+
+def test_sentences_are_asked_several_at_once_after_a_first_one_and_saved_as_they_come():
+    pages = [page(i, [text("paragraph", f"Replica {i} of the archive is checked every {i + 2} hours by the "
+                                        f"integrity job, which reports to the storage team on failure.")])
+             for i in range(60)]
+    plain, saved = plain_chunks(pages), []
+    with ChatServer(200, lambda body: chat_answer("About replica checks."), delay_seconds=0.05) as server:
+        requests, first = contextualize(server, plain, pages=pages, checkpoint=saved.append)
+        resumed_from = dict(saved[0])
+        _, resumed = contextualize(server, plain, cached=resumed_from, pages=pages)
+
+    assert len(requests) == 60 and len(first.new_cache) == 60
+    assert server.requests[1]["started"] >= server.requests[0]["ended"]    # the first request goes alone
+    assert 2 <= server.most_at_once <= 4                                   # then KB_CHUNK_CONTEXT_CONCURRENCY
+    assert [len(batch) for batch in saved] == [CHECKPOINT_SENTENCES]       # saved before the document ends
+    assert len(server.requests) == 60 + 60 - CHECKPOINT_SENTENCES          # a resumed run asks only the rest
+    assert resumed.chunks.equals(first.chunks) and resumed.from_cache == CHECKPOINT_SENTENCES

@@ -147,10 +147,12 @@ class ChunkContextResource(dg.ConfigurableResource):
     model: str = ""
     api_key: str = ""
     timeout_seconds: float = 30.0
+    concurrency: int = 4
 
     def contextualizer(self) -> EndpointContextualizer | None:
         """A fresh contextualizer per run: a failure stops its calls for the rest of that run only."""
-        return contextualizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds)
+        return contextualizer_from_settings(self.url, self.model, self.api_key, self.timeout_seconds,
+                                            self.concurrency)
 
 
 def _secret(settings: Settings, name: str, value: str):
@@ -187,5 +189,5 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "chunk_context": ChunkContextResource(
             url=settings.chunk_context.url, model=settings.chunk_context.model,
             api_key=_secret(settings, "KB_CHUNK_CONTEXT_API_KEY", settings.chunk_context.api_key),
-            timeout_seconds=settings.chunk_context.timeout_seconds),
+            timeout_seconds=settings.chunk_context.timeout_seconds, concurrency=settings.chunk_context_concurrency),
     }
