@@ -200,7 +200,7 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_and_one_that_fails_is_retri
         texts = chunks.filter(pl.col("kind").is_in(CONTEXT_KINDS))
         assert all(f"\n{sentence}\n" in row for row in texts["embedding_input"])
         assert chunks["content"].equals(chunks_before[i]["content"])
-        assert (lake.read("embeddings", i).filter(pl.col("chunk_id").is_in(texts["chunk_id"]))["run_id"] == run_id).all()
+        assert (lake.read("embeddings", i).filter(pl.col("chunk_id").is_in(texts["chunk_id"].to_list()))["run_id"] == run_id).all()
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny"}
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*), min(context) FROM chunk_contexts WHERE contextualizer = 'llm:tiny'")
