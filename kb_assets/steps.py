@@ -42,7 +42,7 @@ from kb_assets.stores.vectors import (
     published_collection,
     sync_document,
 )
-from kb_assets.versions import after, legacy_version, without_context
+from kb_assets.versions import after, legacy_version, partly_contextualized
 from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import (
@@ -268,8 +268,8 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     with catalog.connect() as conn:
         if contexts is not None:
             catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, contexts.new_cache)
-        # chunks left plain by a failing endpoint: recorded as the plain chunker's, so the next run retries them
-        made_by = without_context(version) if contexts is not None and contexts.left_plain else version
+        # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
+        made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
         catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
     result = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
     if contexts is not None:

@@ -55,16 +55,17 @@ def step_versions(versions: PipelineVersions, embedding_model: str, summarizer_m
         "raw_files": versions.raw,
         "parsed_pages": versions.parse,
         "pageindex_trees": versions.structure + (f"+llm:{summarizer_model}" if summarizer_model else ""),
-        "chunks": versions.chunks + (f"+context:{context_model}" if context_model else ""),  # see without_context
+        "chunks": versions.chunks + (f"+context:{context_model}" if context_model else ""),  # see partly_contextualized
         "embeddings": f"{versions.embeddings}:{embedding_model}",
         "milvus_collection": f"{SCHEMA_VERSION}:{embedding_model}",
     }
 
 
-def without_context(chunks_version: str) -> str:
-    """A ``chunks`` version without its chunk contextualizer: what chunks left without a situating
-    sentence are recorded as, so the next run retries them."""
-    return chunks_version.split("+context:", 1)[0]
+def partly_contextualized(chunks_version: str) -> str:
+    """What a document's chunks are recorded as when a failing contextualizer left some of them without
+    their sentence: never a current version, so the next run retries them (or, with the contextualizer
+    turned off since, re-chunks them plain)."""
+    return f"{chunks_version}:partial"
 
 
 def after(step: str) -> tuple[str, ...]:

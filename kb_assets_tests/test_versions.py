@@ -161,7 +161,7 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
     assert {d.status for d in refreshed.values()} == {"published"}
 
 
-def test_a_chunk_contextualizer_rechunks_from_chunks_and_one_that_fails_is_retried_next_run(
+def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_and_turning_it_off_restores(
         corpus, settings, catalog, lake):
     from kb_assets.chunking.contextual import CONTEXT_KINDS
     from kb_assets.ingest import dagster_instance, ingest
@@ -180,7 +180,7 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_and_one_that_fails_is_retri
     assert {s["step"] for s in report.stale} == {"chunks"}
     assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
     assert all(lake.read("embeddings", i).equals(vectors_before[i]) for i in ids)   # nothing re-encoded
-    assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1"}   # retried next run
+    assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny:partial"}
 
     sentence = "Part of the team's operating rules for deploys and incidents."
     with ChatServer(200, chat_answer(sentence)) as server:
@@ -205,3 +205,8 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_and_one_that_fails_is_retri
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*), min(context) FROM chunk_contexts WHERE contextualizer = 'llm:tiny'")
         assert cur.fetchone() == (text_chunks, sentence)
+
+    report = ingest([folder], kb, settings)                                # turned off: plain inputs again
+    assert not report.failures and {s["step"] for s in report.stale} == {"chunks"}
+    assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
+    assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1"}
