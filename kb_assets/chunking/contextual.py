@@ -66,11 +66,7 @@ def contextualizer_from_settings(url: str, model: str, api_key: str = "", timeou
 class ContextRequest:
     row: int                  # of the chunks frame
     user: str                 # the request's user message (the system message is ``SYSTEM``)
-
-    @property
-    def sha(self) -> str:
-        """The cache key: the sha256 of everything the model is sent."""
-        return sha256_text(f"{SYSTEM}\n{self.user}")
+    sha: str                  # the cache key: the sha256 of everything the model is sent
 
 
 def context_requests(chunks: pl.DataFrame, page_texts: dict[int, str]) -> list[ContextRequest]:
@@ -80,9 +76,9 @@ def context_requests(chunks: pl.DataFrame, page_texts: dict[int, str]) -> list[C
         if chunk["kind"] not in CONTEXT_KINDS:
             continue
         page = chunk["page_label"] or str(chunk["page_index"] + 1)
-        out.append(ContextRequest(row, USER.format(
-            title=chunk["document_title"], section=chunk["section_title"] or "(none)", page=page,
-            page_text=page_texts.get(chunk["page_index"], "")[:MAX_PAGE_CHARS], content=chunk["content"])))
+        user = USER.format(title=chunk["document_title"], section=chunk["section_title"] or "(none)", page=page,
+                           page_text=page_texts.get(chunk["page_index"], "")[:MAX_PAGE_CHARS], content=chunk["content"])
+        out.append(ContextRequest(row, user, sha256_text(f"{SYSTEM}\n{user}")))
     return out
 
 
