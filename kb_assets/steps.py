@@ -266,8 +266,6 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     if not unchanged:
         lake.write("chunks", doc.document_id, frame)
     with catalog.connect() as conn:
-        if contexts is not None:
-            catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, contexts.new_cache)
         # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
         made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
         catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
@@ -279,7 +277,8 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
 
 
 def store_chunk_contexts(catalog: Catalog, contextualizer: EndpointContextualizer, sentences: dict[str, str]) -> None:
-    """Save situating sentences now, in a transaction of their own (a cache: safe to write before the chunks)."""
+    """Save situating sentences as they come, in a transaction of their own (a cache: safe to write before
+    the chunks)."""
     with catalog.connect() as conn:
         catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, sentences)
 

@@ -136,6 +136,6 @@ def test_sentences_are_asked_several_at_once_after_a_first_one_and_saved_as_they
     assert len(requests) == 60 and len(first.new_cache) == 60
     assert server.requests[1]["started"] >= server.requests[0]["ended"]    # the first request goes alone
     assert 2 <= server.most_at_once <= 4                                   # then KB_CHUNK_CONTEXT_CONCURRENCY
-    assert [len(batch) for batch in saved] == [CHECKPOINT_SENTENCES]       # saved before the document ends
+    assert [len(batch) for batch in saved] == [CHECKPOINT_SENTENCES, 60 - CHECKPOINT_SENTENCES]  # as they come
     assert len(server.requests) == 60 + 60 - CHECKPOINT_SENTENCES          # a resumed run asks only the rest
     assert resumed.chunks.equals(first.chunks) and resumed.from_cache == CHECKPOINT_SENTENCES

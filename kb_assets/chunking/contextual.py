@@ -4,14 +4,14 @@ written by an OpenAI-compatible model and put before the chunk's content in its 
 Configured by ``KB_CHUNK_CONTEXT_URL`` and ``KB_CHUNK_CONTEXT_MODEL`` (optionally ``_API_KEY``,
 ``_TIMEOUT_SECONDS`` and ``_CONCURRENCY``), the settings style of the page summarizer; off when unset.
 The model reads the document title, the chunk's section and page (at most ``MAX_PAGE_CHARS``) and the
-chunk, and answers one sentence (the seeds' contextual retrieval). The sentence goes between the locating prefix and the content
-of ``embedding_input``, so it shapes the dense vector; ``content`` (what readers see and BM25 indexes)
-is unchanged. A sentence that would push the input past the model's window is shortened, never the
-content. Sentences are cached by the sha256 of the request (``chunk_contexts``), saved as they come:
-an unchanged chunk on an unchanged page never costs a call again, even after a killed run. Calls go
-``KB_CHUNK_CONTEXT_CONCURRENCY`` (4) at a time once a first one has succeeded. Best-effort
-(``kb_assets.chat_endpoint``): after the first failure no further call is made in this run, and the
-chunks left keep their plain input.
+chunk, and answers one sentence (the seeds' contextual retrieval). The sentence goes between the
+locating prefix and the content of ``embedding_input``, so it shapes the dense vector; ``content`` (what
+readers see and BM25 indexes) is unchanged. A sentence that would push the input past the model's window
+is shortened, never the content. Sentences are cached by the sha256 of the request (``chunk_contexts``),
+saved as they come: an unchanged chunk on an unchanged page never costs a call again, even after a
+killed run. Calls go ``KB_CHUNK_CONTEXT_CONCURRENCY`` (4) at a time once a first one has succeeded.
+Best-effort (``kb_assets.chat_endpoint``): after the first failure no further call is made in this run,
+and the chunks left keep their plain input.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def add_chunk_contexts(chunks: pl.DataFrame, requests: list[ContextRequest], cac
                        checkpoint: Callable[[dict[str, str]], None] = lambda sentences: None) -> ChunkContexts:
     """The chunk rows with a situating sentence in each text chunk's ``embedding_input`` (and its sha):
     from ``cached`` (request sha -> sentence) or the endpoint, shortened to fit ``max_tokens``. New
-    sentences go to ``checkpoint`` as they come (``CHECKPOINT_SENTENCES`` at a time; the last ones are
-    the caller's, in ``new_cache``), so a run killed half-way through a long document keeps them."""
+    sentences go to ``checkpoint`` as they come, ``CHECKPOINT_SENTENCES`` at a time and the rest at the
+    end, so a run killed half-way through a long document keeps them."""
     result = ChunkContexts(chunks)
     result.new_cache = _ask(contextualizer, [r for r in requests if r.sha not in cached], checkpoint)
     inputs = chunks["embedding_input"].to_list()
@@ -146,6 +146,8 @@ def _ask(contextualizer: EndpointContextualizer, requests: list[ContextRequest],
     if len(distinct) > 1 and contextualizer.failure is None:
         with ThreadPoolExecutor(max(1, contextualizer.concurrency)) as pool:
             keep(pool.map(ask, distinct[1:]))
+    if unsaved:
+        checkpoint(unsaved)
     return written
 
 
