@@ -1,7 +1,7 @@
 """PDF parsing beyond text lines, with real docling, pypdfium2 and OCR (no mocks): tables without
 models, figures and page images, OCR of scanned pages (English and Chinese) with the default engine
 (rapidocr, installed by the project) and with tesseract where it is installed, printed page labels,
-per-chapter running headers, and the choice of docling's pipeline."""
+per-chapter running headers, text past the page edge, and the choice of docling's pipeline."""
 
 from __future__ import annotations
 
@@ -232,6 +232,30 @@ def test_per_chapter_running_headers_are_removed_headings_kept(tmp_path):
     assert doc.pages[4].blocks[0] == Block("heading", "Chapter 2: R Basics", level=1)
     assert doc.pages[5].removed == ("Chapter 2: R Basics 6",)
     assert [p.label for p in doc.pages] == [str(i) for i in range(1, 9)]
+
+
+def test_text_past_the_page_edge_is_kept(tmp_path):
+    """An overfull line runs off the page: docling-parse drops what lies past the edge, the parser
+    takes it from pdfium's text layer and joins it to its line; nothing is read twice."""
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "overfull.pdf"
+    c = canvas.Canvas(str(path), pagesize=(595.28, 841.89))
+    c.setFont("Helvetica", 10)
+    c.drawString(72, 760, "The installer reads its settings from one file only.")
+    c.drawString(72, 740, "Add the boot parameter mirror/http/proxy=http://10.0.2.2:3128 and the "
+                          "/etc/network/interfaces.d/ fragments to use the proxy.")
+    c.drawString(-40, 720, "leftover-prefix-token begins before the left edge of the page.")
+    c.drawString(72, 700, "A last line stays inside the page.")
+    c.showPage()
+    c.save()
+    text = _norm(parse_document(path, options=ParseOptions(images=False)).pages[0].text)
+    assert ("mirror/http/proxy=http://10.0.2.2:3128 and the /etc/network/interfaces.d/ fragments to use the proxy."
+            in text)
+    assert "leftover-prefix-token begins before the left edge of the page." in text
+    assert text.count("3128") == 1 and text.count("fragments") == 1 and text.count("leftover") == 1
+    order = [text.index(words) for words in ("reads its settings", "mirror/http", "leftover", "A last line")]
+    assert order == sorted(order)
 
 
 # ----------------------------------------------------------------------- pipeline choice

@@ -1,5 +1,6 @@
 """The native PDF path (the default, model-free): docling's ``NativePdfPipeline`` (docling-parse,
-lines-only backend: converter.py) gives each page's text-line cells and bitmap boxes, our layout pass
+lines-only backend: converter.py) gives each page's text-line cells and bitmap boxes, pdfium the text
+past the page's edges that docling-parse drops (overflow.py), our layout pass
 (layout/) lays them out, scanned pages are OCRed (scans.py), and pypdfium2 renders the figure crops
 (render.py; page images are rendered apart from the parse).
 
@@ -28,6 +29,7 @@ from kb_assets.parsing.layout import (
 )
 from kb_assets.parsing.model import ParsedDocument, ParsedPage, SourceFile, clean_inline
 from kb_assets.parsing.pdf.facts import PdfFacts, document_title
+from kb_assets.parsing.pdf.overflow import recover_overflow
 from kb_assets.parsing.pdf.scans import needs_ocr, ocr_pages, ocr_parser
 from kb_assets.parsing.pool import drop_pool, parse_pool
 from kb_assets.parsing.render import render_figure_crops
@@ -48,6 +50,7 @@ def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> Pars
     pdf = pdfium.PdfDocument(str(path))
     try:
         ocr_pages(pdf, pages, options, warnings)
+        recover_overflow(pdf, pages)
         blocks = layout_pages(pages, facts.outline)
         add_printed_labels(pages, facts.labels)
         parsed: list[ParsedPage] = []
