@@ -41,14 +41,16 @@ class Run:
 
 
 def recover_overflow(pdf, pages: dict[int, PageLines]) -> int:
-    """Add the text past each page's edges to its lines (in place; OCRed pages are left alone);
-    returns the number of characters recovered."""
+    """Add the text past each page's sides to its lines (in place; OCRed and rotated pages are left
+    alone); returns the number of characters recovered."""
     recovered = 0
     for index, lines in pages.items():
         if lines.ocr or not near_a_side(lines):
             continue
         page = pdf[index]
         try:
+            if page.get_rotation():     # pdfium's boxes are in the unrotated page, docling's lines are not
+                continue
             text_page = page.get_textpage()
             try:
                 runs = outside_runs(text_page, page.get_bbox())
