@@ -50,7 +50,7 @@ def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> Pars
     pdf = pdfium.PdfDocument(str(path))
     try:
         ocr_pages(pdf, pages, options, warnings)
-        recover_overflow(pdf, pages)
+        recover_overflow(pdf, pages, warnings)
         blocks = layout_pages(pages, facts.outline)
         add_printed_labels(pages, facts.labels)
         parsed: list[ParsedPage] = []

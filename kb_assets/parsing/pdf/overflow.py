@@ -40,28 +40,41 @@ class Run:
     b: float
 
 
-def recover_overflow(pdf, pages: dict[int, PageLines]) -> int:
+def recover_overflow(pdf, pages: dict[int, PageLines], warnings: list[str]) -> int:
     """Add the text past each page's sides to its lines (in place; OCRed and rotated pages are left
-    alone); returns the number of characters recovered."""
+    alone); returns the number of characters recovered. A page pdfium cannot read keeps its lines as
+    docling-parse gave them, with a warning."""
+    import pypdfium2 as pdfium
+
     recovered = 0
     for index, lines in pages.items():
         if lines.ocr or not near_a_side(lines):
             continue
-        page = pdf[index]
         try:
-            if page.get_rotation():     # pdfium's boxes are in the unrotated page, docling's lines are not
-                continue
-            text_page = page.get_textpage()
-            try:
-                runs = outside_runs(text_page, page.get_bbox())
-            finally:
-                text_page.close()
-        finally:
-            page.close()
+            runs = _page_runs(pdf, index)
+        except pdfium.PdfiumError as error:
+            warnings.append(f"page {index + 1}: text past the page's side not recovered ({error})")
+            continue
         for run in runs:
             attach(lines, run)
             recovered += len(run.text)
     return recovered
+
+
+def _page_runs(pdf, index: int) -> list[Run]:
+    """The runs of one page (none on a rotated page: pdfium's boxes are in the unrotated page, docling's
+    lines are not)."""
+    page = pdf[index]
+    try:
+        if page.get_rotation():
+            return []
+        text_page = page.get_textpage()
+        try:
+            return outside_runs(text_page, page.get_bbox())
+        finally:
+            text_page.close()
+    finally:
+        page.close()
 
 
 def near_a_side(lines: PageLines) -> bool:
