@@ -1,6 +1,8 @@
 """The bounded soak of issue 9 in its test-suite form (about 60 s): 4 clients, ingests adding, changing
 and deleting documents, the Milvus Lite server killed once; zero 500s, every answer right or a marked
-fallback, the service restarted Milvus by itself, and ``verify`` consistent at the end."""
+fallback, Milvus serving again by the end, and ``verify`` consistent at the end. Who restarts Milvus is a
+race: the service's watchdog checks every 2 s, and an ingest that needs Milvus starts it too (under load
+the ingest can win); ``test_service_health`` shows the service heals it alone."""
 
 from __future__ import annotations
 
@@ -15,6 +17,6 @@ def test_soak_with_ingests_and_a_killed_milvus_has_no_errors_and_ends_consistent
     print(report.summary())
     assert report.requests >= 100, report.summary()
     assert not report.errors, report.errors[:5]
-    assert report.milvus_killed_at_s is not None and report.milvus_restarts >= 1, report.summary()
+    assert report.milvus_killed_at_s is not None and report.milvus_back, report.summary()
     assert report.ingests >= 2, report.summary()
     assert report.verify["consistent"], report.verify["problems"][:5]
