@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kb_assets.parsing.layout import Line, PageLines
+from kb_assets.parsing.layout.blocks import union_box
 from kb_assets.parsing.model import clean_inline
 
 EDGE = 2.0  # points: a page is read character by character when a text rectangle comes this near its side
@@ -40,13 +41,11 @@ class Run:
     b: float
 
 
-def recover_overflow(pdf, pages: dict[int, PageLines], warnings: list[str]) -> int:
+def recover_overflow(pdf, pages: dict[int, PageLines], warnings: list[str]) -> None:
     """Add the text past each page's sides to its lines (in place; OCRed and rotated pages are left
-    alone); returns the number of characters recovered. A page pdfium cannot read keeps its lines as
-    docling-parse gave them, with a warning."""
+    alone). A page pdfium cannot read keeps its lines as docling-parse gave them, with a warning."""
     import pypdfium2 as pdfium
 
-    recovered = 0
     for index, lines in pages.items():
         if lines.ocr or not near_a_side(lines):
             continue
@@ -57,8 +56,6 @@ def recover_overflow(pdf, pages: dict[int, PageLines], warnings: list[str]) -> i
             continue
         for run in runs:
             attach(lines, run)
-            recovered += len(run.text)
-    return recovered
 
 
 def _page_runs(pdf, index: int) -> list[Run]:
@@ -111,31 +108,21 @@ def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run
                 while 0 <= j < count and j not in found and outside(j):
                     found.add(j)
                     j += step
-    runs: list[Run] = []
+    groups: list[list[int]] = []     # consecutive characters, each overlapping its run's box vertically
     for i in sorted(found):
-        l, b, r, t = boxes[i]
-        last = runs[-1] if runs else None
-        if last is not None and last.end == i and not (b > last.box[3] or t < last.box[1]):
-            last.end, last.box = i + 1, (min(l, last.box[0]), min(b, last.box[1]), max(r, last.box[2]),
-                                         max(t, last.box[3]))
-        else:           # not next to the character before, or no vertical overlap with it: another run
-            runs.append(_Span(i, i + 1, (l, b, r, t)))
-    out = []
-    for span in runs:
-        text = clean_inline(text_page.get_text_range(span.start, span.end - span.start))
-        l, b, r, t = span.box
+        if groups and groups[-1][-1] == i - 1:
+            _, bottom_so_far, _, top_so_far = union_box([boxes[j] for j in groups[-1]])
+            if not (boxes[i][1] > top_so_far or boxes[i][3] < bottom_so_far):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    runs = []
+    for group in groups:
+        text = clean_inline(text_page.get_text_range(group[0], len(group)))
+        l, b, r, t = union_box([boxes[i] for i in group])    # (l, b, r, t): PDF units, bottom-left origin
         if text:
-            out.append(Run(text, l - left, top - t, r - left, top - b))
-    return out
-
-
-@dataclass
-class _Span:
-    """Character indices [start, end) of a run and its box (PDF units)."""
-
-    start: int
-    end: int
-    box: tuple[float, float, float, float]
+            runs.append(Run(text, l - left, top - t, r - left, top - b))
+    return runs
 
 
 def attach(lines: PageLines, run: Run) -> None:
@@ -146,18 +133,25 @@ def attach(lines: PageLines, run: Run) -> None:
         overlap = min(line.b, run.b) - max(line.t, run.t)
         return overlap >= 0.5 * min(height, line.b - line.t)
 
-    before = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.r <= run.l + 2]
-    after = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.l >= run.r - 2]
-    if run.l >= 0 and before:
-        i, line = max(before, key=lambda item: item[1].r)
-        gap = " " if run.l - line.r > 0.25 * (line.b - line.t) else ""
-        lines.lines[i] = Line(line.text + gap + run.text, line.l, min(line.t, run.t), run.r, max(line.b, run.b),
-                              line.font)
-    elif run.l < 0 and after:
-        i, line = min(after, key=lambda item: item[1].l)
-        gap = " " if line.l - run.r > 0.25 * (line.b - line.t) else ""
-        lines.lines[i] = Line(run.text + gap + line.text, run.l, min(line.t, run.t), line.r, max(line.b, run.b),
-                              line.font)
-    else:
-        at = sum(1 for line in lines.lines if line.t <= run.t)
-        lines.lines.insert(at, Line(run.text, run.l, run.t, run.r, run.b, lines.body_font or ""))
+    if run.l >= 0:      # past the right side: after the rightmost line that ends where the run starts
+        before = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.r <= run.l + 2]
+        if before:
+            i, line = max(before, key=lambda item: item[1].r)
+            lines.lines[i] = _joined(line, run, line)
+            return
+    else:               # past the left side: before the leftmost line that starts where the run ends
+        after = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.l >= run.r - 2]
+        if after:
+            i, line = min(after, key=lambda item: item[1].l)
+            lines.lines[i] = _joined(run, line, line)
+            return
+    at = sum(1 for line in lines.lines if line.t <= run.t)
+    lines.lines.insert(at, Line(run.text, run.l, run.t, run.r, run.b, lines.body_font or ""))
+
+
+def _joined(first: Line | Run, second: Line | Run, line: Line) -> Line:
+    """``first`` then ``second`` as one line with ``line``'s font (a space between them where the gap is
+    over a quarter of ``line``'s height)."""
+    gap = " " if second.l - first.r > 0.25 * (line.b - line.t) else ""
+    return Line(first.text + gap + second.text, first.l, min(first.t, second.t), second.r,
+                max(first.b, second.b), line.font)
