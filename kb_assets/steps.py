@@ -24,6 +24,7 @@ from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_f
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
+from kb_assets.lexical import chunk_terms
 from kb_assets.page_images import has_page_images, page_image_key
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
 from kb_assets.planning import sha256_bytes
@@ -362,7 +363,7 @@ def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model:
 def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: MilvusClient, collection: str,
                      run_id: str, version: str = "1", also: tuple[str, EmbeddingModel] | None = None) -> dict:
     """Make the collection hold exactly this document's current chunks (only what changed is written),
-    then record the version that serves.
+    then record the version that serves, with its chunks' BM25 term counts (``kb_assets.lexical``).
 
     ``also``: while a collection migration is due, the published collection of the previous embedding
     spec and its model: the document is written there too (what changed is encoded with that model), so
@@ -370,7 +371,8 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     the published version; the document is ``published`` when that is its current file version (a
     migration run re-publishes a failed document's last good version and leaves it failed).
     """
-    if current(doc, "milvus_collection", version) and doc.status == "published" and doc.published_version == doc.version:
+    if current(doc, "milvus_collection", version) and doc.status == "published" and \
+            doc.published_version == doc.version and doc.term_count is not None:
         return {"written": 0, "deleted": 0, "kept": doc.chunk_count or 0, "entities": doc.chunk_count or 0,
                 "skipped": True}
     chunks = lake.read("chunks", doc.document_id)
@@ -401,7 +403,9 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     if also is not None:
         flush(client, also[0])
     published = serving == doc.version
+    counted = chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list()))
     with catalog.connect() as conn:
+        catalog.replace_chunk_terms(conn, doc.document_id, counted)
         catalog.update_document(conn, doc.document_id, chunk_count=chunks.height, published_version=serving,
                                 collection_name=also[0] if also else collection, last_run_id=run_id,
                                 **({"status": "published", "error": None, "failed_step": None} if published else {}))

@@ -121,6 +121,8 @@ def staleness(doc, current: dict[str, str], legacy_model: str | None = None) -> 
             migration = step in ("embeddings", "milvus_collection") and made_by is not None and (
                 model_of(made_by) != model_of(current[step]) or step == "milvus_collection")
             return Staleness(step, f"{WHAT[step]} {made_by or 'unknown'} -> {current[step]}", migration=migration)
+    if doc.published_version and doc.term_count is None:
+        return Staleness("milvus_collection", "no BM25 statistics kept for what serves (published before they were)")
     return None
 
 

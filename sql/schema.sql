@@ -124,3 +124,25 @@ ALTER TABLE documents ADD COLUMN IF NOT EXISTS failed_step text;
 -- documents and on those it wrote last.
 CREATE INDEX IF NOT EXISTS documents_pending ON documents (document_id) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS documents_last_run ON documents (last_run_id);
+
+-- BM25 statistics of what serves (kb_assets/lexical.py), replaced in the transaction that publishes a
+-- document: the term counts of every chunk of its published version, how many of those chunks hold each
+-- term, and (``term_count``) the sum of the chunks' lengths (NULL: no statistics kept, e.g. published
+-- before they were). Search scores its candidates' BM25 from these, per knowledge base.
+CREATE TABLE IF NOT EXISTS chunk_terms (
+    document_id   text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    chunk_id      text NOT NULL,
+    term          text NOT NULL,
+    tf            integer NOT NULL,            -- occurrences of the term in the chunk
+    chunk_length  integer NOT NULL,            -- the chunk's length in terms
+    PRIMARY KEY (chunk_id, term)
+);
+CREATE INDEX IF NOT EXISTS chunk_terms_document ON chunk_terms (document_id);
+CREATE TABLE IF NOT EXISTS document_terms (
+    document_id   text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    term          text NOT NULL,
+    chunks        integer NOT NULL,            -- chunks of the document that hold the term
+    PRIMARY KEY (term, document_id) INCLUDE (chunks)
+);
+CREATE INDEX IF NOT EXISTS document_terms_document ON document_terms (document_id);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS term_count bigint;

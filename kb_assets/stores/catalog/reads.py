@@ -1,7 +1,8 @@
 """Reads of the catalog.
 
 Plain reads (documents, pages, nodes, cached summaries and chunk contexts, collection versions) open a connection each.
-The retrieval service's queries (``search_pages``, ``page_facts``, ``locate_pages``) run on the pooled
+The retrieval service's queries (``search_pages``, ``page_facts``, ``locate_pages``, ``published_versions``,
+the BM25 statistics ``term_statistics`` and ``chunk_term_counts``) run on the pooled
 read-only connections of ``reader()``, every statement bounded by the statement timeout.
 """
 
@@ -184,13 +185,47 @@ class CatalogReads(CatalogConnection):
 
     def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
         """What search may serve of these documents: ``published_version`` (None: nothing), and the
-        current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves)."""
+        current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves),
+        and ``term_count`` (None: no BM25 statistics kept for what serves)."""
         if not document_ids:
             return {}
         with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute("SELECT document_id, published_version, version, status, error FROM documents "
+            cur.execute("SELECT document_id, published_version, version, status, error, term_count FROM documents "
                         "WHERE document_id = ANY(%s)", (list(set(document_ids)),))
             return {row["document_id"]: dict(row) for row in cur.fetchall()}
+
+    def term_statistics(self, terms: list[str], knowledge_base_ids: list[str]) -> dict[str, tuple[int, int, dict[str, int]]]:
+        """BM25 statistics of what serves in each knowledge base: (chunks, their total length in terms,
+        term -> chunks holding it) for the asked ``terms`` (a term held by none is left out)."""
+        if not knowledge_base_ids:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute("SELECT knowledge_base_id, sum(chunk_count), sum(term_count) FROM documents "
+                        "WHERE knowledge_base_id = ANY(%s) AND published_version IS NOT NULL "
+                        "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id", (list(knowledge_base_ids),))
+            out = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()}
+            if terms:
+                cur.execute("SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "
+                            "JOIN documents d USING (document_id) WHERE t.term = ANY(%s) "
+                            "AND d.knowledge_base_id = ANY(%s) GROUP BY d.knowledge_base_id, t.term",
+                            (list(terms), list(knowledge_base_ids)))
+                for kb, term, chunks in cur.fetchall():
+                    if kb in out:
+                        out[kb][2][term] = int(chunks)
+            return out
+
+    def chunk_term_counts(self, chunk_ids: list[str], terms: list[str]) -> dict[str, tuple[int, dict[str, int]]]:
+        """(length in terms, term -> occurrences) of the chunks that hold any of ``terms`` (the others are
+        left out)."""
+        if not chunk_ids or not terms:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute("SELECT chunk_id, term, tf, chunk_length FROM chunk_terms "
+                        "WHERE chunk_id = ANY(%s) AND term = ANY(%s)", (list(chunk_ids), list(terms)))
+            out: dict[str, tuple[int, dict[str, int]]] = {}
+            for chunk_id, term, tf, length in cur.fetchall():
+                out.setdefault(chunk_id, (length, {}))[1][term] = tf
+            return out
 
     def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
         """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)

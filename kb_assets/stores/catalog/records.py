@@ -8,6 +8,7 @@ DOCUMENT_COLUMNS = (
     "document_id", "knowledge_base_id", "source_path", "source_uri", "title", "version", "size_bytes",
     "mime", "source_kind", "object_key", "status", "error", "page_count", "chunk_count",
     "published_version", "collection_name", "last_run_id", "updated_at", "step_versions", "failed_step",
+    "term_count",
 )
 
 
@@ -33,6 +34,7 @@ class Document:
     updated_at: object = None
     step_versions: dict | None = None    # step -> version of its current output (kb_assets.versions)
     failed_step: str | None = None       # "step@version" a failed document failed at
+    term_count: int | None = None        # its published chunks' length in BM25 terms; None: no statistics kept
 
     @property
     def serves_last_good_version(self) -> bool:

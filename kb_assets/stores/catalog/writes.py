@@ -1,5 +1,5 @@
 """Writes to the catalog: document registrations and updates, pages, PageIndex nodes, the summary
-and chunk-context caches, collection versions and tombstones.
+and chunk-context caches, BM25 term counts, collection versions and tombstones.
 
 A method that takes ``conn`` writes inside the caller's transaction (``with catalog.connect() as
 conn:``), so one step's writes commit together; the others open their own.
@@ -7,12 +7,18 @@ conn:``), so one step's writes commit together; the others open their own.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+from collections import Counter
 
 import psycopg2.extras
 
 from kb_assets.stores.catalog.connection import CatalogConnection
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
+
+
+MAX_TERM_CHARS = 200     # longer terms are not kept (a btree key holds at most ~2,700 bytes)
 
 
 class CatalogWrites(CatalogConnection):
@@ -74,12 +80,14 @@ class CatalogWrites(CatalogConnection):
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
             cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
                         "AND status <> 'deleted'", (object_key, document_id))
             shared = cur.fetchone()[0] > 0
             cur.execute("UPDATE documents SET step_versions = '{}'::jsonb WHERE document_id = %s", (document_id,))
             self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
-                                 published_version=None, failed_step=None)
+                                 published_version=None, failed_step=None, term_count=None)
         return shared
 
     def record_step(self, conn, document_id: str, step: str, version: str, invalidate: tuple[str, ...] = ()) -> None:
@@ -107,6 +115,35 @@ class CatalogWrites(CatalogConnection):
                   p["parser"], p["mode"], p.get("image_key"), run_id, pipeline_version, p.get("width"), p.get("height"))
                  for p in pages],
             )
+
+    # BM25 term counts ----------------------------------------------------------------------------
+    def replace_chunk_terms(self, conn, document_id: str, chunks: list) -> int:
+        """Replace a document's BM25 statistics, in the caller's transaction: its chunks' term counts
+        (``lexical.ChunkTerms``), the number of chunks holding each term, and their total length as its
+        ``term_count``; returns the chunk rows written. Terms longer than ``MAX_TERM_CHARS`` (a run of
+        symbols, a long URL) count towards a chunk's length but are not kept."""
+        chunk_rows, holding = io.StringIO(), Counter()
+        writer = csv.writer(chunk_rows)
+        rows = 0
+        for chunk in chunks:
+            for term, tf in chunk.counts.items():
+                if len(term) <= MAX_TERM_CHARS and "\x00" not in term:
+                    writer.writerow((document_id, chunk.chunk_id, term, tf, chunk.length))
+                    holding[term] += 1
+                    rows += 1
+        document_rows = io.StringIO()
+        csv.writer(document_rows).writerows((document_id, term, count) for term, count in holding.items())
+        chunk_rows.seek(0)
+        document_rows.seek(0)
+        with conn.cursor() as cur:
+            cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
+            cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
+            cur.copy_expert("COPY chunk_terms (document_id, chunk_id, term, tf, chunk_length) FROM STDIN "
+                            "WITH (FORMAT csv)", chunk_rows)
+            cur.copy_expert("COPY document_terms (document_id, term, chunks) FROM STDIN WITH (FORMAT csv)",
+                            document_rows)
+        self.update_document(conn, document_id, term_count=sum(chunk.length for chunk in chunks))
+        return rows
 
     # PageIndex nodes -------------------------------------------------------------------------
     def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str,
