@@ -32,6 +32,8 @@ class SearchConfig:
                                         # lexically (the model does not read it) ...
     locate_weight_read: float = 0.15    # ... and for one the model reads; a query read in part gets a mix
     bm25_content_words: bool = True     # BM25 gets the query's content words only (lexical_query.py)
+    kept_bm25_statistics: bool = True   # candidates' BM25 from the statistics kept in Postgres, not Milvus's
+                                        # (lexical_scores.py; False: Milvus's, to compare)
     rerank_coverage: float = 0.1        # pageindex second stage (rerank.py): weight of the question's words
     rerank_proximity: float = 0.05      # a chunk holds, and of its phrases kept together (0 and 0: off)
     page_coverage: float = 0.3          # pageindex: weight of the share of the question's terms a page's best

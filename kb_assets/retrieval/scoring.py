@@ -8,12 +8,14 @@ where ``exactBoost`` is added when the whole query (whitespace-normalized, case-
 chunk's content (DESIGN.md section 6). The dense weight is multiplied by the query's dense share (see
 ``kb_assets.retrieval.query``), the rest moving to lexical.
 
-A candidate found by one search only gets the other score as follows:
+BM25 scores are those of ``lexical_scores.py`` (the knowledge bases' own statistics), which gives every
+candidate one; where those cannot be used (said in a warning), Milvus's. A candidate found by one search
+only gets the other score as follows:
 - found by BM25 only: ``dense`` is the cosine of the query vector and the chunk's stored vector
   (returned with the BM25 hit, else read from Milvus);
-- found by dense only: ``lexical`` is 0.0 when the BM25 search of the same filter returned fewer hits
-  than asked for (then the chunk shares no word with the query: its BM25 score is 0), else ``null``
-  (below the BM25 cut-off, not computed) and counted as 0.
+- found by dense only, with Milvus's BM25 scores: ``lexical`` is 0.0 when the BM25 search of the same
+  filter returned fewer hits than asked for (then the chunk shares no word with the query: its BM25
+  score is 0), else ``null`` (below the BM25 cut-off, not computed) and counted as 0.
 
 Degraded modes, each with a warning in the response and never an error:
 - BM25 search fails or times out: the lexical signal is keyword overlap (the share of the query's

@@ -10,6 +10,7 @@ search, or no chunk found when the request set no ``minScore``, answers from pag
 - ``scoring.py``: the hybrid formula, the scores a one-sided candidate gets, degraded modes, order;
 - ``rows.py``: the result fields and the ``/v1/assets/...`` URLs;
 - ``lexical_query.py``: the query's content words, what BM25 searches with;
+- ``lexical_scores.py``: the candidates' BM25 scores from the knowledge bases' own statistics;
 - ``context.py``: each result's ``context``, the passage of its page around its chunk that a reader gets.
 
 Only entities of a document's published version are served (``served``: a half-written new version of
@@ -36,9 +37,10 @@ from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
+from kb_assets.retrieval.lexical_scores import rescored
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
-from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
+from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
@@ -168,25 +170,31 @@ class Searcher:
                               self.config.milvus_timeout_s, pages=pages, dense_search=dense_search)
 
     def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
-        """The hybrid score of every candidate (see ``scoring``), with warnings for degraded modes."""
+        """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
+        warnings for degraded modes."""
         timeout = self.config.milvus_timeout_s
-        found = self.served(response, found)
+        found, versions = self.served(response, found)
+        if self.config.kept_bm25_statistics:
+            started = time.perf_counter()
+            found = rescored(self.catalog, query.bm25_text or query.text, found, versions, response.warnings)
+            response.timings_ms["bm25Statistics"] = elapsed_ms(started)
         rows = scoring.score(query, found, self.config.weights, response.warnings,
                              lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout))
         response.timings_ms["searches"] = found.ms
         return rows
 
-    def served(self, response: SearchResponse, found: Found) -> Found:
-        """The candidates of each document's published version only; records the documents whose last good
-        version serves. Without Postgres the candidates stay, with a warning."""
+    def served(self, response: SearchResponse, found: Found) -> tuple[Found, dict[str, dict]]:
+        """The candidates of each document's published version only, and the candidates' document rows
+        (``Catalog.published_versions``); records the documents whose last good version serves. Without
+        Postgres the candidates stay, with a warning, and there are no rows."""
         documents = {hit["document_id"] for hit in found.hits.values()}
         if not documents:
-            return found
+            return found, {}
         try:
             versions = self.catalog.published_versions(sorted(documents))
         except Exception as error:
             response.warnings.append(f"document versions unverified ({type(error).__name__}: {short(error)})")
-            return found
+            return found, {}
         for document_id, row in versions.items():
             if row["published_version"] and row["published_version"] != row["version"]:
                 response.last_good[document_id] = (
@@ -195,7 +203,7 @@ class Searcher:
                     f"a new version of {document_id} is being ingested: results come from its published version "
                     f"{row['published_version'][:12]}")
         return found.only({chunk_id for chunk_id, hit in found.hits.items()
-                           if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")})
+                           if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")}), versions
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
         """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""
