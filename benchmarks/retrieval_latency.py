@@ -56,6 +56,7 @@ def kb_names(size: int) -> tuple[str, str]:
 
 def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, words: list[str]) -> str:
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
+    from kb_assets.lexical import chunk_terms
     from kb_assets.stores.vectors import EmbeddingSpec, clear, count_entities, ensure_collection, flush, insert, publish
 
     spec = EmbeddingSpec(model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",),
@@ -71,7 +72,7 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
     probabilities = 1 / np.arange(1, len(words) + 1) ** 1.1
     probabilities /= probabilities.sum()
     started = time.perf_counter()
-    documents, rows = {}, []
+    documents, contents, rows = {}, {}, []
     for i in range(size):
         kb = OTHER_KB if i % 50 == 49 else KB
         doc, rest = divmod(i, CHUNKS_PER_PAGE * PAGES_PER_DOC)
@@ -81,6 +82,7 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
         vector = rng.standard_normal(dimension).astype(np.float32)
         title = f"Section {doc}.{page + 1} {words[(doc * 31 + page * 7) % 800 + 50]} {words[(doc * 17 + page) % 800 + 50]}"
         documents.setdefault((kb, document_id), {}).setdefault(page, {"title": title, "chunks": []})["chunks"].append(text)
+        contents.setdefault(document_id, []).append((f"{document_id}-{page}-{chunk}", f"{title}\n{text}"))
         rows.append({"chunk_id": f"{document_id}-{page}-{chunk}", "knowledge_base_id": kb, "document_id": document_id,
                      "document_version": "v1", "document_title": f"Synthetic document {doc}",
                      "source_uri": f"synthetic/{document_id}.txt", "section_title": title, "page_label": str(page + 1),
@@ -101,8 +103,9 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
             catalog.register_document(conn, document_id=document_id, knowledge_base_id=kb,
                                       source_path=f"{document_id}.txt", source_uri=f"synthetic/{document_id}.txt",
                                       version="v1", size_bytes=0)
-            catalog.update_document(conn, document_id, status="published", title=document_id,
+            catalog.update_document(conn, document_id, status="published", title=document_id, published_version="v1",
                                     page_count=len(pages), chunk_count=sum(len(p["chunks"]) for p in pages.values()))
+            catalog.replace_chunk_terms(conn, document_id, chunk_terms(contents[document_id]))
             page_rows, nodes = [], [{"node_id": "n0", "parent_id": None, "ordinal": 0, "title": document_id,
                                      "depth": 0, "start_page": 0, "end_page": len(pages) - 1}]
             for index, page in sorted(pages.items()):
@@ -115,7 +118,7 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
                               "summary": text[:160], "keywords": keywords})
             catalog.replace_pages(conn, document_id, "v1", page_rows, "synthetic")
             catalog.replace_nodes(conn, document_id, "v1", nodes, "synthetic")
-    print(f"  catalog: {len(documents)} documents with pages and nodes in {time.perf_counter() - started:.0f} s")
+    print(f"  catalog: {len(documents)} documents with pages, nodes and BM25 statistics in {time.perf_counter() - started:.0f} s")
     return alias
 
 
