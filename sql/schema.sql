@@ -130,12 +130,11 @@ CREATE INDEX IF NOT EXISTS documents_last_run ON documents (last_run_id);
 -- term, and (``term_count``) the sum of the chunks' lengths (NULL: no statistics kept, e.g. published
 -- before they were). Search scores its candidates' BM25 from these, per knowledge base.
 CREATE TABLE IF NOT EXISTS chunk_terms (
+    chunk_id      text PRIMARY KEY,
     document_id   text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
-    chunk_id      text NOT NULL,
-    term          text NOT NULL,
-    tf            integer NOT NULL,            -- occurrences of the term in the chunk
     chunk_length  integer NOT NULL,            -- the chunk's length in terms
-    PRIMARY KEY (chunk_id, term)
+    terms         text[] NOT NULL,             -- its distinct terms ...
+    counts        integer[] NOT NULL           -- ... and the occurrences of each
 );
 CREATE INDEX IF NOT EXISTS chunk_terms_document ON chunk_terms (document_id);
 CREATE TABLE IF NOT EXISTS document_terms (

@@ -220,8 +220,9 @@ class CatalogReads(CatalogConnection):
         if not chunk_ids or not terms:
             return {}
         with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT chunk_id, term, tf, chunk_length FROM chunk_terms "
-                        "WHERE chunk_id = ANY(%s) AND term = ANY(%s)", (list(chunk_ids), list(terms)))
+            cur.execute("SELECT c.chunk_id, t.term, t.tf, c.chunk_length FROM chunk_terms c, "
+                        "unnest(c.terms, c.counts) AS t(term, tf) WHERE c.chunk_id = ANY(%s) AND t.term = ANY(%s)",
+                        (list(chunk_ids), list(terms)))
             out: dict[str, tuple[int, dict[str, int]]] = {}
             for chunk_id, term, tf, length in cur.fetchall():
                 out.setdefault(chunk_id, (length, {}))[1][term] = tf

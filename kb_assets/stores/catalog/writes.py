@@ -117,33 +117,28 @@ class CatalogWrites(CatalogConnection):
             )
 
     # BM25 term counts ----------------------------------------------------------------------------
-    def replace_chunk_terms(self, conn, document_id: str, chunks: list) -> int:
+    def replace_chunk_terms(self, conn, document_id: str, chunks: list) -> None:
         """Replace a document's BM25 statistics, in the caller's transaction: its chunks' term counts
         (``lexical.ChunkTerms``), the number of chunks holding each term, and their total length as its
-        ``term_count``; returns the chunk rows written. Terms longer than ``MAX_TERM_CHARS`` (a run of
-        symbols, a long URL) count towards a chunk's length but are not kept."""
-        chunk_rows, holding = io.StringIO(), Counter()
-        writer = csv.writer(chunk_rows)
-        rows = 0
+        ``term_count``. Terms longer than ``MAX_TERM_CHARS`` (a run of symbols, a long URL) count towards
+        a chunk's length but are not kept."""
+        rows, holding = [], Counter()
         for chunk in chunks:
-            for term, tf in chunk.counts.items():
-                if len(term) <= MAX_TERM_CHARS and "\x00" not in term:
-                    writer.writerow((document_id, chunk.chunk_id, term, tf, chunk.length))
-                    holding[term] += 1
-                    rows += 1
+            kept = {term: tf for term, tf in chunk.counts.items() if len(term) <= MAX_TERM_CHARS and "\x00" not in term}
+            rows.append((chunk.chunk_id, document_id, chunk.length, list(kept), list(kept.values())))
+            holding.update(kept.keys())
         document_rows = io.StringIO()
         csv.writer(document_rows).writerows((document_id, term, count) for term, count in holding.items())
-        chunk_rows.seek(0)
         document_rows.seek(0)
         with conn.cursor() as cur:
             cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
-            cur.copy_expert("COPY chunk_terms (document_id, chunk_id, term, tf, chunk_length) FROM STDIN "
-                            "WITH (FORMAT csv)", chunk_rows)
+            psycopg2.extras.execute_values(
+                cur, "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts) VALUES %s",
+                rows, template="(%s, %s, %s, %s::text[], %s::integer[])", page_size=500)
             cur.copy_expert("COPY document_terms (document_id, term, chunks) FROM STDIN WITH (FORMAT csv)",
                             document_rows)
         self.update_document(conn, document_id, term_count=sum(chunk.length for chunk in chunks))
-        return rows
 
     # PageIndex nodes -------------------------------------------------------------------------
     def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str,
