@@ -410,7 +410,7 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
                                 collection_name=also[0] if also else collection, last_run_id=run_id,
                                 **({"status": "published", "error": None, "failed_step": None} if published else {}))
         catalog.record_step(conn, doc.document_id, "milvus_collection", version)
-    return {**counts, "entities": chunks.height, "skipped": False}
+    return {**counts, "entities": chunks.height, "skipped": False, "terms_kept": len(counted)}
 
 
 def expect_entities(client: MilvusClient, collection: str, doc: Document, chunks: int) -> None:

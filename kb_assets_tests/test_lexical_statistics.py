@@ -2,7 +2,8 @@
 on real Postgres, Milvus Lite and the model: the same text scores the same wherever Milvus stored it, the
 scores are BM25 over what serves in the knowledge base (checked against a computation from the chunks
 Milvus holds), deleted documents leave the statistics, and documents published before statistics were
-kept say so in searches until the next ingest run keeps them (re-publishing them, same entities)."""
+kept say so in searches until the next ingest run keeps them (re-publishing them, writing nothing to
+Milvus)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from kb_assets.lexical import B, K1, Statistics, bm25, query_terms, terms
 from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
 from kb_assets.versions import staleness
+from kb_assets_tests.test_versions import materialization_metadata
 
 KB = "lexical"
 QUERY = "restore drills vault key"
@@ -126,10 +128,8 @@ def test_the_same_text_scores_the_same_wherever_milvus_stored_it(lexical_searche
     assert first["documentId"] != copy["documentId"]
     assert first["scores"]["lexical"] == pytest.approx(copy["scores"]["lexical"], abs=1e-6)
     assert first["score"] == pytest.approx(copy["score"], abs=1e-5)
-    # why: Milvus Lite's own scores of the two copies differ (statistics per segment)
-    milvus_rows, _ = _candidates(lexical_searcher, kept_bm25_statistics=False)
-    milvus_first, milvus_copy = _shared_rows(milvus_rows)
-    assert abs(milvus_first["scores"]["lexical"] - milvus_copy["scores"]["lexical"]) > 0.01
+    # Milvus Lite's own scores of the two copies differ where their segments' statistics do (1.0 and 0.46
+    # when this module runs alone; with other knowledge bases hashed to the same partition, as it happens)
 
 
 def test_lexical_scores_are_bm25_over_what_serves_in_the_knowledge_base(lexical_searcher):
@@ -161,8 +161,10 @@ def test_a_deleted_document_leaves_the_statistics(lexical_searcher, lexical_fold
         _ingest(lexical_folder, settings)
 
 
-def test_statistics_missing_are_said_and_the_next_run_keeps_them_from_milvus_collection(
+def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing_to_milvus(
         lexical_searcher, lexical_folder, settings, catalog):
+    from kb_assets.ingest import dagster_instance
+
     first = next(d for d in catalog.list_documents([KB]) if d.source_path.endswith("first.md"))
     with catalog.connect() as conn:          # as a document published before statistics were kept
         catalog.update_document(conn, first.document_id, term_count=None)
@@ -172,15 +174,14 @@ def test_statistics_missing_are_said_and_the_next_run_keeps_them_from_milvus_col
     assert {r["chunkId"]: r["scores"]["lexical"] for r in rows} == \
         {r["chunkId"]: r["scores"]["lexical"] for r in milvus_rows}
 
-    collection, _ = lexical_searcher.published()
-    entities = lexical_searcher.client.query(collection, filter=f'document_id == "{first.document_id}"',
-                                             output_fields=["chunk_id"])
     report = _ingest(lexical_folder, settings)
     assert [(s["step"], "BM25" in s["reason"]) for s in report.stale if s["documentId"] == first.document_id] == \
         [("milvus_collection", True)], report.stale
+    (run_id,) = report.run_ids
+    written = materialization_metadata(dagster_instance(settings), run_id, "milvus_collection")
+    assert written["entities_written"].value == 0
+    assert written["chunks_with_bm25_statistics_kept"].value == first.chunk_count
     assert catalog.get_document(first.document_id).term_count > 0
-    assert lexical_searcher.client.query(collection, filter=f'document_id == "{first.document_id}"',
-                                         output_fields=["chunk_id"]) == entities
     rows, warnings = _candidates(lexical_searcher)
     assert warnings == []
     expected = _expected_lexical(lexical_searcher, rows)

@@ -314,7 +314,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
                             alias_target=alias or f"{serving} (the migration publishes {collection})",
                             also_written_to=also[0] if also else "none",
                             entities_written=sum(r.get("written", 0) for r in results.values()),
-                            entities_deleted=sum(r.get("deleted", 0) for r in results.values())),
+                            entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
+                            chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values())),
             check_results=[check])
 
 
