@@ -65,8 +65,11 @@ def main() -> None:
     def at_scope(query, found, weights, warnings, read_vectors):
         if found.bm25_error is None:
             asked = query_terms(query.bm25_text or query.text)
-            scores = {chunk_id: bm25(asked, counted[chunk_id][0], counted[chunk_id][1], statistics[counted[chunk_id][2]])
-                      for chunk_id in found.hits if chunk_id in counted}
+            scores = {}
+            for chunk_id in found.hits:
+                if chunk_id in counted:
+                    counts, length, key = counted[chunk_id]
+                    scores[chunk_id] = bm25(asked, counts, length, statistics[key])
             scores = {chunk_id: score for chunk_id, score in scores.items() if score > 0}
             found = replace(found, bm25=scores, no_bm25=set(found.hits) - set(scores))
         return hybrid(query, found, weights, warnings, read_vectors)

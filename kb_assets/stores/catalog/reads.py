@@ -194,7 +194,8 @@ class CatalogReads(CatalogConnection):
                         "WHERE document_id = ANY(%s)", (list(set(document_ids)),))
             return {row["document_id"]: dict(row) for row in cur.fetchall()}
 
-    def term_statistics(self, terms: list[str], knowledge_base_ids: list[str]) -> dict[str, tuple[int, int, dict[str, int]]]:
+    def term_statistics(self, terms: list[str],
+                        knowledge_base_ids: list[str]) -> dict[str, tuple[int, int, dict[str, int]]]:
         """BM25 statistics of what serves in each knowledge base: (chunks, their total length in terms,
         term -> chunks holding it) for the asked ``terms`` (a term held by none is left out)."""
         if not knowledge_base_ids:
@@ -202,7 +203,8 @@ class CatalogReads(CatalogConnection):
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute("SELECT knowledge_base_id, sum(chunk_count), sum(term_count) FROM documents "
                         "WHERE knowledge_base_id = ANY(%s) AND published_version IS NOT NULL "
-                        "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id", (list(knowledge_base_ids),))
+                        "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id",
+                        (list(knowledge_base_ids),))
             out = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()}
             if terms:
                 cur.execute("SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "
