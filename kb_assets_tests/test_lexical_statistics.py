@@ -187,3 +187,19 @@ def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing
     expected = _expected_lexical(lexical_searcher, rows)
     for row in rows:
         assert row["scores"]["lexical"] == pytest.approx(expected[row["chunkId"]], abs=1e-5)
+
+
+def test_without_postgres_the_candidates_keep_milvus_scores_and_the_response_says_so(lexical_searcher):
+    from kb_assets.stores.catalog import Catalog
+
+    unreachable = Catalog("postgresql://kb@127.0.0.1:9/kb", statement_timeout_ms=500)   # nothing listens on 9
+    searcher = Searcher(lexical_searcher.client, unreachable, lexical_searcher.alias, lexical_searcher.load_model,
+                        replace(lexical_searcher.config, strategy="hybrid"))
+    response = SearchResponse()
+    rows = searcher.candidates(SearchRequest(QUERY, [KB], limit=50, strategy="hybrid"), response)
+    assert any(w.startswith("document versions unverified") for w in response.warnings), response.warnings
+    assert any(w.startswith("BM25 statistics unavailable") for w in response.warnings), response.warnings
+    assert not any("not kept yet" in w for w in response.warnings)
+    milvus_rows, _ = _candidates(lexical_searcher, kept_bm25_statistics=False)
+    assert {r["chunkId"]: r["scores"]["lexical"] for r in rows} == \
+        {r["chunkId"]: r["scores"]["lexical"] for r in milvus_rows}

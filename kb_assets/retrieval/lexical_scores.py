@@ -24,6 +24,9 @@ def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str
     those statistics cannot be used."""
     if found.bm25_error is not None or not found.hits:
         return found
+    if not versions:            # Postgres did not answer for the documents (said by the searcher already)
+        warnings.append("BM25 statistics unavailable (document rows unread); lexical scores are Milvus's")
+        return found
     documents = {hit["document_id"] for hit in found.hits.values()}
     lacking = sorted(d for d in documents if versions.get(d, {}).get("term_count") is None)
     if lacking:
