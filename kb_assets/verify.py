@@ -4,11 +4,12 @@ Every entity of the published collection is counted against the published chunk 
 entities must all be of the version that serves (``published_version``, the one search returns) and as
 many as its recorded chunks; entities of any other version (a half-written new version of a killed run,
 a pending or failed one) are strays. A document whose newer file failed while its last good version
-serves is a notice, not a problem.
+serves is a notice, not a problem. Its BM25 statistics must be kept for exactly the chunks that serve.
 
 ``verify`` reports; with ``repair`` it fixes what it can from the source of record and the lake: removes
-strays, re-syncs a published document's entities from its lake rows, removes entities and lake files of
-deleted or unknown documents. What needs a re-run (missing lake rows) is reported, not guessed.
+strays, re-syncs a published document's entities and BM25 statistics from its lake rows, removes
+entities and lake files of deleted or unknown documents. What needs a re-run (missing lake rows) is
+reported, not guessed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.vectors import vectors_for
+from kb_assets.lexical import chunk_terms
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (
@@ -48,6 +50,20 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
 
     def problem(document_id: str | None, text: str, repaired: bool = False):
         problems.append({"documentId": document_id, "problem": text, "repaired": repaired})
+
+    def problem_with_statistics(doc, chunks):
+        """BM25 statistics (``chunk_terms``) kept for exactly the chunks that serve; repaired from the lake."""
+        chunk_ids = set(chunks["chunk_id"].to_list())
+        kept = catalog.kept_term_chunks(doc.document_id)
+        if doc.term_count is not None and kept == chunk_ids:
+            return
+        if repair:
+            with catalog.connect() as conn:
+                catalog.replace_chunk_terms(conn, doc.document_id,
+                                            chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list())))
+        problem(doc.document_id, "no BM25 statistics kept for what serves (search keeps Milvus's scores for it)"
+                if doc.term_count is None else f"BM25 statistics kept for {len(kept & chunk_ids)} of its "
+                f"{len(chunk_ids)} chunks and {len(kept - chunk_ids)} others", repair)
 
     collection = published_collection(client, alias)
     documents = {d.document_id: d for d in catalog.list_documents()}
@@ -87,6 +103,7 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                 problem(doc.document_id, "published document has no chunk rows of its version in the lake: "
                         "re-ingest it")
             continue
+        problem_with_statistics(doc, chunks)
         if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
             problem(doc.document_id, f"{chunks.height} chunk rows but {vectors.height} vectors: re-ingest it")
             continue

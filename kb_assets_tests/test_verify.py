@@ -47,3 +47,38 @@ def test_a_released_collection_is_loaded_on_demand(handbook, milvus_client):
     before = count_entities(milvus_client, collection)
     milvus_client.release_collection(collection)
     assert count_entities(milvus_client, collection) == before > 0
+
+
+def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, milvus_client, settings, searcher):
+    """Statistics missing (a failed document's last good version is never re-published, so the next run
+    would not write them) or torn are a problem; repair rewrites them from the serving chunk rows."""
+    from kb_assets.lexical import terms
+    from kb_assets.retrieval.request import SearchRequest
+
+    missing, torn = [d for d in catalog.list_documents(["handbook"]) if (d.chunk_count or 0) > 1][:2]
+    chunks = lake.read("chunks", missing.document_id)
+    asked = sorted(set(terms(chunks["content"][0])))[:8]
+    kept_before = {d.document_id: catalog.kept_term_chunks(d.document_id) for d in (missing, torn)}
+    statistics_before = catalog.term_statistics(asked, ["handbook"])
+    question = chunks["content"][0][:200]
+    assert not searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings
+    with catalog.connect() as conn, conn.cursor() as cur:
+        cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (missing.document_id,))
+        cur.execute("DELETE FROM document_terms WHERE document_id = %s", (missing.document_id,))
+        cur.execute("UPDATE documents SET term_count = NULL WHERE document_id = %s", (missing.document_id,))
+        cur.execute("DELETE FROM chunk_terms WHERE chunk_id = %s", (sorted(kept_before[torn.document_id])[0],))
+    try:
+        assert any("BM25 statistics not kept" in w for w in searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings)
+        found = verify(catalog, lake, milvus_client, settings.alias)
+        assert not found["consistent"]
+        problems = {p["documentId"]: p["problem"] for p in found["problems"]}
+        assert problems.keys() == {missing.document_id, torn.document_id}
+        assert "no BM25 statistics kept" in problems[missing.document_id]
+        assert f"kept for {torn.chunk_count - 1} of its {torn.chunk_count} chunks" in problems[torn.document_id]
+    finally:
+        repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True)
+    assert all(p["repaired"] for p in repaired["problems"])
+    assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
+    assert {d: catalog.kept_term_chunks(d) for d in kept_before} == kept_before
+    assert catalog.term_statistics(asked, ["handbook"]) == statistics_before
+    assert not searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings

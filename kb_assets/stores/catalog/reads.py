@@ -230,6 +230,12 @@ class CatalogReads(CatalogConnection):
                 out.setdefault(chunk_id, (length, {}))[1][term] = tf
             return out
 
+    def kept_term_chunks(self, document_id: str) -> set[str]:
+        """The chunks of a document whose BM25 term counts are kept (``chunk_terms``)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute("SELECT chunk_id FROM chunk_terms WHERE document_id = %s", (document_id,))
+            return {row[0] for row in cur.fetchall()}
+
     def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
         """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)
         pairs, for search results."""
