@@ -93,6 +93,10 @@ def test_answer_in_context_normalizes_whitespace_and_case():
     assert answer_in("fill = TRUE", "use fill   =\nTRUE here")
     assert not answer_in("106 种语言", "支持 106 种\n语言", "en")
     assert answer_in("106 种语言", "支持 106 种\n语言", "zh")   # Chinese: whitespace removed counts too
+    # a Markdown table's cell separators read as spaces; a pipe the answer holds still has to be there
+    assert answer_in("Admitted Male 512", "| Admitted Male | 512 353 120 |")
+    assert answer_in("ls | sort", "run ls | sort")
+    assert not answer_in("ls | sort", "run ls sort")
 
 
 def test_answer_rank_reads_the_context_when_there_is_one():

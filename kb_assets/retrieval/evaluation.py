@@ -65,10 +65,12 @@ def _squeeze(text: str) -> str:
 
 def answer_in(answer: str, text: str, lang: str = "en") -> bool:
     """The answer phrase inside a text: whitespace-collapsed and case-folded; for Chinese (``zh``) the
-    comparison with all whitespace removed counts too."""
-    if _collapse(answer) in _collapse(text):
-        return True
-    return lang == "zh" and _squeeze(answer) in _squeeze(text)
+    comparison with all whitespace removed counts too. A Markdown table's cell separators (``|``) read as
+    spaces: answers were checked on the PDF's text, where a table row is its cells separated by spaces."""
+    for variant in (text, text.replace("|", " ")):
+        if _collapse(answer) in _collapse(variant) or (lang == "zh" and _squeeze(answer) in _squeeze(variant)):
+            return True
+    return False
 
 
 def returned_text(result: dict) -> str:
