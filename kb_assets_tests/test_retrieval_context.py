@@ -97,6 +97,7 @@ def test_answer_in_context_normalizes_whitespace_and_case():
     assert answer_in("Admitted Male 512", "| Admitted Male | 512 353 120 |")
     assert answer_in("ls | sort", "run ls | sort")
     assert not answer_in("ls | sort", "run ls sort")
+    assert answer_in("%xyz% |>", "| - + : %xyz% \\|> * / | (unary) |")
 
 
 def test_answer_rank_reads_the_context_when_there_is_one():
