@@ -234,10 +234,17 @@ def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, mil
     collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
     milvus_client.release_collection("test_released")           # as after a Milvus restart
-    response = _variant(kb_searcher, alias="kb_test_released").search(
-        SearchRequest("How long are backups kept?", ["alpha"], limit=3, strategy="hybrid"))
+    searcher = _variant(kb_searcher, alias="kb_test_released")
+    request = SearchRequest("How long are backups kept?", ["alpha"], limit=3, strategy="hybrid")
+    response = searcher.search(request)
     assert response.results[0]["retrievalSource"] == "hybrid", response.warnings
     assert "35 days" in response.results[0]["content"]
+    # released behind the back of the searcher that loaded it: that search loads it again, no page fallback
+    milvus_client.release_collection("test_released")
+    again = searcher.search(request)
+    assert again.results[0]["retrievalSource"] == "hybrid", again.warnings
+    assert not any("fallback" in warning for warning in again.warnings), again.warnings
+    assert "35 days" in again.results[0]["content"]
 
 
 def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their_latin_words(kb_searcher):

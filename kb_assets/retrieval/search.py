@@ -44,7 +44,7 @@ from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_m
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.vectors import alias_target, collection_spec, load, stored_vectors
+from kb_assets.stores.vectors import alias_target, collection_spec, load, not_loaded, stored_vectors
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -101,16 +101,23 @@ class Searcher:
             raise ValueError("limit must be at least 1")
         strategy = request.strategy or self.config.strategy
         rank = rank_function(strategy)
-        response = SearchResponse(strategy=strategy)
-        try:
-            response.results = rank(self, request, response)
-        except Exception as error:  # any chunk-search failure falls back to pages, never a 500
-            self._published = self._loaded = None
-            log.warning("chunk search failed, answering from pages: %s: %s", type(error).__name__, short(error))
-            response.warnings.append(f"chunk search failed ({type(error).__name__}: {short(error)}); "
-                                     "answered from pages (fallback)")
-            response.results = []
-            return answer_from_pages(self.catalog, request, response)
+        for attempt in range(2):
+            response = SearchResponse(strategy=strategy)
+            try:
+                response.results = rank(self, request, response)
+                break
+            except Exception as error:  # any chunk-search failure falls back to pages, never a 500
+                loaded, self._published, self._loaded = self._loaded, None, None
+                if attempt == 0 and loaded and not_loaded(error):
+                    # released behind this searcher's back (Milvus Lite restarted, another client released
+                    # it): load it again and search again rather than answer this request from pages
+                    log.info("collection %s was released; loading it and searching again", loaded)
+                    continue
+                log.warning("chunk search failed, answering from pages: %s: %s", type(error).__name__, short(error))
+                response.warnings.append(f"chunk search failed ({type(error).__name__}: {short(error)}); "
+                                         "answered from pages (fallback)")
+                response.results = []
+                return answer_from_pages(self.catalog, request, response)
         if not response.results and request.min_score is None:
             response.warnings.append("no chunk matched; answered from pages (fallback)")
             return answer_from_pages(self.catalog, request, response)

@@ -201,6 +201,12 @@ def chunk_entities(chunks: "pl.DataFrame", embeddings: "pl.DataFrame") -> list[d
 
 
 
+def not_loaded(error: Exception) -> bool:
+    """Whether a Milvus call failed because its collection is released (Milvus Lite restarted, another
+    client released it) or still loading."""
+    return any(state in str(error) for state in ("released", "not loaded", "'loading'"))
+
+
 def when_loaded(client: MilvusClient, collection: str, call):
     """``call()``; when the collection is released (Milvus Lite restarted, a retired collection) or still
     loading (another client's load), load it (which waits for that load) and call again: a collection the
@@ -208,7 +214,7 @@ def when_loaded(client: MilvusClient, collection: str, call):
     try:
         return call()
     except MilvusException as error:
-        if not any(state in str(error) for state in ("released", "not loaded", "'loading'")):
+        if not not_loaded(error):
             raise
     client.load_collection(collection)
     return call()
