@@ -49,6 +49,16 @@ def test_a_released_collection_is_loaded_on_demand(handbook, milvus_client):
     assert count_entities(milvus_client, collection) == before > 0
 
 
+@pytest.fixture
+def searcher(settings):
+    """A searcher of the Milvus Lite server that runs now (earlier tests kill and restart it)."""
+    from kb_assets.retrieval.api import make_searcher
+
+    searcher = make_searcher(settings)
+    yield searcher
+    searcher.close()
+
+
 def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, milvus_client, settings, searcher):
     """Statistics missing (a failed document's last good version is never re-published, so the next run
     would not write them) or torn are a problem; repair rewrites them from the serving chunk rows."""
