@@ -70,6 +70,12 @@ def chunk_terms(chunks: Iterable[tuple[str, str]]) -> list[ChunkTerms]:
     return out
 
 
+def chunk_row_terms(chunks) -> list[ChunkTerms]:
+    """The term counts of a document's chunk rows (a frame with ``chunk_id`` and ``content``): what
+    publishing keeps and ``verify --repair`` rewrites."""
+    return chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list()))
+
+
 @dataclass
 class Statistics:
     """BM25 statistics of one knowledge base: its serving chunks, their average length, and the number of

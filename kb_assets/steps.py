@@ -24,7 +24,7 @@ from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_f
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
-from kb_assets.lexical import chunk_terms
+from kb_assets.lexical import chunk_row_terms
 from kb_assets.page_images import has_page_images, page_image_key
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
 from kb_assets.planning import sha256_bytes
@@ -403,7 +403,7 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     if also is not None:
         flush(client, also[0])
     published = serving == doc.version
-    counted = chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list()))
+    counted = chunk_row_terms(chunks)
     with catalog.connect() as conn:
         catalog.replace_chunk_terms(conn, doc.document_id, counted)
         catalog.update_document(conn, doc.document_id, chunk_count=chunks.height, published_version=serving,

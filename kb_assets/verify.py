@@ -17,7 +17,7 @@ from __future__ import annotations
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.vectors import vectors_for
-from kb_assets.lexical import chunk_terms
+from kb_assets.lexical import chunk_row_terms
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (
@@ -59,8 +59,7 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
             return
         if repair:
             with catalog.connect() as conn:
-                catalog.replace_chunk_terms(conn, doc.document_id,
-                                            chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list())))
+                catalog.replace_chunk_terms(conn, doc.document_id, chunk_row_terms(chunks))
         problem(doc.document_id, "no BM25 statistics kept for what serves (search keeps Milvus's scores for it)"
                 if doc.term_count is None else f"BM25 statistics kept for {len(kept & chunk_ids)} of its "
                 f"{len(chunk_ids)} chunks and {len(kept - chunk_ids)} others", repair)

@@ -70,15 +70,15 @@ def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, m
     asked = sorted(set(terms(chunks["content"][0])))[:8]
     kept_before = {d.document_id: catalog.kept_term_chunks(d.document_id) for d in (missing, torn)}
     statistics_before = catalog.term_statistics(asked, ["handbook"])
-    question = chunks["content"][0][:200]
-    assert not searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings
+    request = SearchRequest(chunks["content"][0][:200], ["handbook"], limit=50, strategy="hybrid")
+    assert not searcher.search(request).warnings
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (missing.document_id,))
         cur.execute("DELETE FROM document_terms WHERE document_id = %s", (missing.document_id,))
         cur.execute("UPDATE documents SET term_count = NULL WHERE document_id = %s", (missing.document_id,))
         cur.execute("DELETE FROM chunk_terms WHERE chunk_id = %s", (sorted(kept_before[torn.document_id])[0],))
     try:
-        assert any("BM25 statistics not kept" in w for w in searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings)
+        assert any("BM25 statistics not kept" in w for w in searcher.search(request).warnings)
         found = verify(catalog, lake, milvus_client, settings.alias)
         assert not found["consistent"]
         problems = {p["documentId"]: p["problem"] for p in found["problems"]}
@@ -91,4 +91,4 @@ def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, m
     assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
     assert {d: catalog.kept_term_chunks(d) for d in kept_before} == kept_before
     assert catalog.term_statistics(asked, ["handbook"]) == statistics_before
-    assert not searcher.search(SearchRequest(question, ["handbook"], limit=50, strategy="hybrid")).warnings
+    assert not searcher.search(request).warnings
