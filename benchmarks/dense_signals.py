@@ -3,6 +3,7 @@ pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more c
 
     .venv/bin/python benchmarks/dense_signals.py windows [--gamma 1.0] [--pairs] -- --home .kb-bench --splits dev
     .venv/bin/python benchmarks/dense_signals.py content -- --home .kb-bench --splits dev
+    .venv/bin/python benchmarks/dense_signals.py late [--width 32] --min-terms 8 --latin-only -- --home .kb-bench
     .venv/bin/python benchmarks/dense_signals.py e5 --model FOLDER --e5-home .kb-e5 [--beta 1.0] -- --home .kb-bench
 
 - ``windows``: several vectors per chunk. The chunk's text is cut at sentence ends and line breaks (PDF
@@ -11,6 +12,10 @@ pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more c
   without the locating prefix, and the chunk's dense score becomes ``dense + gamma x (max(dense,
   best piece) - dense)``; the hybrid formula then runs on as before.
 - ``content``: one more vector per chunk, its content without the locating prefix, taken the same way.
+- ``late``: "late chunking": the token states of the one pass that encodes the chunk's embedding input
+  (torch, the same model), mean-pooled over windows of ``--width`` tokens each starting half a window
+  after the last ([CLS] and [SEP] left out), taken the same way. At ingest these come free with the
+  chunk's own vector (no extra encoding; ~10% slower for returning the token states).
 - ``e5``: ``beta`` x the multilingual-e5-small cosine of query and chunk (``benchmarks/e5_small.py``)
   added to each candidate's score; chunk vectors from ``--e5-home``'s lake, chunks the other model's
   window cut otherwise encoded here.
@@ -96,6 +101,61 @@ def best_piece_signal(gamma: float, split, top: int = 0, min_terms: int = 0, lat
     return add
 
 
+def token_windows(states: np.ndarray, width: int) -> np.ndarray:
+    """One text's token states ([CLS] first, [SEP] last) mean-pooled over windows of ``width`` tokens,
+    each starting ``width / 2`` after the last; L2-normalized rows."""
+    states = states[1:-1] if len(states) > 2 else states
+    rows, start = [], 0
+    while True:
+        rows.append(states[start:start + width].mean(axis=0))
+        if start + width >= len(states):
+            break
+        start += max(1, width // 2)
+    pooled = np.asarray(rows, dtype=np.float32)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
+    """A scoring wrapper that raises each chunk's dense score towards its best token window's cosine."""
+    import polars as pl
+    import torch
+
+    from kb_assets.embedding.model import EmbeddingModel
+    from kb_assets.embedding.torch_runner import load_sentence_transformer
+    from kb_assets.retrieval.context import question_terms
+    from kb_assets.retrieval.query import has_chinese
+
+    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
+    inputs: dict[str, str] = {}
+    for file in (home / "lake" / "chunks").glob("*.parquet"):
+        frame = pl.read_parquet(file, columns=["chunk_id", "embedding_input"])
+        inputs.update(zip(frame["chunk_id"].to_list(), frame["embedding_input"].to_list()))
+    model = EmbeddingModel("all-MiniLM-L6-v2")
+    transformer = load_sentence_transformer(model.path)[0]
+    windows: dict[str, np.ndarray] = {}
+
+    def chunk_windows(chunk_id: str) -> np.ndarray:
+        if chunk_id not in windows:
+            ids = torch.tensor([model.window_tokenizer.encode(inputs[chunk_id]).ids])
+            with torch.inference_mode():
+                out = transformer({"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                                   "token_type_ids": torch.zeros_like(ids)})
+            windows[chunk_id] = token_windows(out["token_embeddings"][0].numpy(), width)
+        return windows[chunk_id]
+
+    def add(query, weights, rows) -> None:
+        vector = query.vector()
+        if (vector is None or len(question_terms(query.text, query.translations)) < min_terms
+                or (latin_only and has_chinese(query.text))):
+            return
+        for row in rows:
+            best = float((chunk_windows(row["chunkId"]) @ vector).max())
+            dense = row["scores"].get("dense") or 0.0
+            row["scores"]["bestWindow"] = round(best, 6)
+            row["score"] += weights.dense * query.share * gamma * (max(best, dense) - dense)
+    return add
+
+
 def e5_signal(model: Path, e5_home: Path, beta: float):
     """A scoring wrapper that adds ``beta`` x the e5 cosine of query and chunk."""
     import polars as pl
@@ -123,7 +183,8 @@ def e5_signal(model: Path, e5_home: Path, beta: float):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("signal", choices=["windows", "content", "e5"])
+    parser.add_argument("signal", choices=["windows", "content", "late", "e5"])
+    parser.add_argument("--width", type=int, default=32, help="late: tokens a window")
     parser.add_argument("--gamma", type=float, default=1.0, help="windows, content: share of the gap to close")
     parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
     parser.add_argument("--chars", type=int, default=0,
@@ -145,6 +206,8 @@ def main() -> None:
     elif args.signal == "windows":
         cut = (lambda text: char_windows(text, args.chars)) if args.chars else (lambda text: pieces(text, args.pairs))
         add = best_piece_signal(args.gamma, cut, args.top, args.min_terms, args.latin_only)
+    elif args.signal == "late":
+        add = late_signal(args.gamma, args.width, quality_args, args.min_terms, args.latin_only)
     else:
         add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
     hybrid = scoring.score
