@@ -68,21 +68,39 @@ def pieces(text: str, pairs: bool) -> list[str]:
     return out or [text[:PIECE_CHARS]]
 
 
+def gated(query, min_terms: int, latin_only: bool) -> bool:
+    """Whether a question gets a second signal: a query vector, ``min_terms`` terms or more and, with
+    ``latin_only``, no Chinese."""
+    from kb_assets.retrieval.context import question_terms
+    from kb_assets.retrieval.query import has_chinese
+
+    return query.vector() is not None and len(question_terms(query.text, query.translations)) >= min_terms \
+        and not (latin_only and has_chinese(query.text))
+
+
+def raise_towards(query, weights, rows, best_of, gamma: float, name: str) -> None:
+    """Raise each row's dense score ``gamma`` of the way towards ``best_of(row)`` (its best vector's
+    cosine with the query) where that is higher, the score by as much as the hybrid formula gives it;
+    the cosine is kept in ``scores[name]``."""
+    vector = query.vector()
+    for row in rows:
+        best = float((best_of(row) @ vector).max())
+        dense = row["scores"].get("dense") or 0.0
+        row["scores"][name] = round(best, 6)
+        row["score"] += weights.dense * query.share * gamma * (max(best, dense) - dense)
+
+
 def best_piece_signal(gamma: float, split, top: int = 0, min_terms: int = 0, latin_only: bool = False):
     """A scoring wrapper that raises each chunk's dense score towards its best piece's cosine (only the
     ``top`` best chunks by hybrid score, when set: what encoding at query time would afford; only questions
     of ``min_terms`` terms or more, and with ``latin_only`` none with Chinese)."""
-    from kb_assets.retrieval.context import question_terms
-    from kb_assets.retrieval.query import has_chinese
     from kb_assets.embedding.model import EmbeddingModel
 
     model = EmbeddingModel("all-MiniLM-L6-v2")
     vectors: dict[str, np.ndarray] = {}
 
     def add(query, weights, rows) -> None:
-        vector = query.vector()
-        if (vector is None or len(question_terms(query.text, query.translations)) < min_terms
-                or (latin_only and has_chinese(query.text))):
+        if not gated(query, min_terms, latin_only):
             return
         if top:
             rows = sorted(rows, key=lambda row: -row["score"])[:top]
@@ -93,11 +111,7 @@ def best_piece_signal(gamma: float, split, top: int = 0, min_terms: int = 0, lat
         for row, parts in zip(todo, cut):
             vectors[row["chunkId"]] = encoded[at:at + len(parts)]
             at += len(parts)
-        for row in rows:
-            best = float((vectors[row["chunkId"]] @ vector).max())
-            dense = row["scores"].get("dense") or 0.0
-            row["scores"]["bestPiece"] = round(best, 6)
-            row["score"] += weights.dense * query.share * gamma * (max(best, dense) - dense)
+        raise_towards(query, weights, rows, lambda row: vectors[row["chunkId"]], gamma, "bestPiece")
     return add
 
 
@@ -122,8 +136,6 @@ def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: in
 
     from kb_assets.embedding.model import EmbeddingModel
     from kb_assets.embedding.torch_runner import load_sentence_transformer
-    from kb_assets.retrieval.context import question_terms
-    from kb_assets.retrieval.query import has_chinese
 
     home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
     inputs: dict[str, str] = {}
@@ -144,15 +156,8 @@ def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: in
         return windows[chunk_id]
 
     def add(query, weights, rows) -> None:
-        vector = query.vector()
-        if (vector is None or len(question_terms(query.text, query.translations)) < min_terms
-                or (latin_only and has_chinese(query.text))):
-            return
-        for row in rows:
-            best = float((chunk_windows(row["chunkId"]) @ vector).max())
-            dense = row["scores"].get("dense") or 0.0
-            row["scores"]["bestWindow"] = round(best, 6)
-            row["score"] += weights.dense * query.share * gamma * (max(best, dense) - dense)
+        if gated(query, min_terms, latin_only):
+            raise_towards(query, weights, rows, lambda row: chunk_windows(row["chunkId"]), gamma, "bestWindow")
     return add
 
 
@@ -185,13 +190,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("signal", choices=["windows", "content", "late", "e5"])
     parser.add_argument("--width", type=int, default=32, help="late: tokens a window")
-    parser.add_argument("--gamma", type=float, default=1.0, help="windows, content: share of the gap to close")
+    parser.add_argument("--gamma", type=float, default=1.0, help="windows, content, late: share of the gap to close")
     parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
     parser.add_argument("--chars", type=int, default=0,
                         help="windows: overlapping windows of about N characters instead of sentences and lines")
     parser.add_argument("--top", type=int, default=0, help="windows, content: only the N best chunks by hybrid score")
-    parser.add_argument("--min-terms", type=int, default=0, help="windows, content: only questions of N terms or more")
-    parser.add_argument("--latin-only", action="store_true", help="windows, content: no question with Chinese")
+    parser.add_argument("--min-terms", type=int, default=0, help="windows, content, late: only questions of N terms or more")
+    parser.add_argument("--latin-only", action="store_true", help="windows, content, late: no question with Chinese")
     parser.add_argument("--model", type=Path, help="e5: the folder benchmarks/e5_small.py made")
     parser.add_argument("--e5-home", type=Path, help="e5: the dev corpus ingested with that model")
     parser.add_argument("--beta", type=float, default=1.0, help="e5: weight of its cosine")
