@@ -4,6 +4,7 @@ pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more c
     .venv/bin/python benchmarks/dense_signals.py windows [--gamma 1.0] [--pairs] -- --home .kb-bench --splits dev
     .venv/bin/python benchmarks/dense_signals.py content -- --home .kb-bench --splits dev
     .venv/bin/python benchmarks/dense_signals.py late [--width 32] --min-terms 8 --latin-only -- --home .kb-bench
+    .venv/bin/python benchmarks/dense_signals.py maxsim [--beta 1.0] -- --home .kb-bench --splits dev
     .venv/bin/python benchmarks/dense_signals.py e5 --model FOLDER --e5-home .kb-e5 [--beta 1.0] -- --home .kb-bench
 
 - ``windows``: several vectors per chunk. The chunk's text is cut at sentence ends and line breaks (PDF
@@ -16,6 +17,11 @@ pipeline: ``retrieval_quality.py`` on the MiniLM knowledge bases with one more c
   (torch, the same model), mean-pooled over windows of ``--width`` tokens each starting half a window
   after the last ([CLS] and [SEP] left out), taken the same way. At ingest these come free with the
   chunk's own vector (no extra encoding; ~10% slower for returning the token states).
+- ``maxsim``: zero-shot late interaction (ColBERT's MaxSim on a model not trained for it): the token
+  states of the question (the text the model reads) and of the chunk's content, each question token's
+  best cosine with a chunk token, averaged; ``beta`` x the dense weight x that added to the score. Storing
+  a chunk's token states would cost ~100 x 384 numbers a chunk; encoding the candidates at query time,
+  ~20 ms a chunk.
 - ``e5``: ``beta`` x the multilingual-e5-small cosine of query and chunk (``benchmarks/e5_small.py``)
   added to each candidate's score; chunk vectors from ``--e5-home``'s lake, chunks the other model's
   window cut otherwise encoded here.
@@ -129,35 +135,76 @@ def token_windows(states: np.ndarray, width: int) -> np.ndarray:
     return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
-def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
-    """A scoring wrapper that raises each chunk's dense score towards its best token window's cosine."""
+def lake_texts(quality_args: list[str], column: str) -> dict[str, str]:
+    """chunk_id -> a text column of the chunk rows in the lake of ``--home``."""
     import polars as pl
+
+    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
+    texts: dict[str, str] = {}
+    for file in (home / "lake" / "chunks").glob("*.parquet"):
+        frame = pl.read_parquet(file, columns=["chunk_id", column])
+        texts.update(zip(frame["chunk_id"].to_list(), frame[column].to_list()))
+    return texts
+
+
+def token_states():
+    """text -> the MiniLM token states of the one pass that encodes it (torch; [CLS] first, [SEP] last)."""
     import torch
 
     from kb_assets.embedding.model import EmbeddingModel
     from kb_assets.embedding.torch_runner import load_sentence_transformer
 
-    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
-    inputs: dict[str, str] = {}
-    for file in (home / "lake" / "chunks").glob("*.parquet"):
-        frame = pl.read_parquet(file, columns=["chunk_id", "embedding_input"])
-        inputs.update(zip(frame["chunk_id"].to_list(), frame["embedding_input"].to_list()))
     model = EmbeddingModel("all-MiniLM-L6-v2")
     transformer = load_sentence_transformer(model.path)[0]
+
+    def states(text: str) -> np.ndarray:
+        ids = torch.tensor([model.window_tokenizer.encode(text).ids])
+        with torch.inference_mode():
+            out = transformer({"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                               "token_type_ids": torch.zeros_like(ids)})
+        return out["token_embeddings"][0].numpy()
+    return states
+
+
+def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
+    """A scoring wrapper that raises each chunk's dense score towards its best token window's cosine."""
+    inputs = lake_texts(quality_args, "embedding_input")
+    states = token_states()
     windows: dict[str, np.ndarray] = {}
 
     def chunk_windows(chunk_id: str) -> np.ndarray:
         if chunk_id not in windows:
-            ids = torch.tensor([model.window_tokenizer.encode(inputs[chunk_id]).ids])
-            with torch.inference_mode():
-                out = transformer({"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                                   "token_type_ids": torch.zeros_like(ids)})
-            windows[chunk_id] = token_windows(out["token_embeddings"][0].numpy(), width)
+            windows[chunk_id] = token_windows(states(inputs[chunk_id]), width)
         return windows[chunk_id]
 
     def add(query, weights, rows) -> None:
         if gated(query, min_terms, latin_only):
             raise_towards(query, weights, rows, lambda row: chunk_windows(row["chunkId"]), gamma, "bestWindow")
+    return add
+
+
+def maxsim_signal(beta: float, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
+    """A scoring wrapper that adds ``beta`` x the dense weight x the question's late-interaction score with
+    each chunk: the mean over the question's tokens of their best cosine with a token of the chunk."""
+    contents = lake_texts(quality_args, "content")
+    states = token_states()
+    unit: dict[str, np.ndarray] = {}
+
+    def tokens(text: str) -> np.ndarray:
+        if text not in unit:
+            found = states(text)
+            found = found[1:-1] if len(found) > 2 else found
+            unit[text] = found / np.maximum(np.linalg.norm(found, axis=1, keepdims=True), 1e-12)
+        return unit[text]
+
+    def add(query, weights, rows) -> None:
+        if not gated(query, min_terms, latin_only):
+            return
+        asked = tokens(query.dense_text)
+        for row in rows:
+            score = float((asked @ tokens(contents.get(row["chunkId"], row["content"])).T).max(axis=1).mean())
+            row["scores"]["maxsim"] = round(score, 6)
+            row["score"] += beta * weights.dense * query.share * score
     return add
 
 
@@ -188,18 +235,19 @@ def e5_signal(model: Path, e5_home: Path, beta: float):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("signal", choices=["windows", "content", "late", "e5"])
+    parser.add_argument("signal", choices=["windows", "content", "late", "maxsim", "e5"])
     parser.add_argument("--width", type=int, default=32, help="late: tokens a window")
     parser.add_argument("--gamma", type=float, default=1.0, help="windows, content, late: share of the gap to close")
     parser.add_argument("--pairs", action="store_true", help="windows: also each two neighbouring pieces")
     parser.add_argument("--chars", type=int, default=0,
                         help="windows: overlapping windows of about N characters instead of sentences and lines")
     parser.add_argument("--top", type=int, default=0, help="windows, content: only the N best chunks by hybrid score")
-    parser.add_argument("--min-terms", type=int, default=0, help="windows, content, late: only questions of N terms or more")
-    parser.add_argument("--latin-only", action="store_true", help="windows, content, late: no question with Chinese")
+    parser.add_argument("--min-terms", type=int, default=0,
+                        help="windows, content, late, maxsim: only questions of N terms or more")
+    parser.add_argument("--latin-only", action="store_true", help="windows, content, late, maxsim: no question with Chinese")
     parser.add_argument("--model", type=Path, help="e5: the folder benchmarks/e5_small.py made")
     parser.add_argument("--e5-home", type=Path, help="e5: the dev corpus ingested with that model")
-    parser.add_argument("--beta", type=float, default=1.0, help="e5: weight of its cosine")
+    parser.add_argument("--beta", type=float, default=1.0, help="e5, maxsim: weight of its score")
     own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
         if "--" in sys.argv else (sys.argv[1:], [])
     args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
@@ -213,6 +261,8 @@ def main() -> None:
         add = best_piece_signal(args.gamma, cut, args.top, args.min_terms, args.latin_only)
     elif args.signal == "late":
         add = late_signal(args.gamma, args.width, quality_args, args.min_terms, args.latin_only)
+    elif args.signal == "maxsim":
+        add = maxsim_signal(args.beta, quality_args, args.min_terms, args.latin_only)
     else:
         add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
     hybrid = scoring.score
