@@ -19,11 +19,12 @@ Figures in README "Searching".
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+
+from retrieval_quality import run_wrapped, wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,10 +52,8 @@ def lake_statistics(home: Path, scope: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scope", choices=["collection", "knowledge-base", "document"])
-    own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
-        if "--" in sys.argv else (sys.argv[1:], [])
+    own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)
-    home = Path(quality_args[quality_args.index("--home") + 1] if "--home" in quality_args else REPO / ".kb-bench")
     sys.path.insert(0, str(REPO))
     from kb_assets.lexical import bm25, query_terms
     from kb_assets.retrieval import scoring
@@ -75,8 +74,7 @@ def main() -> None:
         return hybrid(query, found, weights, warnings, read_vectors)
 
     scoring.score = at_scope
-    sys.argv = ["retrieval_quality.py", *quality_args, "--set", "kept_bm25_statistics=false"]
-    runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
+    run_wrapped([*quality_args, "--set", "kept_bm25_statistics=false"])
 
 
 if __name__ == "__main__":

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import runpy
 import sys
 from pathlib import Path
 
 import numpy as np
+from retrieval_quality import run_wrapped, wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 _PIECES = re.compile(r"(?<=[.!?。！？；;:：])\s+|\n+|(?<=[。！？；])")
@@ -121,25 +121,27 @@ def best_piece_signal(gamma: float, split, top: int = 0, min_terms: int = 0, lat
     return add
 
 
+def unit_rows(rows: np.ndarray) -> np.ndarray:
+    """The rows L2-normalized."""
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
 def token_windows(states: np.ndarray, width: int) -> np.ndarray:
-    """One text's token states ([CLS] first, [SEP] last) mean-pooled over windows of ``width`` tokens,
-    each starting ``width / 2`` after the last; L2-normalized rows."""
-    states = states[1:-1] if len(states) > 2 else states
+    """One text's token states (``token_states``) mean-pooled over windows of ``width`` tokens, each
+    starting ``width / 2`` after the last; L2-normalized rows."""
     rows, start = [], 0
     while True:
         rows.append(states[start:start + width].mean(axis=0))
         if start + width >= len(states):
             break
         start += max(1, width // 2)
-    pooled = np.asarray(rows, dtype=np.float32)
-    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    return unit_rows(np.asarray(rows, dtype=np.float32))
 
 
-def lake_texts(quality_args: list[str], column: str) -> dict[str, str]:
-    """chunk_id -> a text column of the chunk rows in the lake of ``--home``."""
+def lake_texts(home: Path, column: str) -> dict[str, str]:
+    """chunk_id -> a text column of the chunk rows in the lake of the bench ``home``."""
     import polars as pl
 
-    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
     texts: dict[str, str] = {}
     for file in (home / "lake" / "chunks").glob("*.parquet"):
         frame = pl.read_parquet(file, columns=["chunk_id", column])
@@ -148,7 +150,8 @@ def lake_texts(quality_args: list[str], column: str) -> dict[str, str]:
 
 
 def token_states():
-    """text -> the MiniLM token states of the one pass that encodes it (torch; [CLS] first, [SEP] last)."""
+    """text -> the MiniLM token states of the one pass that encodes it (torch), [CLS] and [SEP] left out
+    (kept for a text of no other token)."""
     import torch
 
     from kb_assets.embedding.model import EmbeddingModel
@@ -162,13 +165,14 @@ def token_states():
         with torch.inference_mode():
             out = transformer({"input_ids": ids, "attention_mask": torch.ones_like(ids),
                                "token_type_ids": torch.zeros_like(ids)})
-        return out["token_embeddings"][0].numpy()
+        found = out["token_embeddings"][0].numpy()
+        return found[1:-1] if len(found) > 2 else found
     return states
 
 
-def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
+def late_signal(gamma: float, width: int, home: Path, min_terms: int = 0, latin_only: bool = False):
     """A scoring wrapper that raises each chunk's dense score towards its best token window's cosine."""
-    inputs = lake_texts(quality_args, "embedding_input")
+    inputs = lake_texts(home, "embedding_input")
     states = token_states()
     windows: dict[str, np.ndarray] = {}
 
@@ -183,18 +187,16 @@ def late_signal(gamma: float, width: int, quality_args: list[str], min_terms: in
     return add
 
 
-def maxsim_signal(beta: float, quality_args: list[str], min_terms: int = 0, latin_only: bool = False):
+def maxsim_signal(beta: float, home: Path, min_terms: int = 0, latin_only: bool = False):
     """A scoring wrapper that adds ``beta`` x the dense weight x the question's late-interaction score with
     each chunk: the mean over the question's tokens of their best cosine with a token of the chunk."""
-    contents = lake_texts(quality_args, "content")
+    contents = lake_texts(home, "content")
     states = token_states()
     unit: dict[str, np.ndarray] = {}
 
     def tokens(text: str) -> np.ndarray:
         if text not in unit:
-            found = states(text)
-            found = found[1:-1] if len(found) > 2 else found
-            unit[text] = found / np.maximum(np.linalg.norm(found, axis=1, keepdims=True), 1e-12)
+            unit[text] = unit_rows(states(text))
         return unit[text]
 
     def add(query, weights, rows) -> None:
@@ -248,8 +250,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="e5: the folder benchmarks/e5_small.py made")
     parser.add_argument("--e5-home", type=Path, help="e5: the dev corpus ingested with that model")
     parser.add_argument("--beta", type=float, default=1.0, help="e5, maxsim: weight of its score")
-    own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
-        if "--" in sys.argv else (sys.argv[1:], [])
+    own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
     sys.path.insert(0, str(REPO))
     from kb_assets.retrieval import scoring
@@ -260,9 +261,9 @@ def main() -> None:
         cut = (lambda text: char_windows(text, args.chars)) if args.chars else (lambda text: pieces(text, args.pairs))
         add = best_piece_signal(args.gamma, cut, args.top, args.min_terms, args.latin_only)
     elif args.signal == "late":
-        add = late_signal(args.gamma, args.width, quality_args, args.min_terms, args.latin_only)
+        add = late_signal(args.gamma, args.width, home, args.min_terms, args.latin_only)
     elif args.signal == "maxsim":
-        add = maxsim_signal(args.beta, quality_args, args.min_terms, args.latin_only)
+        add = maxsim_signal(args.beta, home, args.min_terms, args.latin_only)
     else:
         add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
     hybrid = scoring.score
@@ -273,8 +274,7 @@ def main() -> None:
         return rows
 
     scoring.score = with_signal
-    sys.argv = ["retrieval_quality.py", *quality_args]
-    runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
+    run_wrapped(quality_args)
 
 
 if __name__ == "__main__":

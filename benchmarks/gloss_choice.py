@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import sys
 from pathlib import Path
+
+from retrieval_quality import run_wrapped, wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = 6          # glosses of a word that may be chosen
@@ -50,11 +51,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("rule", choices=["first", "held", "most"])
     parser.add_argument("--kb", default="edu-zh", help="the knowledge base whose text chooses the glosses")
-    own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
-        if "--" in sys.argv else (sys.argv[1:], [])
+    own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
-    home = quality_args[quality_args.index("--home") + 1]
-    os.environ["KB_HOME"] = str(Path(home).resolve())
+    os.environ["KB_HOME"] = str(home.resolve())
     sys.path.insert(0, str(REPO))
     from kb_assets.retrieval import crosslingual
     from kb_assets.settings import Settings
@@ -63,9 +62,7 @@ def main() -> None:
     frequencies = held_terms(Stores(Settings.from_env()).catalog, args.kb)
 
     def gloss_words(word: str, per_word: int = crosslingual.GLOSSES_PER_WORD) -> list[str]:
-        usable = [g for g in crosslingual.dictionary().get(word, "").split("/")
-                  if g and not crosslingual._SKIP_GLOSS.match(g.strip())]
-        glosses = [words for words in map(content_words, usable[:CANDIDATES]) if words]
+        glosses = [words for words in crosslingual.glosses(word)[:CANDIDATES] if words]
         out: list[str] = []
         for gloss in chosen(glosses, frequencies, args.rule, per_word):
             out += [word for word in gloss if word not in out]
@@ -73,20 +70,7 @@ def main() -> None:
 
     if args.rule != "first":
         crosslingual.gloss_words = gloss_words
-    sys.argv = ["retrieval_quality.py", *quality_args]
-    runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
-
-
-def content_words(gloss: str) -> list[str]:
-    """A gloss's content words, case-folded (as ``crosslingual.gloss_words`` reads them)."""
-    from kb_assets.retrieval import crosslingual
-
-    words: list[str] = []
-    for token in crosslingual._GLOSS_WORD.findall(crosslingual._PARENTHESES.sub(" ", gloss)):
-        token = token.casefold().strip("-'")
-        if token and token not in crosslingual._FUNCTION_WORDS and token not in words:
-            words.append(token)
-    return words
+    run_wrapped(quality_args)
 
 
 if __name__ == "__main__":

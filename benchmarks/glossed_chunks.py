@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import runpy
 import sys
 import time
 from pathlib import Path
+
+from retrieval_quality import run_wrapped, wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -73,11 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kb", default="edu-zh", help="the knowledge base whose Chinese chunks are glossed")
     parser.add_argument("--glosses", type=int, default=1, help="English glosses a Chinese word")
-    own, quality_args = (sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]) \
-        if "--" in sys.argv else (sys.argv[1:], [])
+    own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
-    home = quality_args[quality_args.index("--home") + 1]
-    os.environ["KB_HOME"] = str(Path(home).resolve())
+    os.environ["KB_HOME"] = str(home.resolve())
     sys.path.insert(0, str(REPO))
     from kb_assets.retrieval.crosslingual import load
     from kb_assets.settings import Settings
@@ -87,8 +86,7 @@ def main() -> None:
     stores = Stores(Settings.from_env())
     rewrite(stores, args.kb, args.glosses)
     try:
-        sys.argv = ["retrieval_quality.py", *quality_args]
-        runpy.run_path(str(REPO / "benchmarks" / "retrieval_quality.py"), run_name="__main__")
+        run_wrapped(quality_args)
     finally:
         rewrite(stores, args.kb, None)
 

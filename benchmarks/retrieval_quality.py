@@ -36,6 +36,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -222,6 +223,20 @@ def print_table(runs: dict, rows: list[str], answers: bool) -> None:
             cells.append(cell)
         n = next((s[kb]["questions"] for s in runs.values() if (s.get(kb) or {}).get("questions")), 0)
         print(f"  {kb[:7]:<7} {n:>3}" + "".join(f"{c:>{width}}" for c in cells))
+
+
+def wrapper_args(argv: list[str]) -> tuple[list[str], list[str], Path]:
+    """For a benchmark that wraps this one (``WRAPPER ... -- ARGS``): its own arguments, this script's
+    (after ``--``), and the bench home those name (``--home``, else the default)."""
+    own, quality_args = (argv[1:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv[1:], [])
+    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
+    return own, quality_args, home
+
+
+def run_wrapped(quality_args: list[str]) -> None:
+    """Run this benchmark in this process with ``quality_args``, after a wrapper patched what it measures."""
+    sys.argv = ["retrieval_quality.py", *quality_args]
+    main()
 
 
 if __name__ == "__main__":

@@ -64,15 +64,26 @@ def load() -> None:
         dictionary()
 
 
-def gloss_words(word: str, per_word: int = GLOSSES_PER_WORD) -> list[str]:
-    """Content words of the first usable glosses of a Chinese word ([] when it is not in the dictionary)."""
-    glosses = [g for g in dictionary().get(word, "").split("/") if g and not _SKIP_GLOSS.match(g.strip())]
-    words: list[str] = []
-    for gloss in glosses[:per_word]:
+def glosses(word: str) -> list[list[str]]:
+    """The content words of each usable gloss of a Chinese word, in dictionary order (a gloss of grammar
+    only gives []; no gloss when the word is not in the dictionary)."""
+    usable = [g for g in dictionary().get(word, "").split("/") if g and not _SKIP_GLOSS.match(g.strip())]
+    out = []
+    for gloss in usable:
+        words: list[str] = []
         for token in _GLOSS_WORD.findall(_PARENTHESES.sub(" ", gloss)):
             token = token.casefold().strip("-'")
             if token and token not in _FUNCTION_WORDS and token not in words:
                 words.append(token)
+        out.append(words)
+    return out
+
+
+def gloss_words(word: str, per_word: int = GLOSSES_PER_WORD) -> list[str]:
+    """Content words of the first usable glosses of a Chinese word ([] when it is not in the dictionary)."""
+    words: list[str] = []
+    for gloss in glosses(word)[:per_word]:
+        words += [w for w in gloss if w not in words]
     return words
 
 
