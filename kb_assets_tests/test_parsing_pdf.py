@@ -209,6 +209,45 @@ def test_scan_without_ocr_is_recorded_not_silent(scanned_pdf):
     assert any("no text layer and OCR is switched off" in w for w in doc.warnings)
 
 
+def test_table_rows_are_not_mixed_when_cells_run_together(tmp_path):
+    """A line with fewer cells than a table row continues the row above only when it stays inside the
+    columns (a wrapped cell); one that runs on past the next column's start is a row of its own (the
+    text layer merged its cells), and a code line after the table is not swallowed."""
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "leaders.pdf"
+    c = canvas.Canvas(str(path), pagesize=(595.28, 841.89))
+    c.setFont("Helvetica", 10)
+    c.drawString(72, 780, "Some project leaders and the month they took office are listed below.")
+    rows = [("Ian", "Murdock August 1993"), ("Bruce Perens", "April 1996"), ("Ian", "Jackson January 1998"),
+            ("Wichert Akkerman January 1999", None), ("Ben", "Collins April 2001"),
+            ("Bdale", "Garbee April 2002"), ("Martin Michlmayr March 2003", None)]
+    y = 750
+    for left, right in rows:
+        c.drawString(72, y, left)
+        if right is not None:
+            c.drawString(160, y, right)
+        else:  # one cell running on past the second column's start
+            assert 72 + c.stringWidth(left, "Helvetica", 10) > 175
+        y -= 13
+        if left == "Bruce Perens":  # a wrapped cell: inside the second column, right under its row
+            c.drawString(160, y, "(second term)")
+            y -= 13
+    c.drawString(72, y - 12, "$ awk '{ print $3 }' leaders.txt prints the third field of every line")
+    c.showPage()
+    c.save()
+    page = parse_document(path, options=ParseOptions(images=False)).pages[0]
+    tables = [b for b in page.blocks if b.kind == "table"]
+    assert len(tables) == 1
+    table_rows = [tuple(cell for cell in row if cell) for row in tables[0].rows]
+    assert table_rows == [("Ian", "Murdock August 1993"), ("Bruce Perens", "April 1996 (second term)"),
+                          ("Ian", "Jackson January 1998"), ("Wichert Akkerman January 1999",),
+                          ("Ben", "Collins April 2001"), ("Bdale", "Garbee April 2002"),
+                          ("Martin Michlmayr March 2003",)]
+    code = [b for b in page.blocks if "awk" in b.text]
+    assert len(code) == 1 and code[0].kind == "paragraph"
+
+
 def test_per_chapter_running_headers_are_removed_headings_kept(tmp_path):
     """"Chapter 2: R Basics 4"-style headers change per chapter and carry the page number."""
     from reportlab.pdfgen import canvas

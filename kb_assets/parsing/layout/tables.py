@@ -3,7 +3,11 @@
 A run of >= 3 consecutive rows of >= 2 cells each whose cells start in the same columns (the first
 row's cells define them, tolerance 0.8 body line heights), rows no further apart than 2.5 line
 heights, becomes one table line (``Line.table``: its rows, the first row the header); a row of fewer
-cells right under a row (tighter than a row gap) continues that row's cells (wrapped cells).
+cells right under a row (tighter than a row gap) continues that row's cells (wrapped cells), unless a
+cell of it runs on past the start of the next column: then it is a row of its own whose cells the
+text layer ran together (docling-parse merges cells a narrow gap apart), kept whole in the
+column it starts in. Before, such a line was joined to the row above, mixing two rows' text (``Bdale Garbee
+Martin Michlmayr March 2003 | April 2002``; code lines after a table were swallowed the same way).
 Table-of-contents rows never start or join a table. Not done: ruled tables whose rows are single
 cells.
 """
@@ -72,19 +76,21 @@ def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[
         columns = _columns_of(line.parts, starts, tol)
         if columns is None:
             break
-        if len(line.parts) < 2 or len(line.parts) < len(starts) - 1:
-            if gap > 0.6 * body_h or len(rows) < 1:
-                break  # a lone line after the table, not a wrapped cell
+        short = len(line.parts) < 2 or len(line.parts) < len(starts) - 1
+        if short and gap > 0.6 * body_h:
+            break  # a lone line after the table, not a wrapped cell
+        if short and not _crosses(line.parts, columns, starts, tol):
             for column, part in zip(columns, line.parts):  # wrapped cells continue the row above
                 rows[-1][column] = join_lines(rows[-1][column], part.text)
             boxes[-1] = _grow(boxes[-1], line)
-        else:
+        else:  # a row; a short one running on into the next column is a row whose cells ran together
             row = [""] * len(starts)
             for column, part in zip(columns, line.parts):
                 row[column] = part.text
             rows.append(row)
             boxes.append((line.l, line.t, line.r, line.b))
-            full_rows += 1
+            if not short:
+                full_rows += 1
         prev = line
         end += 1
     if full_rows < TABLE_MIN_ROWS:
@@ -107,3 +113,8 @@ def _columns_of(parts: list[Part], starts: list[float], tol: float) -> list[int]
         columns.append(column)
     return columns
 
+
+def _crosses(parts: list[Part], columns: list[int], starts: list[float], tol: float) -> bool:
+    """A cell that runs on past the start of the next column."""
+    return any(column + 1 < len(starts) and part.r > starts[column + 1] + 0.25 * tol
+               for column, part in zip(columns, parts))
