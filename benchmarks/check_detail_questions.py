@@ -21,6 +21,13 @@ prints the counts per kb, lang, kind and split. Exit status 1 on any bad row.
 ``--corpus`` is the directory the Debian packages were unpacked into (``../shared/eval/fetch-corpus.sh
 DIR``); by default ``./corpus-cache`` or ``~/.cache/kb-assets/dev-corpus`` (as ``dev_corpus.py``).
 ``--show ID`` prints the labelled page text of one row, to review a question by hand.
+
+``--home DIR`` (an ingested dev corpus, ``dev_corpus.py``) also reports, per language and split, the
+rows whose answer phrase is inside one chunk of its labelled pages as the parser made them (the
+answer-in-context check of ``retrieval_quality.py``): a row that is not can never be an answer hit,
+whatever the ranking, so this is the parser's ceiling on answer@k. At parser version 2, 180 of 183
+were: the rest were a space-separated list read as a table whose rows were mixed (fixed in version
+3, ``parsing/layout/tables.py``), a table of code lines read the same way, and typographic quotes.
 """
 
 from __future__ import annotations
@@ -184,11 +191,37 @@ def report(rows: list[dict]) -> None:
           f"test share {splits['test'] / len(rows):.2f}")
 
 
+def reachable(rows: list[dict], home: Path) -> None:
+    """Print, per language and split, how many rows' answers a chunk of their labelled pages holds."""
+    import polars as pl
+
+    sys.path.insert(0, str(REPO))
+    from kb_assets.retrieval.evaluation import answer_in
+
+    chunks = pl.concat([pl.read_parquet(f, columns=["source_uri", "page_index", "page_end", "content"])
+                        for f in sorted((home / "lake" / "chunks").glob("*.parquet"))])
+    counts = collections.Counter()
+    for row in rows:
+        first, last = row["pages"]
+        on_pages = chunks.filter(pl.col("source_uri").str.ends_with("/" + Path(row["file"]).name)
+                                 & (pl.col("page_index") <= last) & (pl.col("page_end") >= first))
+        held = any(answer_in(row["answer"], text, row["lang"]) for text in on_pages["content"])
+        counts[(row["lang"], row["split"], held)] += 1
+        if not held:
+            print(f"UNREACHABLE {row['id']} ({row['split']}): no chunk of pages {row['pages']} holds {row['answer']!r}")
+    for lang in sorted(LANGS):
+        for split in sorted(SPLITS):
+            total = counts[(lang, split, True)] + counts[(lang, split, False)]
+            if total:
+                print(f"answer inside a chunk of its page: {lang} {split} {counts[(lang, split, True)]} of {total}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path)
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--show", metavar="ID", help="print the labelled page text of this row and exit")
+    parser.add_argument("--home", type=Path, help="an ingested dev corpus: report the answers its chunks hold")
     args = parser.parse_args()
 
     corpus = args.corpus or next((c for c in CORPUS_CANDIDATES if c.is_dir()), None)
@@ -231,6 +264,8 @@ def main() -> int:
     for p in split_problems:
         print(f"BAD split: {p}")
     report(rows)
+    if args.home:
+        reachable(rows, args.home)
     if bad or split_problems:
         print(f"{bad} bad rows")
         return 1

@@ -98,6 +98,9 @@ def test_answer_in_context_normalizes_whitespace_and_case():
     assert answer_in("ls | sort", "run ls | sort")
     assert not answer_in("ls | sort", "run ls sort")
     assert answer_in("%xyz% |>", "| - + : %xyz% \\|> * / | (unary) |")
+    # typographic quotes read as ASCII ones (the PDF's “服务器” is "服务器" in docling-parse's text)
+    assert answer_in('是挪威语“服务器”之意', '（主机名"tjener"是挪威语"服务器"之意）', "zh")
+    assert answer_in("don’t", "you don't need it") and not answer_in('"a"', "'a'")
 
 
 def test_answer_rank_reads_the_context_when_there_is_one():

@@ -55,17 +55,21 @@ def first_hit_rank(results: list[dict], question: dict) -> int | None:
     return None
 
 
+# typographic quotes as ASCII ones: the PDF text layer has “服务器”, docling-parse's text "服务器"
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u201a": "'"})
+
+
 def _collapse(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    return re.sub(r"\s+", " ", text.translate(_QUOTES)).strip().casefold()
 
 
 def _squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
+    return re.sub(r"\s+", "", text.translate(_QUOTES)).casefold()
 
 
 def answer_in(answer: str, text: str, lang: str = "en") -> bool:
-    """The answer phrase inside a text: whitespace-collapsed and case-folded; for Chinese (``zh``) the
-    comparison with all whitespace removed counts too. A Markdown table is read as it renders: its cell
+    """The answer phrase inside a text: whitespace-collapsed, case-folded, typographic quotes as ASCII
+    ones; for Chinese (``zh``) the comparison with all whitespace removed counts too. A Markdown table is read as it renders: its cell
     separators (``|``) as spaces, since answers were checked on the PDF's text, where a table row is its
     cells separated by spaces, and an escaped pipe (``\\|``) as a pipe."""
     unescaped = text.replace("\\|", "\x00")
