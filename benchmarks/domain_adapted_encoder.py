@@ -35,10 +35,11 @@ SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 BATCH, SCALE, LEARNING_RATE = 32, 20.0, 3e-5
 
 
-def training_pairs(chunks: pl.DataFrame, rng: random.Random) -> list[tuple[str, str]]:
-    """(pseudo-question, passage) pairs from a corpus's chunk rows, shuffled."""
-    rows = list(chunks.filter(pl.col("kind") != "toc").iter_rows(named=True))
-    pairs = []
+def pseudo_questions(rows: list[dict], rng: random.Random) -> list[tuple[str, str, dict]]:
+    """(pseudo-question, passage, the chunk row it came from) from chunk rows, shuffled: the inverse cloze
+    task (a sentence -> the rest of its chunk, with it one time in ten), each section title -> one of its
+    chunks, each table's header -> the table."""
+    out = []
     for row in rows:                                    # inverse cloze task
         prefix, _, content = row["embedding_input"].partition("\n")
         sentences = [s for s in SENTENCE_END.split(content) if len(s.strip()) > 25]
@@ -46,17 +47,25 @@ def training_pairs(chunks: pl.DataFrame, rng: random.Random) -> list[tuple[str, 
             continue
         sentence = rng.choice(sentences)
         rest = content if rng.random() < 0.1 else content.replace(sentence, " ")
-        pairs.append((sentence.strip(), f"{prefix}\n{' '.join(rest.split())}"))
-    by_title: dict[str, list[str]] = {}
+        out.append((sentence.strip(), f"{prefix}\n{' '.join(rest.split())}", row))
+    by_title: dict[str, list[dict]] = {}
     for row in rows:
         title = (row["section_title"] or "").strip()
         if len(title) > 3:
-            by_title.setdefault(title, []).append(row["embedding_input"])
-    pairs += [(title, rng.choice(inputs)) for title, inputs in by_title.items()]
-    pairs += [(" ".join(row["table_header"].replace("|", " ").split()), row["embedding_input"])
-              for row in rows if row["kind"] == "table" and row["table_header"]]
-    rng.shuffle(pairs)
-    return pairs
+            by_title.setdefault(title, []).append(row)
+    for title, titled in by_title.items():
+        row = rng.choice(titled)
+        out.append((title, row["embedding_input"], row))
+    out += [(" ".join(row["table_header"].replace("|", " ").split()), row["embedding_input"], row)
+            for row in rows if row["kind"] == "table" and row["table_header"]]
+    rng.shuffle(out)
+    return out
+
+
+def training_pairs(chunks: pl.DataFrame, rng: random.Random) -> list[tuple[str, str]]:
+    """(pseudo-question, passage) pairs from a corpus's chunk rows (table-of-contents chunks left out), shuffled."""
+    rows = list(chunks.filter(pl.col("kind") != "toc").iter_rows(named=True))
+    return [(question, passage) for question, passage, _ in pseudo_questions(rows, rng)]
 
 
 def train(pairs: list[tuple[str, str]], out: Path, max_tokens: int = 128) -> None:
