@@ -26,11 +26,10 @@ import argparse
 import re
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
-from bm25_scopes import lake_statistics
-from retrieval_quality import run_wrapped, wrapper_args
+from bm25_scopes import lake_statistics, run_with_bm25
+from retrieval_quality import wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
@@ -65,30 +64,25 @@ def main() -> None:
     own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)
     sys.path.insert(0, str(REPO))
-    from kb_assets.lexical import bm25, query_terms
-    from kb_assets.retrieval import scoring
+    from kb_assets.lexical import bm25
 
     words, word_statistics = lake_statistics(home, "knowledge-base")
     grams, gram_statistics = bigram_statistics(home)
-    hybrid = scoring.score
 
-    def with_bigrams(query, found, weights, warnings, read_vectors):
-        if found.bm25_error is None:
-            asked = query_terms(query.bm25_text or query.text)
-            asked_grams = [gram for word in asked for gram in bigrams(word)]
-            scores = {}
-            for chunk_id in found.hits:
-                if chunk_id in words:
-                    counts, length, kb = words[chunk_id]
-                    scores[chunk_id] = bm25(asked, counts, length, word_statistics[kb])
-                    if asked_grams and grams[chunk_id][1]:
-                        scores[chunk_id] += args.weight * bm25(asked_grams, *grams[chunk_id], gram_statistics[kb])
-            scores = {chunk_id: score for chunk_id, score in scores.items() if score > 0}
-            found = replace(found, bm25=scores, no_bm25=set(found.hits) - set(scores))
-        return hybrid(query, found, weights, warnings, read_vectors)
+    def with_bigrams(asked):
+        asked_grams = [gram for word in asked for gram in bigrams(word)]
 
-    scoring.score = with_bigrams
-    run_wrapped([*quality_args, "--set", "kept_bm25_statistics=false"])
+        def score(chunk_id):
+            if chunk_id not in words:
+                return None
+            counts, length, kb = words[chunk_id]
+            found = bm25(asked, counts, length, word_statistics[kb])
+            if asked_grams and grams[chunk_id][1]:
+                found += args.weight * bm25(asked_grams, *grams[chunk_id], gram_statistics[kb])
+            return found
+        return score
+
+    run_with_bm25(with_bigrams, quality_args)
 
 
 if __name__ == "__main__":

@@ -49,32 +49,46 @@ def lake_statistics(home: Path, scope: str):
     return counted, {key: Statistics(chunks[key], lengths[key] / chunks[key], dict(frequencies[key])) for key in chunks}
 
 
+def run_with_bm25(scorer, quality_args: list[str]) -> None:
+    """``retrieval_quality.py`` with every BM25 candidate scored by ``scorer(the query's terms)``, a
+    function of the chunk id (None: a chunk this lake does not hold), instead of the statistics kept in
+    Postgres."""
+    from kb_assets.lexical import query_terms
+    from kb_assets.retrieval import scoring
+
+    hybrid = scoring.score
+
+    def rescored(query, found, weights, warnings, read_vectors):
+        if found.bm25_error is None:
+            chunk_score = scorer(query_terms(query.bm25_text or query.text))
+            scores = {chunk_id: chunk_score(chunk_id) for chunk_id in found.hits}
+            scores = {chunk_id: score for chunk_id, score in scores.items() if score is not None and score > 0}
+            found = replace(found, bm25=scores, no_bm25=set(found.hits) - set(scores))
+        return hybrid(query, found, weights, warnings, read_vectors)
+
+    scoring.score = rescored
+    run_wrapped([*quality_args, "--set", "kept_bm25_statistics=false"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scope", choices=["collection", "knowledge-base", "document"])
     own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)
     sys.path.insert(0, str(REPO))
-    from kb_assets.lexical import bm25, query_terms
-    from kb_assets.retrieval import scoring
+    from kb_assets.lexical import bm25
 
     counted, statistics = lake_statistics(home, args.scope)
-    hybrid = scoring.score
 
-    def at_scope(query, found, weights, warnings, read_vectors):
-        if found.bm25_error is None:
-            asked = query_terms(query.bm25_text or query.text)
-            scores = {}
-            for chunk_id in found.hits:
-                if chunk_id in counted:
-                    counts, length, key = counted[chunk_id]
-                    scores[chunk_id] = bm25(asked, counts, length, statistics[key])
-            scores = {chunk_id: score for chunk_id, score in scores.items() if score > 0}
-            found = replace(found, bm25=scores, no_bm25=set(found.hits) - set(scores))
-        return hybrid(query, found, weights, warnings, read_vectors)
+    def at_scope(asked):
+        def score(chunk_id):
+            if chunk_id not in counted:
+                return None
+            counts, length, key = counted[chunk_id]
+            return bm25(asked, counts, length, statistics[key])
+        return score
 
-    scoring.score = at_scope
-    run_wrapped([*quality_args, "--set", "kept_bm25_statistics=false"])
+    run_with_bm25(at_scope, quality_args)
 
 
 if __name__ == "__main__":
