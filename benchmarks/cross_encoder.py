@@ -40,7 +40,9 @@ import sys
 import time
 from pathlib import Path
 
-from retrieval_quality import run_wrapped, wrapper_args
+from dense_signals import run_with_signal
+from domain_adapted_encoder import train_steps
+from retrieval_quality import wrapper_args
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LENGTH, BATCH, LEARNING_RATE = 192, 16, 2e-5
@@ -85,27 +87,21 @@ def train(home: Path, out: Path, positives: int, seed: int) -> None:
     torch.manual_seed(seed)
     examples = training_examples(home, positives, random.Random(seed))
     model = CrossEncoder(EmbeddingModel("all-MiniLM-L6-v2").path, num_labels=1, max_length=MAX_LENGTH, device="cpu")
-    optimizer = torch.optim.AdamW(model.model.parameters(), lr=LEARNING_RATE)
-    steps = (len(examples) + BATCH - 1) // BATCH
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (0.1 * steps)) * max(0.0, 1 - s / steps))
     loss_of = torch.nn.BCEWithLogitsLoss()
     model.model.train()
-    started = time.perf_counter()
-    for step in range(steps):
-        batch = examples[step * BATCH:(step + 1) * BATCH]
+
+    def batch_loss(batch):
         features = model.tokenizer([q for q, _, _ in batch], [p for _, p, _ in batch], padding=True,
                                    truncation="only_second", max_length=MAX_LENGTH, return_tensors="pt")
         logits = model.model(**features).logits.view(-1)
-        loss = loss_of(logits, torch.tensor([label for _, _, label in batch]))
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        if step % 50 == 0:
-            print(f"step {step}/{steps} loss {loss.item():.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+        return loss_of(logits, torch.tensor([label for _, _, label in batch]))
+
+    batches = [examples[start:start + BATCH] for start in range(0, len(examples), BATCH)]
+    seconds = train_steps(batches, batch_loss, model.model.parameters(), LEARNING_RATE,
+                          warm_up=0.1 * len(batches), log_every=50)
     model.model.eval()
     model.save(str(out))
-    print(f"{len(examples)} examples, {steps} steps, {time.perf_counter() - started:.0f} s -> {out}")
+    print(f"{len(examples)} examples, {len(batches)} steps, {seconds:.0f} s -> {out}")
 
 
 def rerank_signal(folder: Path, beta: float, top: int):
@@ -152,19 +148,9 @@ def main() -> None:
     if args.step == "train":
         train(args.home, args.folder, args.positives, args.seed)
         return
-    from kb_assets.retrieval import scoring
-
     add, report = rerank_signal(args.folder, args.beta, args.top)
-    hybrid = scoring.score
-
-    def with_cross_encoder(query, found, weights, warnings, read_vectors):
-        rows = hybrid(query, found, weights, warnings, read_vectors)
-        add(query, weights, rows)
-        return rows
-
-    scoring.score = with_cross_encoder
     try:
-        run_wrapped(quality_args)
+        run_with_signal(add, quality_args)
     finally:
         report()
 

