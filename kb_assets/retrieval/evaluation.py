@@ -69,9 +69,9 @@ def _squeeze(text: str) -> str:
 
 def answer_in(answer: str, text: str, lang: str = "en") -> bool:
     """The answer phrase inside a text: whitespace-collapsed, case-folded, typographic quotes as ASCII
-    ones; for Chinese (``zh``) the comparison with all whitespace removed counts too. A Markdown table is read as it renders: its cell
-    separators (``|``) as spaces, since answers were checked on the PDF's text, where a table row is its
-    cells separated by spaces, and an escaped pipe (``\\|``) as a pipe."""
+    ones; for Chinese (``zh``) the comparison with all whitespace removed counts too. A Markdown table is
+    read as it renders: its cell separators (``|``) as spaces, since answers were checked on the PDF's
+    text, where a table row is its cells separated by spaces, and an escaped pipe (``\\|``) as a pipe."""
     unescaped = text.replace("\\|", "\x00")
     for variant in (text, unescaped.replace("|", " ").replace("\x00", "|")):
         if _collapse(answer) in _collapse(variant) or (lang == "zh" and _squeeze(answer) in _squeeze(variant)):

@@ -5,8 +5,8 @@ row's cells define them, tolerance 0.8 body line heights), rows no further apart
 heights, becomes one table line (``Line.table``: its rows, the first row the header); a row of fewer
 cells right under a row (tighter than a row gap) continues that row's cells (wrapped cells), unless a
 cell of it runs on past the start of the next column: then it is a row of its own whose cells the
-text layer ran together (docling-parse merges cells a narrow gap apart), kept whole in the
-column it starts in. Before, such a line was joined to the row above, mixing two rows' text (``Bdale Garbee
+text layer ran together (docling-parse merges cells a narrow gap apart), kept whole in the column it
+starts in. Before, such a line was joined to the row above, mixing two rows' text (``Bdale Garbee
 Martin Michlmayr March 2003 | April 2002``; code lines after a table were swallowed the same way).
 Table-of-contents rows never start or join a table. Not done: ruled tables whose rows are single
 cells.
