@@ -90,7 +90,8 @@ def main() -> None:
         kinds = expected_types(asked["question"])
         for row in rows if kinds else []:
             content = " ".join(row["content"].split())
-            positions = [p for word in words for p in second_stage._positions(word, content.casefold())]
+            positions = [p for word in words for p in second_stage._positions(word, content.casefold())] \
+                if args.near else []
             if holds_type(kinds, content, positions, args.near):
                 row["scores"]["rerank"] = round(row["scores"]["rerank"] + args.weight, 6)
 
