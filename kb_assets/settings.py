@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_assets.names import validate_knowledge_base_id
 from kb_assets.parsing.options import (
     MAX_FILE_BYTES,
     MAX_PAGES,
@@ -107,6 +108,10 @@ class Settings:
     url_signing_secret: str = field(default="", repr=False)  # KB_URL_SIGNING_SECRET; "": random per process
     url_ttl_seconds: int = 300             # KB_URL_TTL_SECONDS: how long a signed image URL is valid
     dagster_url: str = ""                  # KB_DAGSTER_URL: the Dagster UI the web page links runs to
+    public_url: str = ""                   # KB_PUBLIC_URL: the service's public base URL; its host is an allowed Host
+    allowed_hosts: str = ""                # KB_ALLOWED_HOSTS: "kb.example.com,kb-search": Host names the service
+                                           # answers besides loopback ones; "*": any (only with KB_API_KEYS)
+    body_timeout_s: float = 10.0           # KB_BODY_TIMEOUT_S: a request body not received within this is a 408
     watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
     watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
     refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
@@ -158,6 +163,9 @@ class Settings:
             url_signing_secret=env.get("KB_URL_SIGNING_SECRET") or "",
             url_ttl_seconds=_int(env, "KB_URL_TTL_SECONDS", cls.url_ttl_seconds),
             dagster_url=(env.get("KB_DAGSTER_URL") or "").rstrip("/"),
+            public_url=(env.get("KB_PUBLIC_URL") or "").strip().rstrip("/"),
+            allowed_hosts=env.get("KB_ALLOWED_HOSTS") or "",
+            body_timeout_s=_float(env, "KB_BODY_TIMEOUT_S", cls.body_timeout_s),
             watch=env.get("KB_WATCH") or "",
             watch_interval_seconds=_int(env, "KB_WATCH_INTERVAL_SECONDS", cls.watch_interval_seconds),
             refresh_cron=env.get("KB_REFRESH_CRON") or cls.refresh_cron,
@@ -212,12 +220,17 @@ class Settings:
         return self.s3.storage_options()
 
     def watched_folders(self) -> list[tuple[str, Path | str]]:
-        """(knowledge base, folder) pairs of KB_WATCH; an s3:// prefix stays a URL string."""
+        """(knowledge base, folder) pairs of KB_WATCH; an s3:// prefix stays a URL string. ValueError names
+        an entry that is not KB=FOLDER or whose KB is not a valid name (``kb_assets/names.py``)."""
         pairs: list[tuple[str, Path | str]] = []
         for item in filter(None, (part.strip() for part in self.watch.split(";"))):
             kb, _, folder = item.partition("=")
             if not kb.strip() or not folder.strip():
                 raise ValueError(f"KB_WATCH entry {item!r}: expected KB=FOLDER or KB=s3://bucket/prefix")
+            try:
+                validate_knowledge_base_id(kb.strip())
+            except ValueError as error:
+                raise ValueError(f"KB_WATCH entry {item!r}: {error}") from None
             folder = folder.strip()
             pairs.append((kb.strip(), folder if folder.startswith(("s3://", "s3a://")) else Path(folder).expanduser()))
         return pairs

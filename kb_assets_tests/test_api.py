@@ -18,6 +18,7 @@ from kb_assets.retrieval.search import Searcher
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 LOCAL = ("127.0.0.1", 50000)
+BASE_URL = "http://localhost"      # a Host the service answers (not TestClient's "testserver")
 RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "sourceUri", "pageIndex", "pageEnd",
                  "chunkIndex", "sectionTitle", "content", "score", "scores", "retrievalSource", "pageImageUrl",
                  "figureImageUrl"}
@@ -42,7 +43,7 @@ def corpus_for_api(api_searcher):
 def open_client(settings, api_searcher):
     from kb_assets.retrieval.api import create_app
 
-    return TestClient(create_app(replace(settings, api_keys=""), api_searcher), client=LOCAL)
+    return TestClient(create_app(replace(settings, api_keys=""), api_searcher), client=LOCAL, base_url=BASE_URL)
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +75,14 @@ def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searc
 
     app = create_app(replace(settings, api_keys=""), api_searcher)
     for host in ("10.1.2.3", "testclient"):
-        remote = TestClient(app, client=(host, 40000)).post("/v1/kb/search", json={"query": "backups"})
+        remote = TestClient(app, client=(host, 40000), base_url=BASE_URL).post("/v1/kb/search",
+                                                                               json={"query": "backups"})
         assert remote.status_code == 403 and "127.0.0.1" in remote.json()["detail"]
     assert open_client.get("/healthz").json()["status"] == "ok"
 
 
 def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
-    client = TestClient(keyed_app, client=("10.1.2.3", 40000))      # with keys, remote callers are allowed
+    client = TestClient(keyed_app, client=("10.1.2.3", 40000), base_url=BASE_URL)   # with keys, remote callers are allowed
     query = {"query": "How long are backups kept?", "limit": 20}
     assert client.post("/v1/kb/search", json=query).status_code == 401
     assert client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer nope"}).status_code == 401
@@ -92,17 +94,17 @@ def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
     assert scoped and {r["knowledgeBaseId"] for r in scoped} == {"alpha"}
     everything = client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer all-key"}).json()
     assert {"alpha", "beta"} <= {r["knowledgeBaseId"] for r in everything["results"]}
-    for injected in INJECTIONS:             # not in the key's scope: refused before any filter is built
+    for injected in INJECTIONS:             # not a knowledge-base name: refused before any filter is built
         assert client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": [injected]},
-                           headers=alpha).status_code == 403
+                           headers=alpha).status_code == 422
 
 
-def test_injection_attempts_over_http_return_nothing_and_control_characters_are_refused(open_client):
+def test_injection_attempts_and_control_characters_in_knowledge_base_ids_are_refused(open_client):
     for injected in INJECTIONS:
-        body = open_client.post("/v1/kb/search", json={"query": "backups kept", "knowledgeBaseIds": [injected]})
-        assert body.status_code == 200 and body.json()["results"] == []
-    refused = open_client.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ['a\x00" or 1==1']})
-    assert refused.status_code == 422
+        refused = open_client.post("/v1/kb/search", json={"query": "backups kept", "knowledgeBaseIds": [injected]})
+        assert refused.status_code == 422 and "not valid" in refused.text
+    nul = open_client.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ['a\x00" or 1==1']})
+    assert nul.status_code == 422
 
 
 @pytest.mark.parametrize("body", [{"query": ""}, {"query": "x", "limit": 0}, {"query": "x", "limit": 101},
@@ -117,7 +119,7 @@ def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_s
 
     down = Searcher(frozen_milvus_client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
                     replace(api_searcher.config, milvus_timeout_s=0.5))
-    client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL)
+    client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL, base_url=BASE_URL)
     response = client.post("/v1/kb/search", json={"query": "数据备份", "knowledgeBaseIds": ["beta"]})
     assert response.status_code == 200
     body = response.json()
@@ -165,7 +167,7 @@ def test_serve_refuses_a_public_host_without_api_keys(kb_home, monkeypatch):
 
     monkeypatch.delenv("KB_API_KEYS", raising=False)
     out = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--port", "1"])
-    assert out.exit_code != 0 and "127.0.0.1 only" in out.output
+    assert out.exit_code == 2 and "127.0.0.1 only" in out.output and "KB_API_KEYS" in out.output
 
 
 def test_the_configured_default_strategy_is_pageindex(api_searcher):
@@ -176,7 +178,7 @@ def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, 
     beta = next(d for d in catalog.list_documents(["beta"]) if d.source_path == "warehouse.md")
     key = f"pages/{beta.document_id}/{beta.version}/0.png"
     stores.objects.put(key, b"\x89PNG test image")
-    client = TestClient(keyed_app, client=LOCAL)
+    client = TestClient(keyed_app, client=LOCAL, base_url=BASE_URL)
     allowed = client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer all-key"})
     assert allowed.status_code == 200 and allowed.content == b"\x89PNG test image"
     assert client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer alpha-key"}).status_code == 404
@@ -187,7 +189,7 @@ def test_lineage_is_scoped_before_any_lookup_and_ids_never_become_filter_syntax(
                                                                                    corpus_for_api):
     """A key scoped to alpha cannot test conditions on beta's content through a chunk id, nor learn
     beta's document ids from an error; its own chunks' lineage is served."""
-    client = TestClient(keyed_app, client=LOCAL)
+    client = TestClient(keyed_app, client=LOCAL, base_url=BASE_URL)
     alpha_key, all_key = {"Authorization": "Bearer alpha-key"}, {"Authorization": "Bearer all-key"}
     beta_docs = [d for d in catalog.list_documents(["beta"]) if d.status == "published"]
     beta_chunk = lake.read("chunks", beta_docs[0].document_id)["chunk_id"][0]

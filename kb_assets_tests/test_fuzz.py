@@ -1,10 +1,11 @@
 """Hypothesis-generated malformed requests to every endpoint (issue 9): path segments, query strings,
-JSON bodies and Authorization headers of any shape; the service answers each one, and never with a 5xx
-while its stores are up."""
+JSON bodies, Authorization and Host headers and image-URL signatures of any shape; the service answers
+each one, and never with a 5xx while its stores are up."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from kb_assets_tests.corpora import ensure_retrieval_corpus
 
 LOCAL = ("127.0.0.1", 50000)
+BASE_URL = "http://localhost"      # a Host the service answers (not TestClient's "testserver")
 # derandomize: the same few hundred requests every run, so a red run is reproducible (vary them by hand)
 FUZZ = hypothesis_settings(max_examples=60, deadline=None, database=None, derandomize=True,
                            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -40,7 +42,7 @@ def client(kb_home, settings):
     ensure_retrieval_corpus(kb_home, settings)
     app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="fuzz"),
                      heal_milvus=False)
-    with TestClient(app, client=LOCAL, raise_server_exceptions=False) as client:
+    with TestClient(app, client=LOCAL, base_url=BASE_URL, raise_server_exceptions=False) as client:
         yield client
 
 
@@ -87,6 +89,41 @@ def test_lineage_and_asset_paths(client, chunk, key, params, auth):
     path = "/v1/assets/" + "/".join(quote(part) for part in key)
     assert_answered(client.get(path, params={k: v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
                                              for k, v in params.items()}, headers=headers))
+
+
+# signatures of every malformed shape, on URLs that are otherwise well formed (an unexpired e), so each reaches
+# the signature check: non-ASCII, odd length, not hex, the right length but upper case
+signature = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=80),
+    st.text("0123456789abcdef", max_size=129).filter(lambda s: len(s) % 2 == 1),
+    st.text(st.characters(min_codepoint=0x80, blacklist_categories=("Cs",)), min_size=1, max_size=64),
+    st.text("0123456789ABCDEFghijxyz", min_size=64, max_size=64))
+key_id = st.one_of(st.text("0123456789abcdef", min_size=32, max_size=32), st.text(max_size=40).map(
+    lambda t: t.encode("utf-8", "surrogatepass").decode("utf-8", "replace")))
+
+
+@FUZZ
+@given(s=signature, k=key_id, ahead=st.integers(1, 10**12))
+def test_malformed_image_signatures_are_403(client, s, k, ahead):
+    import time
+
+    response = client.get("/v1/assets/pages/doc/v1/0.png", params={"k": k, "e": str(int(time.time()) + ahead), "s": s})
+    assert response.status_code == 403, (k, s, response.status_code, response.text[:200])
+
+
+def test_a_non_ascii_signature_is_403_not_500(client):
+    assert client.get("/v1/assets/pages/doc/v1/0.png?k=00&e=99999999999&s=%C3%A9").status_code == 403
+    assert client.get("/v1/assets/pages/doc/v1/0.png?k=&e=99999999999&s=abc").status_code == 403
+
+
+@FUZZ
+@given(host=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), max_size=60),
+       path=st.sampled_from(["/", "/v1/knowledge-bases", "/v1/service", "/healthz", "/readyz"]))
+def test_any_host_header_is_answered_and_only_loopback_names_reach_data(client, host, path):
+    response = client.get(path, headers={"Host": host, "Authorization": "Bearer all-key"})
+    assert_answered(response)
+    if path not in ("/healthz", "/readyz") and response.status_code != 421:
+        assert re.fullmatch(r"(localhost\.?|127(\.\d+){3}|\[::1\]|::1)(:.*)?", host, re.IGNORECASE), host
 
 
 @FUZZ

@@ -15,6 +15,7 @@ from kb_assets_tests.corpora import ensure_retrieval_corpus
 from kb_assets_tests.live_server import live_server
 
 LOCAL = ("127.0.0.1", 50000)
+BASE_URL = "http://localhost"      # a Host the service answers (not TestClient's "testserver")
 KEYS = "alpha-key=alpha;all-key=*"
 ALPHA, ALL = {"Authorization": "Bearer alpha-key"}, {"Authorization": "Bearer all-key"}
 
@@ -29,7 +30,7 @@ def web_settings(kb_home, settings, handbook):
 def client(web_settings):
     from kb_assets.retrieval.api import create_app
 
-    with TestClient(create_app(web_settings, heal_milvus=False), client=LOCAL) as client:
+    with TestClient(create_app(web_settings, heal_milvus=False), client=LOCAL, base_url=BASE_URL) as client:
         yield client
 
 
@@ -69,6 +70,34 @@ def test_image_urls_are_signed_short_lived_and_bound_to_the_key(client, web_sett
     assert client.get(other_secret).status_code == 403
     alpha_signed = UrlSigner("test-secret").sign(key, ApiKeys(KEYS).from_header("Bearer alpha-key"))
     assert client.get(alpha_signed).status_code == 404      # a valid URL for a key that may not read it
+
+
+def test_the_url_key_id_is_an_hmac_under_the_signing_secret_not_a_hash_of_the_key(client):
+    """A leaked URL's key id cannot be recomputed from guessed API keys without the secret."""
+    import hashlib
+    from urllib.parse import parse_qs, urlsplit
+
+    from kb_assets.retrieval.auth import ApiKeys
+    from kb_assets.web.signing import UrlSigner
+
+    url = handbook_pdf_result(client)["pageImageUrl"]
+    key_id = parse_qs(urlsplit(url).query)["k"][0]
+    unsalted = [hashlib.sha256(guess.encode()).hexdigest() for guess in ("all-key", "alpha-key")]
+    assert not any(h.startswith(key_id) or key_id.startswith(h[:16]) for h in unsalted)
+    caller = ApiKeys(KEYS).from_header("Bearer all-key")
+    assert UrlSigner("test-secret").key_id(caller) == key_id != UrlSigner("another-secret").key_id(caller)
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize("signature", ["%C3%A9", "abc", "zz" * 32, "A" * 64, "0" * 63, "é" * 64, ""])
+def test_malformed_signatures_are_403(client, signature):
+    from urllib.parse import quote
+
+    url = handbook_pdf_result(client)["pageImageUrl"]
+    base = url.split("&s=")[0]
+    value = signature if signature.startswith("%") else quote(signature)
+    assert client.get(f"{base}&s={value}").status_code == 403
+    assert client.get(url.replace("k=", "k=%C3%A9")).status_code == 403        # a non-ASCII key id
 
 
 def test_knowledge_bases_and_documents_are_listed_within_the_key_scope(client):
@@ -141,6 +170,8 @@ def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_sc
 
     _, refused = asyncio.run(mcp_search(server, "alpha-key", {"query": "backups", "knowledge_base_ids": ["beta"]}))
     assert refused.is_error and "may not read ['beta']" in refused.content[0].text
+    _, invalid = asyncio.run(mcp_search(server, "all-key", {"query": "backups", "knowledge_base_ids": ["../etc"]}))
+    assert invalid.is_error and "422" in invalid.content[0].text and "not valid" in invalid.content[0].text
     _, scoped = asyncio.run(mcp_search(server, "alpha-key", {"query": "backups"}))
     assert not scoped.is_error and {r["knowledgeBaseId"] for r in scoped.structured_content["results"]} == {"alpha"}
     unknown = httpx.post(f"{server}/mcp", headers={"Authorization": "Bearer nope", "Accept": "application/json"},

@@ -4,22 +4,25 @@ the web page at ``/`` (``kb_assets/web/``) and the MCP tool ``kb_search`` at ``/
 Auth: ``KB_API_KEYS="key1=kbA,kbB;key2=*"``, sent as ``Authorization: Bearer KEY``; a key reads only
 its knowledge bases. Images are also served on short-lived signed URLs (``web/signing.py``), which is
 what ``pageImageUrl``/``figureImageUrl`` hold. Without keys the service answers loopback clients only
-(and ``kb-assets serve`` binds 127.0.0.1). A store that is down answers 503 with the reason, a
-malformed request 4xx (``errors.py``); the embedded Milvus Lite server is restarted when it dies
-(``healing.py``).
+(and ``kb-assets serve`` binds 127.0.0.1). Every route but ``/healthz`` and ``/readyz`` answers only
+requests to an allowed ``Host`` (``auth.HostPolicy``: loopback names, ``KB_PUBLIC_URL``,
+``KB_ALLOWED_HOSTS``), else 421. A store that is down answers 503 with the reason, a malformed request
+4xx, a body that does not arrive within ``KB_BODY_TIMEOUT_S`` 408 (``errors.py``); the embedded Milvus
+Lite server is restarted when it dies (``healing.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from kb_assets.retrieval.auth import Caller, is_loopback
+from kb_assets.retrieval.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.retrieval.config import SearchConfig
-from kb_assets.retrieval.errors import install_error_handlers
+from kb_assets.retrieval.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
 from kb_assets.retrieval.rows import ASSETS_PATH
 from kb_assets.retrieval.schemas import SearchAnswer, SearchBody
 from kb_assets.retrieval.search import Searcher
@@ -28,6 +31,8 @@ from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
+
+log = logging.getLogger("kb_assets.retrieval")
 
 
 def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Searcher:
@@ -59,6 +64,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     from kb_assets.web.mcp import mcp_app
     from kb_assets.web.routes import web_router
 
+    hosts = HostPolicy.from_settings(settings)      # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
     own_searcher = searcher is None
     service = Service(settings, searcher or make_searcher(settings),
                       heal_milvus=own_searcher if heal_milvus is None else heal_milvus)
@@ -77,6 +83,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan)
     app.state.service = service
     install_error_handlers(app)
+    app.add_middleware(BodyTimeout, timeout_s=settings.body_timeout_s)
 
     if not service.keys.enabled:
         @app.middleware("http")
@@ -86,6 +93,8 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
                 return JSONResponse({"detail": "no API keys are configured: this service answers 127.0.0.1 only"},
                                     status_code=403)
             return await call_next(request)
+
+    app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)      # outermost: before any body is read
 
     def caller(authorization: str | None = Header(default=None)) -> Caller:
         """The caller of a Bearer key (its knowledge bases); 401 without a valid key when keys are set."""
@@ -97,12 +106,26 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     @app.get("/healthz")
     def healthz():
+        """Liveness: the process answers (any Host, no data)."""
         return {"status": "ok", "alias": settings.alias}
+
+    @app.get("/readyz")
+    def readyz():
+        """Readiness: 200 when Postgres and Milvus answer, else 503 naming the store that does not (any
+        Host; the reason goes to the log, not to the unauthenticated caller)."""
+        checks = {"Postgres": lambda: _postgres_answers(service.searcher.catalog),
+                  "Milvus": lambda: _milvus_answers(service.searcher)}
+        down = [store for store, check in checks.items() if not _answers(store, check)]
+        if down:
+            return JSONResponse({"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
+                                status_code=503, headers={"Retry-After": RETRY_AFTER_S})
+        return {"status": "ready"}
 
     @app.post("/v1/kb/search", response_model=SearchAnswer)
     def search(body: SearchBody, who: Caller = Depends(caller)):
         """Hybrid (or pageindex) chunk search with page fallback; see DESIGN.md sections 6 and 9."""
-        return service.search(who, body.query, body.knowledgeBaseIds, body.limit, body.minScore, body.strategy)
+        knowledge_base_ids = check_knowledge_base_ids(body.knowledgeBaseIds)
+        return service.search(who, body.query, knowledge_base_ids, body.limit, body.minScore, body.strategy)
 
     @app.get("/v1/documents/{document_id}/pages/{page_index}")
     def page(document_id: str, page_index: int, who: Caller = Depends(caller)):
@@ -121,7 +144,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         """A page or figure image: on a signed URL (``k``, ``e``, ``s``: what search, page and lineage
         answers hold), or with ``Authorization: Bearer``."""
         if s is not None:
-            who = service.keys.from_key_id(k or "") if service.signer.verify(key, k or "", e, s) else None
+            who = service.signer.caller(service.keys, key, k, e, s)
             if who is None:
                 raise HTTPException(403, "this signed URL has expired or is not valid: ask for a new one")
         else:
@@ -131,3 +154,22 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     app.include_router(web_router(service, caller))
     app.router.routes.append(mcp.route)
     return app
+
+
+def _postgres_answers(catalog: Catalog) -> None:
+    with catalog.reader() as conn, conn.cursor() as cur:
+        cur.execute("SELECT 1")
+
+
+def _milvus_answers(searcher: Searcher) -> None:
+    searcher.client.list_collections(timeout=searcher.config.milvus_timeout_s)
+
+
+def _answers(store: str, check) -> bool:
+    """True when ``check()`` returns; else the reason is logged."""
+    try:
+        check()
+        return True
+    except Exception as error:      # any failure of the store's client means not ready
+        log.warning("readyz: %s unavailable: %s: %s", store, type(error).__name__, " ".join(str(error).split())[:200])
+        return False

@@ -5,7 +5,10 @@
   reach a route: 503 ``{"detail": "... unavailable: <reason>"}`` with ``Retry-After``. Pooled
   connections that saw an error are dropped, so the next request reconnects (``catalog/connection.py``).
 - Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``) or holds NUL: 422, by
-  ``valid_text`` in the request models and ``check_id`` on path parameters.
+  ``valid_text`` in the request models and ``check_id`` on path parameters; a knowledge-base name
+  that breaks ``kb_assets/names.py``'s pattern: 422 (``check_knowledge_base_ids``).
+- A request body that has not fully arrived ``KB_BODY_TIMEOUT_S`` after the headers: 408, and the
+  connection is closed (``BodyTimeout``), so a client that never sends its body holds nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +16,13 @@ from __future__ import annotations
 import json
 import logging
 
+import anyio
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
+
+from kb_assets.names import validate_knowledge_base_id
 
 log = logging.getLogger("kb_assets.retrieval")
 RETRY_AFTER_S = "2"
@@ -50,11 +58,58 @@ def check_id(value: str, what: str) -> str:
     return value
 
 
+def check_knowledge_base_ids(names: list[str] | None) -> list[str] | None:
+    """A search body's ``knowledgeBaseIds`` when each is a valid name; else a 422 as a request model's."""
+    errors = []
+    for index, name in enumerate(names or []):
+        try:
+            validate_knowledge_base_id(name)
+        except ValueError as error:
+            errors.append({"type": "value_error", "loc": ("body", "knowledgeBaseIds", index), "msg": str(error),
+                           "input": name})
+    if errors:
+        raise RequestValidationError(errors)
+    return names
+
+
+class BodyTimeout:
+    """ASGI middleware: a request that announces a body (``Content-Length`` or chunked) must deliver all
+    of it within ``timeout_s``, else 408 and the connection closes. The body is read here, then handed
+    on: the service's bodies are small JSON."""
+
+    def __init__(self, app, timeout_s: float):
+        self.app, self.timeout_s = app, timeout_s
+
+    async def __call__(self, scope, receive, send) -> None:
+        headers = Headers(scope=scope) if scope["type"] == "http" else {}
+        if not ("content-length" in headers or "transfer-encoding" in headers):
+            await self.app(scope, receive, send)
+            return
+        messages = []
+        with anyio.move_on_after(self.timeout_s):
+            while True:
+                message = await receive()
+                messages.append(message)
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    break
+        if not messages or messages[-1].get("more_body", False):
+            log.warning("request body of %s %s not received within %s s", scope["method"], scope["path"],
+                        self.timeout_s)
+            response = JSONResponse({"detail": f"the request body did not arrive within {self.timeout_s:g} s "
+                                               "(KB_BODY_TIMEOUT_S)"}, status_code=408, headers={"Connection": "close"})
+            await response(scope, receive, send)
+            return
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     import psycopg2
     import psycopg2.pool
     from fastapi.encoders import jsonable_encoder
-    from fastapi.exceptions import RequestValidationError
     from pymilvus.exceptions import MilvusException
 
     @app.exception_handler(RequestValidationError)

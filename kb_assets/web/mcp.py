@@ -3,9 +3,11 @@
 ``POST /v1/kb/search`` (``Service.search``).
 
 A request to ``/mcp`` without a valid ``Authorization: Bearer`` key is refused with 401 before the
-MCP layer sees it (without ``KB_API_KEYS``, the service's loopback-only rule applies instead, and the
-SDK's DNS-rebinding protection is on). The tool reads the caller's key from the request it serves;
-asking for a knowledge base outside the key's scope is a tool error naming it.
+MCP layer sees it (without ``KB_API_KEYS``, the service's loopback-only rule applies instead). Host and
+Origin are checked by the service for every route, ``/mcp`` included (``auth.HostCheck``), so the SDK's
+own DNS-rebinding check is off: one rule, one setting (``KB_ALLOWED_HOSTS``). The tool reads the
+caller's key from the request it serves; asking for a knowledge base outside the key's scope, or one
+whose name is not valid, is a tool error naming it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import Field
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from kb_assets.names import validate_knowledge_base_id
 from kb_assets.retrieval.auth import ANONYMOUS
 from kb_assets.retrieval.schemas import SearchAnswer
 
@@ -33,9 +36,8 @@ class McpEndpoint:
 
     def __init__(self, server, keys):
         self.server, self.keys = server, keys
-        security = None if not keys.enabled else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-                                   transport_security=security)
+                                   transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # POST only: a stateless JSON server sends nothing unasked, so GET (a standalone SSE stream that would
         # hold the connection forever) and DELETE (ending a session it never made) answer 405, as the spec allows
         self.route = Route(MCP_PATH, endpoint=self, methods=["POST"])
@@ -74,6 +76,11 @@ def mcp_app(service) -> McpEndpoint:
         caller = service.keys.from_header((ctx.headers or {}).get("authorization")) or ANONYMOUS
         if service.keys.enabled and caller is ANONYMOUS:
             raise ToolError("missing or unknown API key")
+        for name in knowledge_base_ids or []:
+            try:
+                validate_knowledge_base_id(name)
+            except ValueError as error:
+                raise ToolError(f"422: {error}") from None
         try:
             answer = await anyio.to_thread.run_sync(
                 lambda: service.search(caller, query, knowledge_base_ids, limit, min_score))

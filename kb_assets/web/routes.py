@@ -9,11 +9,13 @@ storage and sends it as ``Authorization: Bearer``; images come on signed URLs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
 
 from fastapi import APIRouter, Depends, HTTPException
+from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 
+from kb_assets.names import KNOWLEDGE_BASE_ID_PATTERN
 from kb_assets.retrieval.auth import Caller
 from kb_assets.retrieval.schemas import Documents, KnowledgeBases, ServiceInfo
 from kb_assets.retrieval.strategies import STRATEGIES
@@ -42,8 +44,10 @@ def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
         return service.knowledge_bases(who)
 
     @router.get("/v1/knowledge-bases/{knowledge_base_id}/documents", response_model=Documents)
-    def documents(knowledge_base_id: str, who: Caller = Depends(caller)):
-        """A knowledge base's documents: status, pages, chunks, last run and the reason when failed."""
+    def documents(knowledge_base_id: Annotated[str, PathParam(pattern=KNOWLEDGE_BASE_ID_PATTERN)],
+                  who: Caller = Depends(caller)):
+        """A knowledge base's documents: status, pages, chunks, last run and the reason when failed (422
+        for a name that breaks ``kb_assets/names.py``'s pattern)."""
         return service.documents(knowledge_base_id, who)
 
     @router.get("/v1/service", response_model=ServiceInfo)

@@ -2,9 +2,11 @@
 
 An ``<img>`` cannot send ``Authorization: Bearer``, so the service hands out image URLs that carry their
 own proof: ``/v1/assets/<key>?k=<key id>&e=<expiry>&s=<signature>``, where the signature is an
-HMAC-SHA256 (``KB_URL_SIGNING_SECRET``) of the caller's key id (a fingerprint of its API key), the
-asset key and the expiry (unix seconds, ``KB_URL_TTL_SECONDS`` ahead). The asset route accepts such a
-URL until it expires, while that API key is still configured and may still read the asset's document.
+HMAC-SHA256 (``KB_URL_SIGNING_SECRET``) of the key id, the asset key and the expiry (unix seconds,
+``KB_URL_TTL_SECONDS`` ahead). The key id is an HMAC under the same secret of the caller's key
+fingerprint, so a leaked URL gives no way to test guesses of a weak API key offline. The asset route
+accepts such a URL until it expires, while that API key is still configured and may still read the
+asset's document. A signature or key id that is not lower-case hex of the right length is refused.
 
 Without ``KB_URL_SIGNING_SECRET`` a random secret is drawn per process: URLs then work only against the
 process that signed them. Several replicas behind one address must share one secret.
@@ -14,14 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from urllib.parse import quote, urlencode
 
-from kb_assets.retrieval.auth import Caller
+from kb_assets.retrieval.auth import ApiKeys, Caller
 from kb_assets.retrieval.rows import ASSETS_PATH
 
 URL_FIELDS = ("pageImageUrl", "figureImageUrl", "imageUrl")
+SIGNATURE = re.compile(r"[0-9a-f]{64}")
+KEY_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class UrlSigner:
@@ -30,24 +35,40 @@ class UrlSigner:
         self.ttl_seconds = ttl_seconds
 
     def _signature(self, key_id: str, asset_key: str, expires: int) -> str:
-        message = f"{key_id}\n{asset_key}\n{expires}".encode()
+        message = f"{key_id}\n{asset_key}\n{expires}".encode("utf-8", "surrogatepass")
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
+
+    def key_id(self, caller: Caller) -> str:
+        """The caller's id in URLs: an HMAC of its key fingerprint under the secret."""
+        return hmac.new(self.secret, f"key id\n{caller.key_id}".encode(), hashlib.sha256).hexdigest()[:32]
 
     def sign(self, asset_key: str, caller: Caller, now: float | None = None) -> str:
         """The signed URL (path and query) of a stored image for this caller."""
         expires = int(now if now is not None else time.time()) + self.ttl_seconds
-        query = urlencode({"k": caller.key_id, "e": expires, "s": self._signature(caller.key_id, asset_key, expires)})
+        key_id = self.key_id(caller)
+        query = urlencode({"k": key_id, "e": expires, "s": self._signature(key_id, asset_key, expires)})
         return f"{ASSETS_PATH}/{quote(asset_key)}?{query}"
 
-    def verify(self, asset_key: str, key_id: str, expires: str, signature: str, now: float | None = None) -> bool:
-        """True while the URL is unexpired and its signature is ours."""
+    def verify(self, asset_key: str, key_id: str | None, expires: str | None, signature: str | None,
+               now: float | None = None) -> bool:
+        """True while the URL is unexpired and its signature is ours; False for any malformed part."""
+        if not (isinstance(key_id, str) and KEY_ID.fullmatch(key_id)
+                and isinstance(signature, str) and SIGNATURE.fullmatch(signature)):
+            return False
         try:
             at = int(expires)
         except (TypeError, ValueError):
             return False
         if at < (now if now is not None else time.time()):
             return False
-        return hmac.compare_digest(self._signature(key_id, asset_key, at), signature or "")
+        return hmac.compare_digest(self._signature(key_id, asset_key, at).encode(), signature.encode())
+
+    def caller(self, keys: ApiKeys, asset_key: str, key_id: str | None, expires: str | None,
+               signature: str | None) -> Caller | None:
+        """The caller a valid URL was signed for, while its API key is still configured; else None."""
+        if not self.verify(asset_key, key_id, expires, signature):
+            return None
+        return next((c for c in keys.callers() if hmac.compare_digest(self.key_id(c), key_id)), None)
 
     def sign_url(self, url: str | None, caller: Caller) -> str | None:
         """A ``/v1/assets/<key>`` URL signed for the caller (other values unchanged)."""
