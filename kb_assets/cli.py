@@ -31,6 +31,18 @@ def _stores(settings: Settings):
 pass_settings = click.make_pass_decorator(Settings)
 
 
+def knowledge_base_names(ctx, param, value):
+    """Callback of ``--kb``: every name must match ``kb_assets/names.py``'s pattern."""
+    from kb_assets.names import validate_knowledge_base_id
+
+    try:
+        for name in value if isinstance(value, tuple) else () if value is None else (value,):
+            validate_knowledge_base_id(name)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
 @click.group()
 @click.pass_context
 def main(ctx: click.Context):
@@ -43,7 +55,8 @@ def main(ctx: click.Context):
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.")
+@click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.",
+              callback=knowledge_base_names)
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
 def ingest(settings, paths, knowledge_base_id, as_json):
@@ -74,7 +87,8 @@ def ingest(settings, paths, knowledge_base_id, as_json):
 
 @main.command()
 @click.argument("query")
-@click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.")
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.",
+              callback=knowledge_base_names)
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
@@ -113,7 +127,8 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
 
 @main.command("eval")
 @click.argument("questions", type=click.Path(exists=True, path_type=Path))
-@click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.")
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.",
+              callback=knowledge_base_names)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
@@ -169,12 +184,24 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
 @click.option("--port", default=8000, show_default=True)
 @pass_settings
 def serve(settings, host, port):
-    """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1."""
+    """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1.
+    Requests must name an allowed Host: loopback names, KB_PUBLIC_URL's host, KB_ALLOWED_HOSTS."""
     from kb_assets.retrieval import lean
-    from kb_assets.retrieval.auth import is_loopback
+    from kb_assets.retrieval.auth import HostPolicy, is_loopback
+
+    def refuse(reason: str):
+        click.echo(f"Error: {reason}", err=True)
+        raise SystemExit(2)
 
     if not settings.api_keys and not is_loopback(host):
-        raise click.ClickException(f"without KB_API_KEYS the service binds to 127.0.0.1 only (not {host})")
+        refuse(f"without KB_API_KEYS the service answers 127.0.0.1 only: set KB_API_KEYS to serve on {host}")
+    try:
+        hosts = HostPolicy.from_settings(settings)
+    except ValueError as error:
+        refuse(str(error))
+    if not is_loopback(host) and not (hosts.any or hosts.names):
+        click.echo(f"Warning: KB_PUBLIC_URL and KB_ALLOWED_HOSTS are unset: requests to {host} that name "
+                   "a host other than a loopback one answer 421", err=True)
     lean.refuse()
     import uvicorn
 
@@ -196,7 +223,7 @@ def _document_json(doc, stale=None) -> dict:
 
 
 @main.command()
-@click.option("--kb", "knowledge_base_ids", multiple=True)
+@click.option("--kb", "knowledge_base_ids", multiple=True, callback=knowledge_base_names)
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def docs(settings, knowledge_base_ids, as_json):
