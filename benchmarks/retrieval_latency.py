@@ -100,7 +100,7 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
     started = time.perf_counter()
     with catalog.connect() as conn:
         for (kb, document_id), pages in documents.items():
-            catalog.register_document(conn, document_id=document_id, knowledge_base_id=kb,
+            catalog.register_document(conn, document_id=document_id, knowledge_base_id=kb, source_root="synthetic",
                                       source_path=f"{document_id}.txt", source_uri=f"synthetic/{document_id}.txt",
                                       version="v1", size_bytes=0)
             catalog.update_document(conn, document_id, status="published", title=document_id, published_version="v1",

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
+from kb_assets.identity import readable_key
 from kb_assets.scanning import (  # noqa: F401  (planning's names since before the split)
     Scan,
     ScanFailure,
+    Scope,
     SourceFile,
-    document_id_for,
     scan,
     sha256_bytes,
     sha256_stream,
 )
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.paths import is_s3
 from kb_assets.versions import Staleness, staleness
 
 # registering, run ranges, gone documents ---------------------------------------------------------
@@ -42,8 +41,12 @@ class Changes:
 
 
 def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: Catalog) -> Changes:
-    """Compare scanned files with the catalog and register the new and changed ones (status pending)."""
+    """Compare scanned files with the catalog and register the new and changed ones (status pending); a
+    document registered for the first time gets its readable partition key. Call it under the
+    registration lock (keys are unique)."""
     known = catalog.get_documents([f.document_id for f in files])
+    keys = new_partition_keys([(knowledge_base_id, f.source_root, f.source_path, f.document_id) for f in files
+                               if f.document_id not in known], catalog)
     changes = Changes()
     with catalog.connect() as conn:
         for source in files:
@@ -55,11 +58,27 @@ def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: C
                     previous.status == "pending" and previous.version == source.sha256 and not previous.published_version)
                 (changes.new if new else changes.changed).append(source.document_id)
                 catalog.register_document(conn, document_id=source.document_id, knowledge_base_id=knowledge_base_id,
-                                          source_path=source.source_path, source_uri=source.uri,
-                                          version=source.sha256, size_bytes=source.size)
+                                          source_root=source.source_root, source_path=source.source_path,
+                                          source_uri=source.uri, version=source.sha256, size_bytes=source.size,
+                                          partition_key=keys.get(source.document_id))
             if source.etag:
                 catalog.record_source_etag(conn, source.document_id, source.etag, source.sha256)
     return changes
+
+
+def new_partition_keys(documents: list[tuple[str, str, str, str]], catalog: Catalog) -> dict[str, str]:
+    """Readable partition keys for documents that have none: (kb, root, path, document id) -> by id, none
+    of them a key another document holds."""
+    plain = {doc[3]: readable_key(*doc) for doc in documents}
+    taken = catalog.taken_partition_keys(list(plain.values()))
+    keys: dict[str, str] = {}
+    for kb, root, path, document_id in documents:
+        key = plain[document_id]
+        if key in taken:
+            key = readable_key(kb, root, path, document_id, taken)
+        taken.add(key)
+        keys[document_id] = key
+    return keys
 
 
 def contiguous_ranges(ordered_keys: list[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
@@ -87,19 +106,22 @@ def bucket_count(partitioning: str) -> int | None:
     return int(count) if kind == "buckets" else None
 
 
-def partition_key(document_id: str, partitioning: str) -> str:
-    """The partition that holds a document: the document itself, or its hash bucket
-    (``bucket-017-of-256``; the key says how many buckets, so a run knows its documents without settings)."""
+def partition_key(doc: Document, partitioning: str) -> str:
+    """The partition that holds a document: its own readable key (``kb_assets.identity``), or its hash
+    bucket (``bucket-017-of-256``; the key says how many buckets, so a run knows its documents without
+    settings)."""
     count = bucket_count(partitioning)
     if count is None:
-        return document_id
-    bucket = int.from_bytes(hashlib.sha256(document_id.encode()).digest()[:8], "big") % count
+        if not doc.partition_key:
+            raise ValueError(f"{doc.source_uri}: document {doc.document_id} has no partition key yet")
+        return doc.partition_key
+    bucket = int.from_bytes(hashlib.sha256(doc.document_id.encode()).digest()[:8], "big") % count
     return f"{BUCKET_PREFIX}{bucket:0{len(str(count - 1))}d}-of-{count}"
 
 
-def partition_keys(document_ids: list[str], partitioning: str) -> list[str]:
+def partition_keys(docs: list[Document], partitioning: str) -> list[str]:
     """The partitions of these documents, each once, in the documents' order."""
-    return list(dict.fromkeys(partition_key(d, partitioning) for d in document_ids))
+    return list(dict.fromkeys(partition_key(d, partitioning) for d in docs))
 
 
 def is_bucket(key: str) -> bool:
@@ -111,13 +133,13 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Docume
     its document; a bucket key names the bucket's documents that are pending or that this run has
     touched already (a bucket's run processes only its changed documents)."""
     documents = [key for key in keys if not is_bucket(key)]
-    found = catalog.get_documents(documents)
+    found = catalog.documents_by_partition_keys(documents)
     docs = [found[key] for key in documents if key in found]
     buckets = [key for key in keys if is_bucket(key)]
     if buckets:
         wanted, counts = set(buckets), {int(key.rsplit("-of-", 1)[1]) for key in buckets}
         docs += [doc for doc in catalog.documents_of_run(run_id)
-                 if any(partition_key(doc.document_id, f"buckets:{n}") in wanted for n in counts)]
+                 if any(partition_key(doc, f"buckets:{n}") in wanted for n in counts)]
     return docs
 
 
@@ -130,7 +152,7 @@ def plan_bucket_runs(docs: list[Document], changed: list[str], partitioning: str
     by_bucket: dict[str, list[Document]] = {}
     for doc in docs:
         if doc.document_id in wanted:
-            by_bucket.setdefault(partition_key(doc.document_id, partitioning), []).append(doc)
+            by_bucket.setdefault(partition_key(doc, partitioning), []).append(doc)
     plans = []
     for start, end, _ in contiguous_ranges(ordered_keys, set(by_bucket), batch_size):
         keys = ordered_keys[ordered_keys.index(start):ordered_keys.index(end) + 1]
@@ -200,24 +222,26 @@ def plan_runs(docs: list[Document], stale: dict[str, Staleness], ordered_keys: l
     failure stands until its step's version changes). Stale only by a new embedding spec: a migration's
     backfill, planned only when ``migration`` names the collection it fills."""
     by_id = {d.document_id: d for d in docs}
+    by_key = {d.partition_key: d for d in docs}
     groups: dict[str, set[str]] = {}
     plans = []
     for document_id, why in stale.items():
+        doc = by_id[document_id]
         if why.failed:
             if retry_failed:
-                plans.append(RunPlan(document_id, document_id, [by_id[document_id]], why.step, alone=True))
+                plans.append(RunPlan(doc.partition_key, doc.partition_key, [doc], why.step, alone=True))
         elif why.migration:
             if migration:
-                groups.setdefault("embeddings", set()).add(document_id)
+                groups.setdefault("embeddings", set()).add(doc.partition_key)
         else:
-            groups.setdefault(why.step, set()).add(document_id)
+            groups.setdefault(why.step, set()).add(doc.partition_key)
     ranged = []
     for step, selected in groups.items():
         for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):
             keys = ordered_keys[ordered_keys.index(start):ordered_keys.index(end) + 1]
-            ranged.append(RunPlan(start, end, [by_id[k] for k in keys], step,
+            ranged.append(RunPlan(start, end, [by_key[k] for k in keys], step,
                                   migration=migration if step == "embeddings" and any(
-                                      stale[k].migration for k in keys) else None))
+                                      stale[by_key[k].document_id].migration for k in keys) else None))
     order = {key: i for i, key in enumerate(ordered_keys)}
     ranged.sort(key=lambda plan: order.get(plan.start, 0))
     return ranged + plans
@@ -239,21 +263,9 @@ def migration_documents(docs: list[Document], stale: dict[str, Staleness], curre
     return picked
 
 
-def gone_documents(knowledge_base_id: str, roots: list[Path | str], present: set[str], catalog: Catalog) -> list[Document]:
-    """Documents of the knowledge base whose source lay under the given roots and is gone."""
-    gone = []
-    for doc in catalog.list_documents([knowledge_base_id]):
-        if doc.status == "deleted" or doc.document_id in present:
-            continue
-        if any(_under(doc.source_uri, root) for root in roots):
-            gone.append(doc)
-    return gone
-
-
-def _under(source_uri: str, root: Path | str) -> bool:
-    if isinstance(root, str) and is_s3(root):
-        return source_uri == root or source_uri.startswith(root + "/")
-    if is_s3(source_uri):
-        return False
-    source = Path(source_uri)
-    return source == root or Path(root) in source.parents
+def gone_documents(knowledge_base_id: str, scopes: list[Scope], present: set[str], catalog: Catalog) -> list[Document]:
+    """Documents of the knowledge base inside the scanned scopes (their root, under the given path) whose
+    source is gone: documents of other roots are never touched."""
+    return [doc for doc in catalog.list_documents([knowledge_base_id])
+            if doc.status != "deleted" and doc.document_id not in present
+            and any(scope.holds(doc) for scope in scopes)]

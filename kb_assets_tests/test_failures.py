@@ -22,9 +22,9 @@ pytestmark = pytest.mark.slow
 GOOD = "# Boilers\n\nThe boiler room key hangs in the janitor's office behind the blue cabinet.\n"
 
 
-def partition_status(instance, step: str, document_id: str):
-    return instance.get_status_by_partition(dg.AssetKey(step), [document_id],
-                                            dg.DynamicPartitionsDefinition(name="documents")).get(document_id)
+def partition_status(instance, step: str, key: str):
+    return instance.get_status_by_partition(dg.AssetKey(step), [key],
+                                            dg.DynamicPartitionsDefinition(name="documents")).get(key)
 
 
 def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path, settings, catalog, lake, milvus_client):
@@ -42,9 +42,9 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path,
     assert [f["documentId"] for f in report.failures] == [broken.document_id] and broken.status == "failed"
     instance = dagster_instance(settings)
     step = broken.failed_step.partition("@")[0]
-    assert partition_status(instance, step, broken.document_id) == dg.AssetPartitionStatus.FAILED
-    assert partition_status(instance, "milvus_collection", broken.document_id) != dg.AssetPartitionStatus.MATERIALIZED
-    assert partition_status(instance, "milvus_collection", good.document_id) == dg.AssetPartitionStatus.MATERIALIZED
+    assert partition_status(instance, step, broken.partition_key) == dg.AssetPartitionStatus.FAILED
+    assert partition_status(instance, "milvus_collection", broken.partition_key) != dg.AssetPartitionStatus.MATERIALIZED
+    assert partition_status(instance, "milvus_collection", good.partition_key) == dg.AssetPartitionStatus.MATERIALIZED
 
     (folder / "boilers.md").write_text("")      # the new file fails; the last good version keeps serving
     assert ingest([folder], "failures", settings).failures

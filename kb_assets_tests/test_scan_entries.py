@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets.planning import document_id_for, scan
+from kb_assets.identity import document_id_for
+from kb_assets.planning import scan
 
 BAD_NAME = os.fsdecode(b"bad\xff\xfe.md")   # what Python makes of the bytes b"bad\xff\xfe.md"
 
@@ -56,7 +57,7 @@ def test_a_read_error_is_a_failed_entry_with_the_reason(docs):
     (failure,) = found.failures
     assert failure.source_uri.endswith("/memory") and failure.reason.startswith("cannot read")
     assert "Input/output error" in failure.reason
-    assert failure.document_id == document_id_for("kb", "memory")   # named: its document is not purged
+    assert failure.document_id == document_id_for("kb", str(docs.parent.resolve()), "memory")   # named: not purged
 
 
 def test_symlinks_inside_the_folder_are_followed_and_those_that_leave_it_are_refused(docs, tmp_path):
@@ -143,7 +144,8 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     failures = {Path(f["sourceUri"]).name: f for f in report["failures"]}
     assert set(failures) == {"bad\\xff\\xfe.md", "pipe.md", "loop.md", "escape.md"}
     assert failures["bad\\xff\\xfe.md"]["documentId"] is None
-    assert failures["escape.md"]["documentId"] == document_id_for("unreadable", "escape.md")
+    ids = {d.source_path: d.document_id for d in catalog.list_documents(["unreadable"])}
+    assert failures["escape.md"]["documentId"] == document_id_for("unreadable", str(folder.resolve()), "escape.md")
     statuses = {d.source_path: d.status for d in catalog.list_documents(["unreadable"])}
     assert statuses == {"keep.md": "published", "new.md": "published", "old.md": "deleted"}
 
@@ -151,6 +153,6 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     (folder / "keep.md").unlink()
     plan = plan_watched_folders(dagster_instance(settings), replace(settings, watch=f"unreadable={folder}"))
     assert {Path(f.source_uri).name for f in plan.failures} == set(failures)
-    assert plan.deleted == [document_id_for("unreadable", "keep.md")] and plan.runs == []
+    assert plan.deleted == [ids["keep.md"]] and plan.runs == []
     purge = plan.purge_request()                                   # the purge is a purge_documents run
     assert purge.run_config["ops"]["purge"]["config"]["document_ids"] == plan.deleted

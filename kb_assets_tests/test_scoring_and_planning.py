@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kb_assets.planning import contiguous_ranges, document_id_for, scan
+from kb_assets.identity import document_id_for
+from kb_assets.planning import Scope, contiguous_ranges, scan
 from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, dense_query_text, keyword_overlap, query_terms
@@ -94,6 +95,8 @@ def test_scan_ids_are_stable_per_knowledge_base_and_path_and_hidden_files_are_sk
     (tmp_path / "docs" / ".DS_Store").write_text("x")
     found = scan([tmp_path / "docs"], "kb")
     files = found.files
-    assert [f.source_path for f in files] == ["a.md"] and found.roots == [(tmp_path / "docs").resolve()]
+    root = str((tmp_path / "docs").resolve())
+    assert [f.source_path for f in files] == ["a.md"] and found.scopes == [Scope(root, "")]
     assert found.failures == []
-    assert files[0].document_id == document_id_for("kb", "a.md") != document_id_for("other", "a.md")
+    assert files[0].document_id == document_id_for("kb", root, "a.md") != document_id_for("other", root, "a.md")
+    assert files[0].source_root == root

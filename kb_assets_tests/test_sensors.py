@@ -46,8 +46,8 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     (request,) = result.run_requests
     (add,) = result.dynamic_partitions_requests
     (doc,) = catalog.list_documents([watched.kb])
-    assert add.partition_keys == [doc.document_id] and doc.status == "pending"
-    assert request.tags["dagster/asset_partition_range_start"] == doc.document_id
+    assert add.partition_keys == [doc.partition_key] and doc.status == "pending"
+    assert request.tags["dagster/asset_partition_range_start"] == doc.partition_key
     instance.add_dynamic_partitions(documents_partitions.name, add.partition_keys)
     assert _run(watched, instance, request).success
     assert catalog.get_document(doc.document_id).status == "published"
@@ -91,7 +91,7 @@ def test_schedule_adds_partitions_and_requests_runs_for_changed_files(watched, s
     requests = watched.schedule(dg.build_schedule_context(instance=instance))
 
     (doc,) = catalog.list_documents([watched.kb])
-    assert instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
-    assert [r.tags["dagster/asset_partition_range_start"] for r in requests] == [doc.document_id]
+    assert instance.has_dynamic_partition(documents_partitions.name, doc.partition_key)
+    assert [r.tags["dagster/asset_partition_range_start"] for r in requests] == [doc.partition_key]
     assert _run(watched, instance, requests[0]).success
     assert catalog.get_document(doc.document_id).status == "published"

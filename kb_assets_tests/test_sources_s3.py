@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from kb_assets.planning import document_id_for
+from kb_assets.identity import document_id_for
 from kb_assets.settings import S3Settings
 from kb_assets.stores.paths import list_objects
 
@@ -65,7 +65,8 @@ def test_an_s3_prefix_is_ingested_and_the_knowledge_base_follows_changes_and_del
     docs = {d.source_path: d for d in catalog.list_documents([kb])}
     assert set(docs) == {"runbook.md", "policies/retention.md", "legacy.txt"}
     retention = docs["policies/retention.md"]
-    assert retention.document_id == document_id_for(kb, "policies/retention.md")   # stable per (kb, key)
+    assert retention.document_id == document_id_for(kb, url, "policies/retention.md")   # stable per (kb, root, key)
+    assert retention.source_root == url and retention.partition_key == f"{kb}/{prefix.rsplit('/', 1)[-1]}/policies/retention.md"
     assert retention.source_uri == f"{url}/policies/retention.md" and retention.status == "published"
     assert "400 days" in " ".join(p["text"] for p in catalog.read_pages(retention.document_id))
     etags = catalog.source_etags([d.document_id for d in docs.values()])
@@ -112,8 +113,8 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     result = sensor(dg.build_sensor_context(instance=instance))
     (request,) = result.run_requests
     (add,) = result.dynamic_partitions_requests
-    faq = document_id_for(kb, "faq.md")
-    assert add.partition_keys == [faq]
+    faq = document_id_for(kb, f"s3://{s3.bucket}/{prefix}", "faq.md")
+    assert add.partition_keys == [f"{kb}/{prefix.rsplit('/', 1)[-1]}/faq.md"]
     instance.add_dynamic_partitions("documents", add.partition_keys)
     assert job.execute_in_process(instance=instance, tags=request.tags, run_config=QUIET_RUN_CONFIG).success
     assert catalog.get_document(faq).status == "published"

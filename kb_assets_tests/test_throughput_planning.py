@@ -14,6 +14,7 @@ from kb_assets.chunking.pieces import Piece
 from kb_assets.embedding.vectors import encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.planning import is_bucket, partition_key, partition_keys
 from kb_assets.settings import Settings
+from kb_assets.stores.catalog import Document
 from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA
 
 
@@ -69,12 +70,14 @@ def test_a_document_over_the_chunk_budget_is_refused_before_its_window_is_applie
 
 
 def test_hash_buckets_are_stable_and_name_many_documents():
-    ids = [f"doc-{i:024x}" for i in range(200)]
-    keys = [partition_key(d, "buckets:16") for d in ids]
+    docs = [Document(f"doc-{i:024x}", "kb", f"n{i}.md", f"/r/n{i}.md", None, "v", 1, None, None, None, "pending",
+                     None, None, None, None, None, None, source_root="/r", partition_key=f"kb/r/n{i}.md")
+            for i in range(200)]
+    keys = [partition_key(d, "buckets:16") for d in docs]
     assert len(set(keys)) == 16 and all(is_bucket(k) and k.endswith("-of-16") for k in keys)
-    assert keys == [partition_key(d, "buckets:16") for d in ids]               # stable
-    assert partition_key(ids[0], "documents") == ids[0] and not is_bucket(ids[0])
-    assert partition_keys(ids, "buckets:16") == list(dict.fromkeys(keys))     # each bucket once, first-seen order
+    assert keys == [partition_key(d, "buckets:16") for d in docs]               # stable
+    assert partition_key(docs[0], "documents") == "kb/r/n0.md" and not is_bucket("kb/r/n0.md")
+    assert partition_keys(docs, "buckets:16") == list(dict.fromkeys(keys))     # each bucket once, first-seen order
 
 
 @pytest.mark.parametrize("env, field, expected", [

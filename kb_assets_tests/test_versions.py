@@ -136,7 +136,7 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     steps_now = catalog.get_documents([alpha.document_id, beta.document_id])
     assert {d.step_versions["parsed_pages"] for d in steps_now.values()} == {"test-2"}
     status = dagster_instance(settings).get_status_by_partition(
-        dg.AssetKey("parsed_pages"), [alpha.document_id, beta.document_id],
+        dg.AssetKey("parsed_pages"), [alpha.partition_key, beta.partition_key],
         dg.DynamicPartitionsDefinition(name="documents"))
     assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
 

@@ -3,7 +3,7 @@
 CREATE TABLE IF NOT EXISTS documents (
     document_id        text PRIMARY KEY,
     knowledge_base_id  text NOT NULL,
-    source_path        text NOT NULL,          -- relative to the folder given to ingest
+    source_path        text NOT NULL,          -- relative to its source root
     source_uri         text NOT NULL,          -- full path or URI
     title              text,
     version            text,                   -- sha256 of the bytes
@@ -20,8 +20,7 @@ CREATE TABLE IF NOT EXISTS documents (
     collection_name    text,
     last_run_id        text,
     created_at         timestamptz NOT NULL DEFAULT now(),
-    updated_at         timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (knowledge_base_id, source_path)
+    updated_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS documents_kb_status ON documents (knowledge_base_id, status);
 
@@ -145,3 +144,20 @@ CREATE TABLE IF NOT EXISTS document_terms (
 );
 CREATE INDEX IF NOT EXISTS document_terms_document ON document_terms (document_id);
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS term_count bigint;
+
+-- Document identity (issue 30): a document is (knowledge base, source root, path under that root). The
+-- root is the canonical folder (resolved real path) or s3://bucket/prefix that was ingested; purges touch
+-- only the root that was scanned. Rows made before roots were recorded get theirs from source_uri minus
+-- source_path, once. partition_key is the document's readable Dagster partition key (kb_assets/identity.py),
+-- assigned once and never changed (a relocated root keeps its documents' keys).
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS source_root text;
+UPDATE documents SET source_root = CASE
+        WHEN right(source_uri, length(source_path) + 1) = '/' || source_path
+        THEN left(source_uri, length(source_uri) - length(source_path) - 1)
+        ELSE source_uri END
+    WHERE source_root IS NULL;
+ALTER TABLE documents ALTER COLUMN source_root SET NOT NULL;
+ALTER TABLE documents DROP CONSTRAINT IF EXISTS documents_knowledge_base_id_source_path_key;
+CREATE UNIQUE INDEX IF NOT EXISTS documents_identity ON documents (knowledge_base_id, source_root, source_path);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS partition_key text;
+CREATE UNIQUE INDEX IF NOT EXISTS documents_partition_key ON documents (partition_key);

@@ -107,18 +107,20 @@ def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, res
                         failures: dict[str, str], asset_keys: list[dg.AssetKey] | None = None) -> None:
     """Per-partition metadata for the UI: which file a partition is, and what happened to it here
     (``asset_keys``: of those assets of a multi-asset step)."""
-    docs = catalog.get_documents(list(context.partition_keys))
+    docs = catalog.documents_by_partition_keys(list(context.partition_keys))
     for key in context.partition_keys:
         doc = docs.get(key)
         if doc is None:
             continue
-        result = results.get(key, {})
-        outcome = (f"failed: {failures[key]}" if key in failures
+        document_id = doc.document_id
+        result = results.get(document_id, {})
+        outcome = (f"failed: {failures[document_id]}" if document_id in failures
                    else "current: skipped" if result.get("skipped")
                    else "same output as before: nothing rewritten" if result.get("unchanged")
-                   else "written" if key in results
+                   else "written" if document_id in results
                    else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else ""))
         metadata = {"source": doc.source_path, "knowledge_base": doc.knowledge_base_id, "source_uri": doc.source_uri,
+                    "document_id": document_id,
                     "document_version": (doc.version or "")[:12], "outcome": outcome[:1000]}
         for asset_key in asset_keys or [None]:
             context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)

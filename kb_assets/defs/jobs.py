@@ -51,9 +51,11 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, catalog: CatalogR
     cat = catalog.catalog()
     gone = [d for d in cat.get_documents(config.document_ids).values() if d.status != "deleted"]
     purged = steps.purge_documents(gone, cat, object_store.store(), lake.lake(), milvus.client())
+    keys = {d.document_id: d.partition_key for d in gone}
     for report in purged:
-        if context.instance.has_dynamic_partition(documents_partitions.name, report["documentId"]):
-            context.instance.delete_dynamic_partition(documents_partitions.name, report["documentId"])
+        key = keys.get(report["documentId"])
+        if key and context.instance.has_dynamic_partition(documents_partitions.name, key):
+            context.instance.delete_dynamic_partition(documents_partitions.name, key)
     removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
     summary = {"documents_purged": len(purged), "entities_removed": removed,
                "chunk_rows_removed": sum(r["chunkRowsRemoved"] for r in purged),

@@ -98,17 +98,19 @@ def retry_failures_alone(job: dg.JobDefinition, instance: dg.DagsterInstance, ca
         if doc.status != "failed" or doc.last_run_id != run_id:
             continue
         step = (doc.failed_step or "raw_files@").partition("@")[0]
-        if shown_failed(instance, step, doc.document_id):
+        if shown_failed(instance, step, doc.partition_key):
             continue
-        alone = RunPlan(doc.document_id, doc.document_id, [doc], step, alone=True, migration=plan.migration)
+        alone = RunPlan(doc.partition_key, doc.partition_key, [doc], step, alone=True, migration=plan.migration)
         run_ids.append(execute(job, instance, alone.tags(), selection(step)).run_id)
     return run_ids
 
 
-def shown_failed(instance: dg.DagsterInstance, step: str, document_id: str) -> bool:
-    """Whether the UI shows the document's partition of ``step`` failed."""
-    status = instance.get_status_by_partition(dg.AssetKey(step), [document_id], documents_partitions) or {}
-    return status.get(document_id) == dg.AssetPartitionStatus.FAILED
+def shown_failed(instance: dg.DagsterInstance, step: str, key: str | None) -> bool:
+    """Whether the UI shows the document's partition ``key`` of ``step`` failed."""
+    if not key:
+        return False
+    status = instance.get_status_by_partition(dg.AssetKey(step), [key], documents_partitions) or {}
+    return status.get(key) == dg.AssetPartitionStatus.FAILED
 
 
 def purge(defs: dg.Definitions, instance: dg.DagsterInstance, gone: list[Document]) -> list[dict]:
@@ -142,7 +144,8 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
     picked = migration_documents(docs, stale, current)
     ordered = instance.get_dynamic_partitions(documents_partitions.name)
     known = set(ordered)
-    picked = {key: why for key, why in picked.items() if key in known}
+    keys = {d.document_id: d.partition_key for d in docs}
+    picked = {document_id: why for document_id, why in picked.items() if keys.get(document_id) in known}
     return plan_runs([d for d in docs if d.document_id in picked], picked, ordered, settings.run_batch_size,
                      retry_failed=False, migration=settings.embedding_model)
 

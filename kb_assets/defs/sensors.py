@@ -27,6 +27,7 @@ from kb_assets import planning
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
 from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
 from kb_assets.defs.partitions import documents_partitions
+from kb_assets.ingest import readable_partition_keys
 from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
@@ -64,6 +65,8 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     step, failures the UI does not show yet retried alone, and the purge of deleted files."""
     stores = Stores(settings)
     catalog = stores.catalog
+    with catalog.registration_lock():
+        readable_partition_keys(catalog, instance)
     existing = instance.get_dynamic_partitions(documents_partitions.name)
     known = set(existing)
     current = settings.step_versions()
@@ -72,19 +75,21 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
     buckets = planning.bucket_count(settings.partitioning) is not None   # runs of changed documents only
     plan = WatchPlan()
     for knowledge_base_id, source in settings.watched_folders():
-        found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
-        plan.failures += found.failures
         with catalog.registration_lock():   # one registration at a time (ingests, ticks)
+            found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
             changed = planning.register_changes(found.files, knowledge_base_id, catalog).to_run
-            gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+            gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
+        plan.failures += found.failures
         plan.deleted += [doc.document_id for doc in gone]
         docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
+        by_id = {d.document_id: d for d in docs}
         if buckets:
             stale = {}
-            fresh = [key for key in planning.partition_keys(changed, settings.partitioning) if key not in known]
+            fresh = [key for key in planning.partition_keys([by_id[d] for d in changed], settings.partitioning)
+                     if key not in known]
         else:
             stale = planning.stale_documents(docs, current, legacy, migrating)
-            fresh = [key for key in stale if key not in known]
+            fresh = [by_id[d].partition_key for d in stale if by_id[d].partition_key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
         admitted = fresh[:max(0, room)]
@@ -93,12 +98,12 @@ def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> Wa
         ordered = [*existing, *plan.new_keys]
         if buckets:
             admitted_docs = [d for d in docs if d.document_id in set(changed)
-                             and planning.partition_key(d.document_id, settings.partitioning) in known]
+                             and planning.partition_key(d, settings.partitioning) in known]
             plan.runs += planning.plan_bucket_runs(admitted_docs, changed, settings.partitioning, ordered,
                                                    settings.run_batch_size)
             continue
-        stale = {key: why for key, why in stale.items() if key in known and not (
-            why.failed and shown_failed(instance, why.step, key))}
+        stale = {d: why for d, why in stale.items() if by_id[d].partition_key in known and not (
+            why.failed and shown_failed(instance, why.step, by_id[d].partition_key))}
         plan.runs += planning.plan_runs(docs, stale, ordered, settings.run_batch_size)
     return plan
 

@@ -26,16 +26,55 @@ class CatalogReads(CatalogConnection):
         return self.get_documents([document_id]).get(document_id)
 
     def find_document(self, keys: list[str]) -> Document | None:
-        """A document by id, source path or source URI, trying ``keys`` (the newest match)."""
+        """A document by id, partition key, source path or source URI, trying ``keys`` (the newest match)."""
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
                 f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                "WHERE document_id = ANY(%s) OR source_path = ANY(%s) OR source_uri = ANY(%s) "
-                "ORDER BY (status = 'deleted'), updated_at DESC LIMIT 1",
-                (keys, keys, keys),
+                "WHERE document_id = ANY(%s) OR partition_key = ANY(%s) OR source_path = ANY(%s) "
+                "OR source_uri = ANY(%s) ORDER BY (status = 'deleted'), updated_at DESC LIMIT 1",
+                (keys, keys, keys, keys),
             )
             row = cur.fetchone()
             return Document(*row) if row else None
+
+    def documents_by_partition_keys(self, keys: list[str]) -> dict[str, Document]:
+        """Documents by their partition key."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE partition_key = ANY(%s)",
+                        (list(keys),))
+            return {doc.partition_key: doc for doc in (Document(*row) for row in cur.fetchall())}
+
+    def taken_partition_keys(self, keys: list[str]) -> set[str]:
+        """Which of these partition keys a document holds already."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT partition_key FROM documents WHERE partition_key = ANY(%s)", (list(keys),))
+            return {row[0] for row in cur.fetchall()}
+
+    def source_roots(self, knowledge_base_id: str) -> list[str]:
+        """The source roots a knowledge base has documents from (deleted ones included: they are its history)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT DISTINCT source_root FROM documents WHERE knowledge_base_id = %s ORDER BY 1",
+                        (knowledge_base_id,))
+            return [row[0] for row in cur.fetchall()]
+
+    def root_summary(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
+        """Per knowledge base and root: how many documents by status."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT knowledge_base_id, source_root, status, count(*) FROM documents "
+                        "WHERE %s::text[] IS NULL OR knowledge_base_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                        (knowledge_base_ids, knowledge_base_ids))
+            out: dict[tuple[str, str], dict] = {}
+            for kb, root, status, count in cur.fetchall():
+                row = out.setdefault((kb, root), {"knowledgeBaseId": kb, "sourceRoot": root, "documents": {}})
+                row["documents"][status] = count
+            return list(out.values())
+
+    def document_ids_under(self, knowledge_base_id: str, source_root: str) -> dict[str, str]:
+        """Source path -> document id of every document registered under a root."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT source_path, document_id FROM documents WHERE knowledge_base_id = %s "
+                        "AND source_root = %s", (knowledge_base_id, source_root))
+            return dict(cur.fetchall())
 
     def source_etags(self, document_ids: list[str]) -> dict[str, tuple[str, str]]:
         """(ETag, version) last seen for the s3:// sources of these documents."""

@@ -23,19 +23,22 @@ MAX_TERM_CHARS = 200     # longer terms are not kept (a btree key holds at most 
 
 class CatalogWrites(CatalogConnection):
     # documents -------------------------------------------------------------------------------
-    def register_document(self, conn, *, document_id: str, knowledge_base_id: str, source_path: str,
-                          source_uri: str, version: str, size_bytes: int) -> None:
+    def register_document(self, conn, *, document_id: str, knowledge_base_id: str, source_root: str,
+                          source_path: str, source_uri: str, version: str, size_bytes: int,
+                          partition_key: str | None = None) -> None:
         """Insert or update a document's registration; a new version makes it pending again (a failed
-        document of the same version stays failed: the planner decides whether it is retried)."""
+        document of the same version stays failed: the planner decides whether it is retried). A
+        document's id, root and partition key never change here (``relocate_root`` moves a root)."""
         with conn.cursor() as cur:
             cur.execute(
                 """
-                INSERT INTO documents (document_id, knowledge_base_id, source_path, source_uri, version,
-                                       size_bytes, status)
-                VALUES (%s, %s, %s, %s, %s, %s, 'pending')
+                INSERT INTO documents (document_id, knowledge_base_id, source_root, source_path, source_uri,
+                                       version, size_bytes, status, partition_key)
+                VALUES (%s, %s, %s, %s, %s, %s, %s, 'pending', %s)
                 ON CONFLICT (document_id) DO UPDATE SET
                     source_uri = EXCLUDED.source_uri,
                     size_bytes = EXCLUDED.size_bytes,
+                    partition_key = COALESCE(documents.partition_key, EXCLUDED.partition_key),
                     status = CASE WHEN documents.version IS DISTINCT FROM EXCLUDED.version
                                    OR documents.status = 'deleted'
                                   THEN 'pending' ELSE documents.status END,
@@ -48,8 +51,26 @@ class CatalogWrites(CatalogConnection):
                     version = EXCLUDED.version,
                     updated_at = now()
                 """,
-                (document_id, knowledge_base_id, source_path, source_uri, version, size_bytes),
+                (document_id, knowledge_base_id, source_root, source_path, source_uri, version, size_bytes,
+                 partition_key),
             )
+
+    def set_partition_keys(self, conn, keys: dict[str, str]) -> None:
+        """Give documents that have none their partition key (document id -> key)."""
+        with conn.cursor() as cur:
+            psycopg2.extras.execute_values(
+                cur, "UPDATE documents SET partition_key = v.key FROM (VALUES %s) AS v (id, key) "
+                     "WHERE documents.document_id = v.id AND documents.partition_key IS NULL",
+                list(keys.items()))
+
+    def relocate_root(self, knowledge_base_id: str, old_root: str, new_root: str) -> int:
+        """Move every document of a root to another root (the files moved): ids, versions, partition keys
+        and everything published stay; only ``source_root`` and ``source_uri`` change. Returns how many."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE documents SET source_root = %s, source_uri = %s || '/' || source_path, updated_at = now() "
+                "WHERE knowledge_base_id = %s AND source_root = %s", (new_root, new_root, knowledge_base_id, old_root))
+            return cur.rowcount
 
     def record_source_etag(self, conn, document_id: str, etag: str, version: str) -> None:
         """Remember that the s3:// object of a document had this ETag when its bytes hashed to ``version``."""
