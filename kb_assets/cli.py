@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from kb_assets.cli_errors import KbAssetsGroup
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -43,10 +44,13 @@ def knowledge_base_names(ctx, param, value):
     return value
 
 
-@click.group()
+@click.group(cls=KbAssetsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show the traceback of an expected failure too.")
+@click.version_option(package_name="kb-assets", prog_name="kb-assets")
 @click.pass_context
-def main(ctx: click.Context):
+def main(ctx: click.Context, debug: bool):
     """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
+    ctx.meta["kb_debug"] = debug
     try:
         ctx.obj = Settings.from_env()        # the environment, read once for the command
     except ValueError as error:
@@ -66,9 +70,11 @@ def ingest(settings, paths, knowledge_base_id, as_json):
 
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
+    from kb_assets.identity import OverlappingRoots
+
     try:
         report = run_ingest(sources, knowledge_base_id, settings, progress=progress)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, OverlappingRoots) as error:
         raise click.ClickException(str(error)) from None
     data = report.as_json()
 
@@ -213,8 +219,8 @@ def serve(settings, host, port):
 def _document_json(doc, stale=None) -> dict:
     from kb_assets.verify import last_good_notice
 
-    return {"documentId": doc.document_id, "knowledgeBaseId": doc.knowledge_base_id, "sourceUri": doc.source_uri,
-            "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
+    return {"documentId": doc.document_id, "partitionKey": doc.partition_key, "knowledgeBaseId": doc.knowledge_base_id,
+            "sourceUri": doc.source_uri, "sourceRoot": doc.source_root, "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
             "error": doc.error, "pages": doc.page_count, "chunks": doc.chunk_count, "mime": doc.mime,
             "sourceKind": doc.source_kind, "publishedVersion": doc.published_version,
             "servesLastGoodVersion": doc.serves_last_good_version and doc.status == "failed",
@@ -229,7 +235,7 @@ def _document_json(doc, stale=None) -> dict:
 def docs(settings, knowledge_base_ids, as_json):
     """Documents with their status, version, pages and chunks; which step is stale (a newer pipeline
     version or embedding spec) and why; where a newer file failed, that its last good version serves.
-    The document id is the document's Dagster partition key."""
+    partitionKey is the document's Dagster partition key."""
     from kb_assets.migration import migration_due
     from kb_assets.planning import stale_documents
 
@@ -243,7 +249,7 @@ def docs(settings, knowledge_base_ids, as_json):
 
     def render(d):
         for doc in d["documents"]:
-            click.echo(f"{doc['status']:<9} {doc['knowledgeBaseId']}/{doc['sourcePath']}  pages={doc['pages']} "
+            click.echo(f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
                        f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else ""))
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")
@@ -252,6 +258,46 @@ def docs(settings, knowledge_base_ids, as_json):
                            + (" (collection migration)" if doc["stale"]["migration"] else ""))
 
     emit(data, as_json, render)
+
+
+@main.command()
+@click.option("--kb", "knowledge_base_ids", multiple=True, callback=knowledge_base_names)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def roots(settings, knowledge_base_ids, as_json):
+    """The source roots (folders, s3:// prefixes) each knowledge base holds documents from, with counts."""
+    data = {"roots": _stores(settings).catalog.root_summary(list(knowledge_base_ids) or None)}
+
+    def render(d):
+        for row in d["roots"]:
+            counts = ", ".join(f"{n} {status}" for status, n in row["documents"].items())
+            click.echo(f"{row['knowledgeBaseId']}  {row['sourceRoot']}  ({counts})")
+
+    emit(data, as_json, render)
+
+
+@main.command()
+@click.argument("old_root")
+@click.argument("new_root")
+@click.option("--kb", "knowledge_base_id", required=True, help="The knowledge base whose root moved.",
+              callback=knowledge_base_names)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
+    """Tell KB that the files of OLD_ROOT now live under NEW_ROOT (same relative paths): the documents keep
+    their ids, versions, partitions and everything published, and the next ingest of NEW_ROOT finds them
+    unchanged. Without it, ingesting NEW_ROOT would make new documents."""
+    from kb_assets.identity import relocation
+
+    catalog = _stores(settings).catalog
+    with catalog.registration_lock():
+        try:
+            old, new = relocation(knowledge_base_id, old_root, new_root, catalog.source_roots(knowledge_base_id))
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+        moved = catalog.relocate_root(knowledge_base_id, old, new)
+    emit({"knowledgeBaseId": knowledge_base_id, "from": old, "to": new, "documents": moved}, as_json,
+         lambda d: click.echo(f"{knowledge_base_id}: {d['documents']} documents moved from {d['from']} to {d['to']}"))
 
 
 def _find(catalog, key):

@@ -32,6 +32,9 @@ from kb_assets.defs.partitions import documents_partitions
 from kb_assets.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.connection import connect_retries
+from kb_assets.versions import STEPS
 from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
 
@@ -72,14 +75,16 @@ def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, in
     be named, stat-ed or read is a failure in the report (``documentId`` null when its name is not
     UTF-8); the other entries go on."""
     catalog = stores.catalog
-    found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
     with catalog.registration_lock():
+        readable_partition_keys(catalog, instance)
+        found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
         changes = planning.register_changes(found.files, knowledge_base_id, catalog)
         report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
                               failures=[failure.as_json() for failure in found.failures])
-        keys = planning.partition_keys(changes.to_run, settings.partitioning)
+        registered = catalog.get_documents(changes.to_run)
+        keys = planning.partition_keys([registered[d] for d in changes.to_run], settings.partitioning)
         add_partitions(instance, keys)
-        gone = planning.gone_documents(knowledge_base_id, found.roots, found.present, catalog)
+        gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
             if defs is None:
                 from kb_assets.definitions import make_definitions  # loads every asset: import on use
@@ -96,13 +101,55 @@ def add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
         instance.add_dynamic_partitions(documents_partitions.name, new_keys)
 
 
+def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> int:
+    """Once, for documents registered before partition keys were readable (their partition was their id):
+    give each its readable key, carry its partitions' materializations over to the new key (a runless
+    materialization that names the old key) and delete the old partition. Nothing is re-processed.
+    Returns how many documents moved. Call it under the registration lock."""
+    docs = [doc for doc in catalog.list_documents() if not doc.partition_key]
+    if not docs:
+        return 0
+    keys = planning.new_partition_keys([(d.knowledge_base_id, d.source_root, d.source_path, d.document_id)
+                                        for d in docs], catalog)
+    with catalog.connect() as conn:
+        catalog.set_partition_keys(conn, keys)
+    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    moved = [doc for doc in docs if doc.document_id in existing]
+    add_partitions(instance, [keys[doc.document_id] for doc in moved if doc.status != "deleted"])
+    for asset in (*STEPS, "page_images"):
+        done = instance.get_materialized_partitions(dg.AssetKey(asset))
+        for doc in moved:
+            if doc.document_id in done and doc.status != "deleted":
+                instance.report_runless_asset_event(dg.AssetMaterialization(
+                    asset, partition=keys[doc.document_id],
+                    description="carried over from the document's earlier partition key",
+                    metadata={"earlier_partition_key": doc.document_id, "source": doc.source_path,
+                              "knowledge_base": doc.knowledge_base_id}))
+    for doc in moved:
+        instance.delete_dynamic_partition(documents_partitions.name, doc.document_id)
+    return len(docs)
+
+
 def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
            progress: Callable[[str], None] = lambda message: None) -> IngestReport:
     """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
-    documents whose sources are gone are purged."""
+    documents whose sources are gone are purged. One ingest of a knowledge base at a time: a second one
+    waits for the first, then finds what it finished current."""
+    stores = Stores(settings)
+
+    def waiting() -> None:
+        progress(f"another ingest of {knowledge_base_id} is running: waiting for it to finish")
+
+    with connect_retries():   # a Postgres restart is waited out (bounded), not fatal
+        with stores.catalog.ingest_lock(knowledge_base_id, waiting):
+            return _ingest(paths, knowledge_base_id, settings, stores, progress)
+
+
+def _ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings, stores: Stores,
+            progress: Callable[[str], None]) -> IngestReport:
+    """``ingest`` while holding the knowledge base's ingest lock."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
 
-    stores = Stores(settings)
     catalog = stores.catalog
     instance = dagster_instance(settings)
     abandoned = launch.fail_abandoned_runs(instance)
@@ -123,7 +170,7 @@ def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
         report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
                         if key in unchanged]
         with catalog.registration_lock():
-            add_partitions(instance, list(stale))
+            add_partitions(instance, [doc.partition_key for doc in docs if doc.document_id in stale])
         batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))   # at least one range a run
         plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch)
     else:

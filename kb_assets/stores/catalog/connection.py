@@ -3,7 +3,9 @@ for the retrieval service (``reader``), and the schema, applied once on first us
 
 from __future__ import annotations
 
+import contextvars
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -14,6 +16,34 @@ from kb_assets.settings import libpq_url
 
 # sql/ stays at the top of the repository; kb_assets/sql links to it, so wheels carry the schema too
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
+
+
+CONNECT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)   # a Postgres restart is waited out for ~8 s, then the error stands
+_RETRY_DELAYS: contextvars.ContextVar[tuple[float, ...]] = contextvars.ContextVar("catalog_connect_retries",
+                                                                                  default=())
+
+
+@contextmanager
+def connect_retries(delays: tuple[float, ...] = CONNECT_RETRY_DELAYS_S) -> Iterator[None]:
+    """Within this block (an ingest, its in-process runs), a connect that fails is tried again after each
+    delay. Outside it (the retrieval service) a down Postgres fails at once, and the request answers 503."""
+    token = _RETRY_DELAYS.set(delays)
+    try:
+        yield
+    finally:
+        _RETRY_DELAYS.reset(token)
+
+
+def connect_with_retries(dsn: str, options: str) -> psycopg2.extensions.connection:
+    """A new connection; a refused or timed-out connect is tried again after each delay of ``connect_retries``."""
+    for delay in (*_RETRY_DELAYS.get(), None):
+        try:
+            return psycopg2.connect(dsn, connect_timeout=10, options=options)
+        except psycopg2.OperationalError:
+            if delay is None:
+                raise
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 class CatalogConnection:
@@ -27,9 +57,7 @@ class CatalogConnection:
     @contextmanager
     def connect(self) -> Iterator[psycopg2.extensions.connection]:
         """A connection in a transaction: committed on success, rolled back on error."""
-        conn = psycopg2.connect(
-            self.dsn, connect_timeout=10, options=f"-c statement_timeout={self.statement_timeout_ms}"
-        )
+        conn = connect_with_retries(self.dsn, options=f"-c statement_timeout={self.statement_timeout_ms}")
         try:
             with conn:
                 yield conn
