@@ -28,7 +28,7 @@ def app(kb_home, settings):
 
 @pytest.fixture(scope="module")
 def client(app):
-    with TestClient(app, client=LOCAL) as client:      # runs the lifespan: warm-up, watchdog, MCP
+    with TestClient(app, client=LOCAL, base_url="http://localhost") as client:      # runs the lifespan: warm-up, watchdog, MCP
         yield client
 
 

@@ -134,7 +134,7 @@ def test_a_page_image_is_rendered_on_first_request_and_cached(handbook, catalog,
     assert key == f"pages/{doc.document_id}/{doc.version}/2.png"
     stores.objects.delete(key)
     assert not stores.objects.exists(key)
-    with TestClient(create_app(replace(settings, api_keys="")), client=("127.0.0.1", 5)) as client:
+    with TestClient(create_app(replace(settings, api_keys="")), client=("127.0.0.1", 5), base_url="http://localhost") as client:
         page = client.get(f"/v1/documents/{doc.document_id}/pages/2").json()
         first = client.get(page["pageImageUrl"])
         assert first.status_code == 200 and first.content.startswith(b"\x89PNG")
