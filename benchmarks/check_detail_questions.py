@@ -195,7 +195,6 @@ def reachable(rows: list[dict], home: Path) -> None:
     """Print, per language and split, how many rows' answers a chunk of their labelled pages holds."""
     import polars as pl
 
-    sys.path.insert(0, str(REPO))
     from kb_assets.retrieval.evaluation import answer_in
 
     chunks = pl.concat([pl.read_parquet(f, columns=["source_uri", "page_index", "page_end", "content"])

@@ -26,15 +26,13 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from dev_corpus import KNOWLEDGE_BASES, fetch  # a sibling: this script's folder is first on sys.path
 
-from dev_corpus import KNOWLEDGE_BASES, fetch
+REPO = Path(__file__).resolve().parents[1]
 
 QUESTIONS = REPO.parent / "shared" / "eval" / "dev_questions.jsonl"
 
@@ -91,7 +89,7 @@ def print_documents(figures: list[dict], model_window: int) -> None:
 
 
 def evaluate_retrieval(settings, catalog, model, kbs: list[str]) -> dict:
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
     from kb_assets.retrieval.baseline import NaiveBaseline
     from kb_assets.retrieval.evaluation import evaluate, load_questions
     from kb_assets.retrieval.search import SearchRequest
@@ -143,7 +141,7 @@ def main() -> None:
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
 
     from kb_assets.stores import Stores
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
 

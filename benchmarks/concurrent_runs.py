@@ -23,19 +23,18 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from dev_corpus import KNOWLEDGE_BASES, fetch  # a sibling: this script's folder is first on sys.path
 
-from dev_corpus import KNOWLEDGE_BASES, fetch  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def ingest_once(cache: Path) -> dict:
     """Run inside the child: ingest every knowledge base, then again unchanged; figures as a dict."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.verify import verify
 
     settings = Settings.from_env()
     try:

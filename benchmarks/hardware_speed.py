@@ -39,10 +39,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from dev_corpus import KNOWLEDGE_BASES, fetch  # a sibling: this script's folder is first on sys.path
 
-from dev_corpus import KNOWLEDGE_BASES, fetch  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 BIN = Path(sys.executable).parent
 
@@ -53,7 +52,7 @@ def load() -> str:
 
 def ingest_child(cache: Path) -> dict:
     """Inside a child process: the full ingest and the no-op re-run, as the CLI's ``ingest`` runs them."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
 
@@ -180,7 +179,7 @@ def encoder_figures(texts: list[str]) -> None:
 
 
 def ui_path_figures(settings, env: dict, cache: Path) -> None:
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.stores import Stores
 
     doc = next(d for d in Stores(settings).catalog.list_documents(["r-manuals"]) if d.source_path.endswith("R-data.pdf"))

@@ -31,7 +31,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
 
     from kb_assets.stores import Stores
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
 

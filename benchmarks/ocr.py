@@ -35,12 +35,9 @@ were measured with throwaway scripts, not this one.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from parsing import PDFS, REPO, ZH_PDF, bench_ocr  # noqa: E402  (REPO is put on sys.path there)
+from parsing import PDFS, REPO, ZH_PDF, bench_ocr  # benchmarks/parsing.py: this script's folder is first on sys.path
 
 EN_PAGES = [8, 9, 10]  # 0-based: R-data pages 9-11
 ZH_PAGES = [10, 11]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import tempfile
 import time
 import unicodedata
@@ -32,8 +31,6 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PDFS = [
     "usr/share/R/doc/manual/R-data.pdf",

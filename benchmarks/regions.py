@@ -4,18 +4,16 @@ every chunk's words to pypdfium2's word boxes and print the share that falls ins
 regions (mean over chunks, minimum), how many chunks have no region and how many lie outside their
 page. Targets (issue 14): mean >= 0.95, no chunk under 0.7, none outside.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/regions.py [PDF ...]
+    .venv/bin/python benchmarks/regions.py [PDF ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 MANUALS = REPO / "corpus-cache" / "usr" / "share" / "R" / "doc" / "manual"
 DEFAULT = [MANUALS / f"{name}.pdf" for name in ("R-data", "R-admin", "R-lang")]

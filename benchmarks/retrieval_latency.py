@@ -56,7 +56,7 @@ def kb_names(size: int) -> tuple[str, str]:
 
 def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, words: list[str]) -> str:
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
-    from kb_assets.lexical import chunk_terms
+    from kb_assets.lib.lexical import chunk_terms
     from kb_assets.stores.vectors import EmbeddingSpec, clear, count_entities, ensure_collection, flush, insert, publish
 
     spec = EmbeddingSpec(model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",),
@@ -180,7 +180,7 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
     port = free_port()
     env = {**os.environ, "KB_MILVUS_ALIAS": alias, "KB_API_KEYS": ""}
     log = open(Path(os.environ["KB_HOME"]) / f"serve-{size}.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "kb_assets.cli", "serve", "--port", str(port)], env=env,
+    server = subprocess.Popen([str(Path(sys.executable).parent / "kb-assets"), "serve", "--port", str(port)], env=env,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -256,7 +256,7 @@ def main() -> None:
     os.environ.pop("KB_API_KEYS", None)
 
     from kb_assets.stores import Stores
-    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
+    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
 
     settings = one_thread_per_query(Settings.from_env())   # the raw side embeds queries as kb-assets serve does

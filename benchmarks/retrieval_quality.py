@@ -26,7 +26,7 @@ writes one line per question and strategy (page rank, answer rank, the top 5) fo
 
 Goals (issue 15, frozen test split of the detail set, default strategy): hit@5 >= 0.95, hit@1 >= 0.85,
 answer@5 >= 0.90 in English and in Chinese; titles and paraphrases no worse than before. Last measured
-(README "Searching", parser 3): test en 0.80 / 0.97 / 0.88, answer 0.74 / 0.89; zh 0.75 / 1.00 / 0.84,
+(docs/retrieval.md, parser 3): test en 0.80 / 0.97 / 0.88, answer 0.74 / 0.89; zh 0.75 / 1.00 / 0.84,
 answer 0.75 / 0.92; titles 0.95 / 1.00 / 0.97; paraphrases 0.60 / 0.90 / 0.72.
 """
 
@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -110,7 +109,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
 
     from kb_assets.cli import naive_baseline
-    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
+    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate, first_answer_rank, first_hit_rank, load_questions
     from kb_assets.retrieval.query import LANGUAGE_POLICIES
     from kb_assets.retrieval.search import SearchRequest
@@ -119,8 +118,7 @@ def main() -> None:
 
     settings = one_thread_per_query(Settings.from_env())   # as kb-assets serve and eval do
     sets = question_sets(args, load_questions)
-    searcher = make_searcher(settings)
-    searcher.config = config_overrides(args.set, searcher.config)
+    searcher = make_searcher(settings, config_overrides(args.set, settings.search))
     default = searcher.config.strategy
     searcher.warm_up()
     strategies = [s for s in args.strategies.split(",") if s in STRATEGIES or s == "naive"]
@@ -223,20 +221,6 @@ def print_table(runs: dict, rows: list[str], answers: bool) -> None:
             cells.append(cell)
         n = next((s[kb]["questions"] for s in runs.values() if (s.get(kb) or {}).get("questions")), 0)
         print(f"  {kb[:7]:<7} {n:>3}" + "".join(f"{c:>{width}}" for c in cells))
-
-
-def wrapper_args(argv: list[str]) -> tuple[list[str], list[str], Path]:
-    """For a benchmark that wraps this one (``WRAPPER ... -- ARGS``): its own arguments, this script's
-    (after ``--``), and the bench home those name (``--home``, else the default)."""
-    own, quality_args = (argv[1:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv[1:], [])
-    home = Path(quality_args[quality_args.index("--home") + 1]) if "--home" in quality_args else REPO / ".kb-bench"
-    return own, quality_args, home
-
-
-def run_wrapped(quality_args: list[str]) -> None:
-    """Run this benchmark in this process with ``quality_args``, after a wrapper patched what it measures."""
-    sys.argv = ["retrieval_quality.py", *quality_args]
-    main()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Sizing: the figures deploy/README.md's sizing table is computed from, measured here, and the table.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/sizing.py [--corpus DIR]... [--encode 256]
+    .venv/bin/python benchmarks/sizing.py [--corpus DIR]... [--encode 256]
 
 Ingests the sample corpus, and the R manuals of the dev corpus when ./corpus-cache has them (see
 benchmarks/dev_corpus.py), into a fresh KB_HOME on the embedded profile, through Dagster as `kb-assets
@@ -117,7 +117,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     load_before = os.getloadavg()
 
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores

@@ -4,7 +4,7 @@ Milvus Lite server is killed once; prints the request count, the error count and
 and whether ``verify`` is consistent at the end. Runs under a fresh temporary KB_HOME (its embedded
 services are stopped at the end).
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/soak.py [--seconds 300] [--requests 2000]
+    .venv/bin/python benchmarks/soak.py [--seconds 300] [--requests 2000]
 """
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def main() -> int:

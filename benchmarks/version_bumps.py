@@ -1,6 +1,6 @@
 """What a pipeline version bump costs on the dev corpus, against a full ingest.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/version_bumps.py --cache ~/.cache/kb-assets/dev-corpus --home DIR [--kb r-manuals]
+    .venv/bin/python benchmarks/version_bumps.py --cache ~/.cache/kb-assets/dev-corpus --home DIR [--kb r-manuals]
 
 Ingests the dev corpus (``dev_corpus.py``'s knowledge bases) into a fresh ``--home``, then bumps the
 chunker version (the chunker's output is unchanged: goal < 10% of the full ingest, no parse, no encode)
@@ -21,7 +21,7 @@ from dev_corpus import KNOWLEDGE_BASES, fetch
 
 def phase(name: str, settings, cache: Path, kbs: list[str], baseline: float | None = None) -> float:
 
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     started, run_ids = time.perf_counter(), []
     for kb in kbs:

@@ -11,7 +11,7 @@ from pymilvus import MilvusClient
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.vectors import chunk_document
-from kb_assets.text import normalize_ws
+from kb_assets.lib.text import normalize_ws
 
 if TYPE_CHECKING:
     from kb_assets.stores.lake import Lake

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_assets.names import validate_knowledge_base_id
+from kb_assets.lib.names import validate_knowledge_base_id
 from kb_assets.parsing.options import (
     MAX_FILE_BYTES,
     MAX_PAGES,
@@ -24,7 +24,7 @@ from kb_assets.parsing.options import (
     ParseOptions,
 )
 from kb_assets.retrieval.config import SearchConfig, Weights
-from kb_assets.versions import PipelineVersions, step_versions
+from kb_assets.pipeline.versions import PipelineVersions, step_versions
 
 ENCODERS = ("onnx", "torch")             # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kb-assets"
@@ -212,7 +212,7 @@ class Settings:
         return self.scratch_dir or Path(tempfile.gettempdir()) / "kb-assets-scratch"
 
     def step_versions(self) -> dict[str, str]:
-        """The current version of every pipeline step (``kb_assets.versions``)."""
+        """The current version of every pipeline step (``kb_assets.pipeline.versions``)."""
         return step_versions(self.versions, self.embedding_model, self.summarizer.configured_model,
                              self.chunk_context.configured_model)
 
@@ -221,7 +221,7 @@ class Settings:
 
     def watched_folders(self) -> list[tuple[str, Path | str]]:
         """(knowledge base, folder) pairs of KB_WATCH; an s3:// prefix stays a URL string. ValueError names
-        an entry that is not KB=FOLDER or whose KB is not a valid name (``kb_assets/names.py``)."""
+        an entry that is not KB=FOLDER or whose KB is not a valid name (``kb_assets/lib/names.py``)."""
         pairs: list[tuple[str, Path | str]] = []
         for item in filter(None, (part.strip() for part in self.watch.split(";"))):
             kb, _, folder = item.partition("=")

@@ -1,7 +1,7 @@
 """The work of each asset for one document, as plain functions over the stores.
 
 Each step is idempotent and skips a document whose output is current: made from the document's
-version of the file by the step's current pipeline version (``version``, see ``kb_assets.versions``), so a
+version of the file by the step's current pipeline version (``version``, see ``kb_assets.pipeline.versions``), so a
 re-materialization of unchanged content costs nothing. A step that runs again and makes the same output
 as before writes nothing and records only that its version confirmed it; a step whose output changed
 marks the steps after it stale (their recorded version becomes ""), so they run again. A step that cannot handle a
@@ -24,10 +24,10 @@ from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_f
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
-from kb_assets.lexical import chunk_row_terms
-from kb_assets.page_images import has_page_images, page_image_key
+from kb_assets.lib.lexical import chunk_row_terms
+from kb_assets.pipeline.page_images import has_page_images, page_image_key
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
-from kb_assets.planning import sha256_bytes
+from kb_assets.pipeline.planning import sha256_bytes
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.objects import ObjectStore
@@ -43,7 +43,7 @@ from kb_assets.stores.vectors import (
     published_collection,
     sync_document,
 )
-from kb_assets.versions import after, legacy_version, partly_contextualized
+from kb_assets.pipeline.versions import after, legacy_version, partly_contextualized
 from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import (
@@ -51,7 +51,7 @@ from kb_assets.structure.summaries import (
     PageSummarizer,
     summarize_document,
 )
-from kb_assets.text import sha256_text
+from kb_assets.lib.text import sha256_text
 
 
 class DocumentFailed(Exception):
@@ -363,7 +363,7 @@ def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model:
 def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: MilvusClient, collection: str,
                      run_id: str, version: str = "1", also: tuple[str, EmbeddingModel] | None = None) -> dict:
     """Make the collection hold exactly this document's current chunks (only what changed is written),
-    then record the version that serves, with its chunks' BM25 term counts (``kb_assets.lexical``).
+    then record the version that serves, with its chunks' BM25 term counts (``kb_assets.lib.lexical``).
 
     ``also``: while a collection migration is due, the published collection of the previous embedding
     spec and its model: the document is written there too (what changed is encoded with that model), so

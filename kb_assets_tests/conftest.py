@@ -96,14 +96,14 @@ def corpus_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def handbook(settings, corpus_dir):
     """The sample corpus ingested into the knowledge base ``handbook``: the ingest report."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     return ingest([corpus_dir], "handbook", settings)
 
 
 @pytest.fixture(scope="session")
 def searcher(settings, handbook):
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     return make_searcher(settings)
 

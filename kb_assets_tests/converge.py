@@ -10,7 +10,7 @@ def converge(settings) -> list[str]:
     from kb_assets.definitions import make_definitions
     from kb_assets.defs.launch import dagster_instance, run_plans
     from kb_assets.defs.partitions import documents_partitions
-    from kb_assets.planning import plan_runs, stale_documents
+    from kb_assets.pipeline.planning import plan_runs, stale_documents
     from kb_assets.stores import Stores
 
     catalog = Stores(settings).catalog

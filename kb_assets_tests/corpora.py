@@ -33,7 +33,7 @@ INJECTIONS = ['x" or 1==1 or "', "x' or 1==1 or '", 'alpha" or knowledge_base_id
 
 def ensure_retrieval_corpus(kb_home: Path, settings) -> None:
     """The knowledge bases ``alpha`` and ``beta``, ingested once per session (later calls change nothing)."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     for kb, files in RETRIEVAL_CORPUS.items():
         folder = kb_home / "retrieval-corpus" / kb

@@ -72,7 +72,7 @@ def _free_port() -> int:
 
 def _prepare(home: Path, settings):
     """The stable knowledge base (ingested once) and the churn folder; returns the stable facts."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     stable = home / "soak" / "stable"
     stable.mkdir(parents=True, exist_ok=True)
@@ -94,11 +94,11 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
     loaded machine still churns the documents the clients read."""
     import uvicorn
 
-    from kb_assets.ingest import ingest
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.service.api import create_app
     from kb_assets.services import milvus_status
     from kb_assets.stores import Stores, open_milvus
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.verify import verify
 
     _prepare(home, settings)
     stores = Stores(settings)

@@ -26,7 +26,7 @@ RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "s
 
 @pytest.fixture(scope="module")
 def api_searcher(kb_home, settings):
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     ensure_retrieval_corpus(kb_home, settings)
     searcher = make_searcher(settings)
@@ -41,14 +41,14 @@ def corpus_for_api(api_searcher):
 
 @pytest.fixture(scope="module")
 def open_client(settings, api_searcher):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     return TestClient(create_app(replace(settings, api_keys=""), api_searcher), client=LOCAL, base_url=BASE_URL)
 
 
 @pytest.fixture(scope="module")
 def keyed_app(settings, api_searcher):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     return create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*"), api_searcher)
 
@@ -71,7 +71,7 @@ def test_search_results_carry_every_contract_field(open_client):
 
 
 def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searcher, open_client):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     app = create_app(replace(settings, api_keys=""), api_searcher)
     for host in ("10.1.2.3", "testclient"):
@@ -115,7 +115,7 @@ def test_invalid_requests_are_422(open_client, body):
 
 
 def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher, frozen_milvus_client):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     down = Searcher(frozen_milvus_client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
                     replace(api_searcher.config, milvus_timeout_s=0.5))
@@ -137,7 +137,7 @@ def test_openapi_documents_the_search_endpoint(open_client):
 def test_a_real_uvicorn_server_on_loopback_answers_search_over_http(settings, api_searcher):
     import uvicorn
 
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

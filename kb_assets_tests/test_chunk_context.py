@@ -16,7 +16,7 @@ from kb_assets.chunking.contextual import (
     add_chunk_contexts,
     context_requests,
 )
-from kb_assets.text import sha256_text
+from kb_assets.lib.text import sha256_text
 from kb_assets_tests.chat_server import ChatServer, chat_answer
 from kb_assets_tests.test_chunking import DOC, MAX_TOKENS, count_tokens, page, table, text
 

@@ -9,7 +9,7 @@ import sys
 from functools import lru_cache
 
 from kb_assets.chunking.chunker import MIN_CHARS, TARGET_CHARS, DocumentContext, chunk_document, chunk_with_fallback
-from kb_assets.text import normalize_ws
+from kb_assets.lib.text import normalize_ws
 from kb_assets.lineage import chunk_found_in_pages
 
 MAX_TOKENS = 256   # all-MiniLM-L6-v2's window

@@ -28,9 +28,9 @@ def partition_status(instance, step: str, key: str):
 
 
 def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path, settings, catalog, lake, milvus_client):
-    from kb_assets.ingest import dagster_instance, ingest
-    from kb_assets.retrieval.api import make_searcher
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.service.api import make_searcher
+    from kb_assets.pipeline.verify import verify
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -53,7 +53,7 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path,
     answer = make_searcher(settings).search(SearchRequest("Where is the boiler room key?", ["failures"], limit=1))
     assert "blue cabinet" in answer.results[0]["content"] and "last good version" in answer.results[0]["versionNotice"]
     assert any("last good version" in w for w in answer.warnings)
-    from kb_assets.retrieval.schemas import SearchAnswer     # what the API answers keeps the notice
+    from kb_assets.service.schemas import SearchAnswer     # what the API answers keeps the notice
     api = SearchAnswer.model_validate({"results": answer.results, "warnings": answer.warnings})
     assert "last good version" in api.results[0].versionNotice
     notices = verify(catalog, lake, milvus_client, settings.alias)["notices"]
@@ -63,10 +63,10 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path,
 def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, settings, catalog, lake, milvus_client):
     from kb_assets.definitions import make_definitions
     from kb_assets.defs.launch import repair
-    from kb_assets.ingest import dagster_instance, ingest
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.service.api import make_searcher
     from kb_assets.stores.vectors import chunk_entities, published_collection
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.verify import verify
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -98,7 +98,7 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
 
 
 def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes(tmp_path, settings, corpus_dir):
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()

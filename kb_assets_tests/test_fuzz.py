@@ -37,7 +37,7 @@ authorization = st.one_of(st.just(b"Bearer all-key"), st.just(b"Bearer alpha-key
 
 @pytest.fixture(scope="module")
 def client(kb_home, settings):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     ensure_retrieval_corpus(kb_home, settings)
     app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="fuzz"),

@@ -1,4 +1,4 @@
-"""BM25 from the knowledge bases' own statistics (``kb_assets/lexical.py``, ``retrieval/lexical_scores.py``)
+"""BM25 from the knowledge bases' own statistics (``kb_assets/lib/lexical.py``, ``retrieval/lexical_scores.py``)
 on real Postgres, Milvus Lite and the model: the same text scores the same wherever Milvus stored it, the
 scores are BM25 over what serves in the knowledge base (checked against a computation from the chunks
 Milvus holds), deleted documents leave the statistics, and documents published before statistics were
@@ -13,9 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from kb_assets.lexical import B, K1, Statistics, bm25, query_terms, terms
+from kb_assets.lib.lexical import B, K1, Statistics, bm25, query_terms, terms
 from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
-from kb_assets.versions import staleness
+from kb_assets.pipeline.versions import staleness
 from kb_assets_tests.test_versions import materialization_metadata
 
 KB = "lexical"
@@ -63,7 +63,7 @@ def _write(folder, name: str, text: str) -> None:
 
 
 def _ingest(folder, settings):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     report = ingest([folder], KB, settings)
     assert not report.failures, report.failures
@@ -84,7 +84,7 @@ def lexical_folder(kb_home, settings):
 
 @pytest.fixture
 def lexical_searcher(settings, lexical_folder):
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     searcher = make_searcher(settings)
     yield searcher
@@ -163,7 +163,7 @@ def test_a_deleted_document_leaves_the_statistics(lexical_searcher, lexical_fold
 
 def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing_to_milvus(
         lexical_searcher, lexical_folder, settings, catalog):
-    from kb_assets.ingest import dagster_instance
+    from kb_assets.pipeline.ingest import dagster_instance
 
     first = next(d for d in catalog.list_documents([KB]) if d.source_path.endswith("first.md"))
     with catalog.connect() as conn:          # as a document published before statistics were kept

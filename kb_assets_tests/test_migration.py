@@ -22,9 +22,9 @@ pytestmark = pytest.mark.slow
 def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
         handbook, settings, catalog, milvus_client, tmp_path, corpus_dir):
     from kb_assets.definitions import make_definitions
-    from kb_assets.ingest import QUIET_RUN_CONFIG, dagster_instance, ingest
-    from kb_assets.migration import rollback
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.pipeline.ingest import QUIET_RUN_CONFIG, dagster_instance, ingest
+    from kb_assets.pipeline.migration import rollback
+    from kb_assets.service.api import make_searcher
 
     folder = tmp_path / "edits"
     folder.mkdir()

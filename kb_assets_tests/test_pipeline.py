@@ -90,7 +90,7 @@ def test_known_questions_find_the_expected_document_and_page(searcher, catalog, 
 
 def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(handbook, settings, corpus_dir, catalog,
                                                                         lake, milvus_client):
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     instance = dagster_instance(settings)
     runs_before = len(instance.get_run_records())
@@ -110,7 +110,7 @@ def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(handbook
 
 
 def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook, settings, catalog):
-    from kb_assets.ingest import dagster_instance
+    from kb_assets.pipeline.ingest import dagster_instance
 
     instance = dagster_instance(settings)
     assert len(handbook.run_ids) == 1          # all 8 new documents in one contiguous range, one run
@@ -126,7 +126,7 @@ def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook,
 
 
 def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(settings, tmp_path, catalog, handbook):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "mixed"
     folder.mkdir()
@@ -147,7 +147,7 @@ def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(setting
 
 def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(settings, tmp_path, catalog, lake,
                                                                                 milvus_client, stores, handbook):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "changing"
     folder.mkdir()
@@ -191,7 +191,7 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
 
 def test_definitions_load_with_seven_partitioned_versioned_assets_and_the_collection_assets(settings):
     from kb_assets.definitions import make_definitions
-    from kb_assets.versions import STEPS
+    from kb_assets.pipeline.versions import STEPS
 
     defs = make_definitions(settings)
     dg.Definitions.validate_loadable(defs)

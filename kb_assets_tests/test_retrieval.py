@@ -29,7 +29,7 @@ def corpus(kb_home, settings):
 
 @pytest.fixture(scope="module")
 def kb_searcher(settings, corpus):
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     searcher = make_searcher(settings, SearchConfig(strategy="hybrid"))
     yield searcher

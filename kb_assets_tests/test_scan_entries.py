@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets.identity import document_id_for
-from kb_assets.planning import scan
+from kb_assets.pipeline.identity import document_id_for
+from kb_assets.pipeline.planning import scan
 
 BAD_NAME = os.fsdecode(b"bad\xff\xfe.md")   # what Python makes of the bytes b"bad\xff\xfe.md"
 
@@ -122,7 +122,7 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     from dataclasses import replace
 
     from kb_assets.defs.sensors import plan_watched_folders
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     folder = tmp_path / "mixed"
     folder.mkdir()

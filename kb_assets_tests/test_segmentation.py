@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jieba
 
-from kb_assets import segmentation
+from kb_assets.lib import segmentation
 from kb_assets_tests.corpora import EXAMPLE_CORPUS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ ALL = {"Authorization": "Bearer all-key"}
 
 @pytest.fixture(scope="module")
 def app(kb_home, settings):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     ensure_retrieval_corpus(kb_home, settings)
     return create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*"), heal_milvus=True)

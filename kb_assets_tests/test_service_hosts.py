@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from kb_assets.names import validate_knowledge_base_id
+from kb_assets.lib.names import validate_knowledge_base_id
 from kb_assets_tests.live_server import live_server
 
 LOCAL = ("127.0.0.1", 50000)
@@ -26,7 +26,7 @@ DATA_ROUTES = [("GET", "/"), ("GET", "/v1/knowledge-bases"), ("GET", "/v1/servic
 
 @pytest.fixture(scope="module")
 def searcher(settings):
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     searcher = make_searcher(settings)
     yield searcher
@@ -34,7 +34,7 @@ def searcher(settings):
 
 
 def client_of(settings, searcher, host: str = "localhost", **changes) -> TestClient:
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     app = create_app(replace(settings, **{"api_keys": "", **changes}), searcher)
     return TestClient(app, client=LOCAL, base_url=f"http://{host}", raise_server_exceptions=False)
@@ -87,7 +87,7 @@ def test_with_keys_only_loopback_public_url_and_allowed_hosts_are_answered(setti
 
 
 def test_any_host_without_keys_and_a_malformed_public_url_are_refused(settings, searcher):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     with pytest.raises(ValueError, match="KB_API_KEYS"):
         create_app(replace(settings, api_keys="", allowed_hosts="*"), searcher)
@@ -142,7 +142,7 @@ def test_readyz_is_503_naming_milvus_when_it_does_not_answer(settings, searcher,
 # -- request bodies -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("sent", [b"", b'{"query": '])
 def test_a_body_that_never_arrives_is_answered_408_and_closed_within_the_timeout(settings, searcher, sent):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     timeout_s, margin_s = 1.0, 10.0
     app = create_app(replace(settings, api_keys="", body_timeout_s=timeout_s), searcher)
@@ -183,7 +183,7 @@ def test_a_bad_name_is_refused_by_the_api(settings, searcher, name):
 @pytest.mark.parametrize("name", BAD_NAMES)
 def test_a_bad_name_is_refused_in_api_keys_watch_and_the_cli(kb_home, settings, monkeypatch, name):
     from kb_assets.cli import main
-    from kb_assets.retrieval.auth import parse_api_keys
+    from kb_assets.service.auth import parse_api_keys
 
     if name not in ("*", "a,b;c=*"):      # in KB_API_KEYS "*" is every knowledge base, ",;=" its syntax
         with pytest.raises(ValueError, match="KB_API_KEYS"):
@@ -197,7 +197,7 @@ def test_a_bad_name_is_refused_in_api_keys_watch_and_the_cli(kb_home, settings, 
 
 def test_ordinary_names_are_accepted_everywhere(settings, searcher, kb_home):
     from kb_assets.cli import main
-    from kb_assets.retrieval.auth import parse_api_keys
+    from kb_assets.service.auth import parse_api_keys
 
     assert parse_api_keys(f"key={','.join(GOOD_NAMES)};other=*") == {"key": set(GOOD_NAMES), "other": None}
     assert [kb for kb, _ in replace(settings, watch=";".join(f"{n}=/tmp/{n}" for n in GOOD_NAMES)).watched_folders()] \

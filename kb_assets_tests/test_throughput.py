@@ -127,7 +127,7 @@ def test_the_service_process_loads_neither_torch_nor_pyarrow(handbook, kb_home):
 def test_a_page_image_is_rendered_on_first_request_and_cached(handbook, catalog, stores, settings):
     from fastapi.testclient import TestClient
 
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     doc = _docs(catalog, "handbook")["platform-handbook.pdf"]
     key = catalog.read_pages(doc.document_id)[2]["image_key"]
@@ -156,7 +156,7 @@ def _large_text(paragraphs: int) -> str:
 
 
 def test_a_document_over_the_chunk_budget_is_refused_and_the_small_one_publishes(settings, tmp_path, catalog):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "budget"
     folder.mkdir()
@@ -174,7 +174,7 @@ def test_a_document_over_the_chunk_budget_is_refused_and_the_small_one_publishes
 
 
 def test_a_large_document_is_embedded_in_slices_and_does_not_hold_up_the_small_one(settings, tmp_path, catalog, lake):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "slices"
     folder.mkdir()
@@ -201,7 +201,7 @@ def _no_duplicate_entities(milvus_client, collection, kb):
 
 def test_two_ingests_of_the_same_folder_started_together_both_succeed(handbook, tmp_path, catalog, milvus_client,
                                                                       stores, settings):
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.verify import verify
 
     folder = tmp_path / "twice"
     shutil.copytree(EXAMPLE_CORPUS, folder)
@@ -219,10 +219,10 @@ def test_two_ingests_of_the_same_folder_started_together_both_succeed(handbook, 
 
 def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(handbook, tmp_path, catalog, milvus_client,
                                                                         stores, settings):
-    from kb_assets.ingest import dagster_instance, register
-    from kb_assets.planning import range_tags
-    from kb_assets.runs import execute_runs
-    from kb_assets.verify import verify
+    from kb_assets.pipeline.ingest import dagster_instance, register
+    from kb_assets.pipeline.planning import range_tags
+    from kb_assets.pipeline.runs import execute_runs
+    from kb_assets.pipeline.verify import verify
 
     folder = tmp_path / "overlap"
     shutil.copytree(EXAMPLE_CORPUS, folder)
@@ -243,8 +243,8 @@ def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(handbook
 
 # hash-bucket partitions ---------------------------------------------------------------------------------
 def test_hash_bucket_partitions_run_only_their_changed_documents(settings, tmp_path, catalog, lake):
-    from kb_assets.ingest import dagster_instance, ingest
-    from kb_assets.planning import is_bucket
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.planning import is_bucket
 
     buckets = replace(settings, partitioning="buckets:2")
     folder = tmp_path / "buckets"
@@ -272,7 +272,7 @@ def test_hash_bucket_partitions_run_only_their_changed_documents(settings, tmp_p
 
 
 def test_page_images_run_after_publishing_in_an_ingest_run(handbook, settings):
-    from kb_assets.ingest import dagster_instance
+    from kb_assets.pipeline.ingest import dagster_instance
 
     stats = sorted(dagster_instance(settings).get_run_step_stats(handbook.run_ids[0]), key=lambda s: s.start_time)
     order = [s.step_key for s in stats]

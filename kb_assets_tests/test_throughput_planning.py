@@ -12,7 +12,7 @@ import pytest
 from kb_assets.chunking.chunker import OverBudget, within_budget
 from kb_assets.chunking.pieces import Piece
 from kb_assets.embedding.vectors import encode_in_slices, plan_vectors, vectors_frame
-from kb_assets.planning import is_bucket, partition_key, partition_keys
+from kb_assets.pipeline.planning import is_bucket, partition_key, partition_keys
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Document
 from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA

@@ -6,7 +6,7 @@ import pytest
 
 from kb_assets.stores.vectors import milvus_string
 from kb_assets.stores.vectors import count_entities, delete_document
-from kb_assets.verify import verify
+from kb_assets.pipeline.verify import verify
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_a_released_collection_is_loaded_on_demand(handbook, milvus_client):
 @pytest.fixture
 def searcher(settings):
     """A searcher of the Milvus Lite server that runs now (earlier tests kill and restart it)."""
-    from kb_assets.retrieval.api import make_searcher
+    from kb_assets.service.api import make_searcher
 
     searcher = make_searcher(settings)
     yield searcher
@@ -62,7 +62,7 @@ def searcher(settings):
 def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, milvus_client, settings, searcher):
     """Statistics missing (a failed document's last good version is never re-published, so the next run
     would not write them) or torn are a problem; repair rewrites them from the serving chunk rows."""
-    from kb_assets.lexical import terms
+    from kb_assets.lib.lexical import terms
     from kb_assets.retrieval.request import SearchRequest
 
     missing, torn = [d for d in catalog.list_documents(["handbook"]) if (d.chunk_count or 0) > 1][:2]

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kb_assets import steps
-from kb_assets.text import sha256_text
+from kb_assets.lib.text import sha256_text
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ FILES = {
 @pytest.fixture
 def corpus(tmp_path, request, settings, catalog):
     """Two small documents ingested into a knowledge base of their own."""
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -55,8 +55,8 @@ def materialization_metadata(instance, run_id: str, asset: str) -> dict:
 
 def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_changed_inputs(
         corpus, settings, catalog, lake, milvus_client, monkeypatch):
-    from kb_assets.ingest import dagster_instance, ingest
-    from kb_assets.planning import stale_documents
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.planning import stale_documents
     from kb_assets.stores.vectors import stored_vectors
 
     folder, kb, docs = corpus
@@ -104,7 +104,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
 
 
 def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpus, settings, catalog, monkeypatch):
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     folder, kb, docs = corpus
     alpha, beta = docs["alpha.md"], docs["beta.md"]
@@ -145,7 +145,7 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
     """KB_CONCURRENT_RUNS > 1: the planned runs go to a spawned worker pool (``runs.execute_runs``), each
     with its asset selection from the first stale step and this machine's process tag."""
     from kb_assets.defs.launch import PROCESS_TAG
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     folder, kb, docs = corpus
     new = replace(bumped(settings, chunks="test-3"), concurrent_runs=2)
@@ -165,7 +165,7 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
 def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_and_turning_it_off_restores(
         corpus, settings, catalog, lake):
     from kb_assets.chunking.contextual import CONTEXT_KINDS
-    from kb_assets.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.settings import EndpointSettings
     from kb_assets_tests.chat_server import ChatServer, chat_answer
 

@@ -28,7 +28,7 @@ def web_settings(kb_home, settings, handbook):
 
 @pytest.fixture(scope="module")
 def client(web_settings):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     with TestClient(create_app(web_settings, heal_milvus=False), client=LOCAL, base_url=BASE_URL) as client:
         yield client
@@ -37,7 +37,7 @@ def client(web_settings):
 @pytest.fixture(scope="module")
 def server(web_settings):
     """A real uvicorn server on 127.0.0.1 (what the MCP client talks to)."""
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     with live_server(create_app(web_settings, heal_milvus=False)) as url:
         yield url
@@ -51,8 +51,8 @@ def handbook_pdf_result(client) -> dict:
 
 
 def test_image_urls_are_signed_short_lived_and_bound_to_the_key(client, web_settings):
-    from kb_assets.retrieval.auth import ApiKeys
-    from kb_assets.web.signing import UrlSigner
+    from kb_assets.service.auth import ApiKeys
+    from kb_assets.service.signing import UrlSigner
 
     row = handbook_pdf_result(client)
     url = row["pageImageUrl"]
@@ -77,8 +77,8 @@ def test_the_url_key_id_is_an_hmac_under_the_signing_secret_not_a_hash_of_the_ke
     import hashlib
     from urllib.parse import parse_qs, urlsplit
 
-    from kb_assets.retrieval.auth import ApiKeys
-    from kb_assets.web.signing import UrlSigner
+    from kb_assets.service.auth import ApiKeys
+    from kb_assets.service.signing import UrlSigner
 
     url = handbook_pdf_result(client)["pageImageUrl"]
     key_id = parse_qs(urlsplit(url).query)["k"][0]
@@ -116,7 +116,7 @@ def test_knowledge_bases_and_documents_are_listed_within_the_key_scope(client):
 
 
 def test_a_failed_document_shows_its_reason_in_the_documents_view(client, kb_home, settings):
-    from kb_assets.ingest import ingest
+    from kb_assets.pipeline.ingest import ingest
 
     folder = kb_home / "web-failed"
     folder.mkdir(exist_ok=True)

@@ -67,7 +67,7 @@ def cjk_fontconfig(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def site(kb_home, settings, handbook):
-    from kb_assets.retrieval.api import create_app
+    from kb_assets.service.api import create_app
 
     ensure_retrieval_corpus(kb_home, settings)
     app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"),

@@ -34,7 +34,7 @@ from kb_assets.chunking.regions import chunk_regions
 from kb_assets.chunking.walk import Walk
 from kb_assets.chunking.window import CountTokens, embedding_prefix, fit_to_window
 from kb_assets.stores.lake import CHUNKS_SCHEMA
-from kb_assets.text import join_pieces, sentences, sha256_text, split_to_size
+from kb_assets.lib.text import join_pieces, sentences, sha256_text, split_to_size
 
 CHUNK_KINDS = ("paragraph", "heading", "table", "figure", "code", "toc")
 _SENTENCE_END = re.compile(r"[.!?。！？…:;：；)\]\"'”’]\s*$")

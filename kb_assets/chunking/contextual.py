@@ -10,7 +10,7 @@ readers see and BM25 indexes) is unchanged. A sentence that would push the input
 is shortened, never the content. Sentences are cached by the sha256 of the request (``chunk_contexts``),
 saved as they come: an unchanged chunk on an unchanged page never costs a call again, even after a
 killed run. Calls go ``KB_CHUNK_CONTEXT_CONCURRENCY`` (4) at a time once a first one has succeeded.
-Best-effort (``kb_assets.chat_endpoint``): after the first failure no further call is made in this run,
+Best-effort (``kb_assets.lib.chat_endpoint``): after the first failure no further call is made in this run,
 and the chunks left keep their plain input.
 """
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from kb_assets.chat_endpoint import ChatEndpoint
+from kb_assets.lib.chat_endpoint import ChatEndpoint
 from kb_assets.chunking.window import CountTokens
 from kb_assets.structure.summaries import clip
-from kb_assets.text import sha256_text
+from kb_assets.lib.text import sha256_text
 
 CONTEXT_KINDS = ("paragraph", "table", "code")   # text chunks; headings, figures and toc pages go as they are
 CONTEXT_CHARS = 200       # a sentence is clipped to this

@@ -4,7 +4,7 @@ content-aware pass fails on a document, so the document goes on; needs no blocks
 from __future__ import annotations
 
 from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece
-from kb_assets.text import split_to_size
+from kb_assets.lib.text import split_to_size
 
 
 def fallback_pieces(pages: list[dict]) -> list[Piece]:

@@ -14,7 +14,7 @@ taken (chunks come in reading order and do not overlap), else the first one.
 
 from __future__ import annotations
 
-from kb_assets.text import SPACE_NEAR_CJK, normalize_ws
+from kb_assets.lib.text import SPACE_NEAR_CJK, normalize_ws
 
 Region = dict  # {"page_index": int, "l": float, "t": float, "r": float, "b": float}
 

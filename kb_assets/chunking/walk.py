@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece
-from kb_assets.text import split_to_size
+from kb_assets.lib.text import split_to_size
 
 # (held items, section, page_index) -> the pieces of a group of consecutive blocks of one kind
 EmitGroup = Callable[[list, tuple[str, ...], int], list[Piece]]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from kb_assets.chunking.pieces import Piece
-from kb_assets.text import split_to_size
+from kb_assets.lib.text import split_to_size
 
 PREFIX_PART_CHARS = 80    # each part of the embedding prefix is at most this long
 

@@ -4,7 +4,7 @@ Assets are thin: they pick the run's documents, call the plain step of ``kb_asse
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
 asset carries a blocking data-quality check (see ``checks.py``).
 
-Each asset's ``code_version`` is its pipeline version (``kb_assets.versions``, set from the settings by
+Each asset's ``code_version`` is its pipeline version (``kb_assets.pipeline.versions``, set from the settings by
 ``versioned``); the step records it on what it writes. Every partition's materialization carries the
 document's source path, knowledge base and outcome. A step in which every document of the run failed
 fails (so does the run): Dagster then marks exactly those partitions failed; a document that fails in a
@@ -18,10 +18,11 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import planning, steps
+from kb_assets import steps
+from kb_assets.pipeline import planning
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.page_images import has_page_images, render_missing
+from kb_assets.pipeline.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import (
     CatalogResource,
     ChunkContextResource,

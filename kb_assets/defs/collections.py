@@ -1,13 +1,13 @@
 """The collection assets of a migration: ``collection_candidate`` (the configured spec's collection,
 complete, validated by a blocking check) and ``collection_alias`` (the alias swap). They run in the
 ``publish_collection`` job after the backfill runs (``defs/launch.py``, the migration sensor); the logic
-is ``kb_assets.migration``.
+is ``kb_assets.pipeline.migration``.
 """
 
 
 import dagster as dg
 
-from kb_assets import migration
+from kb_assets.pipeline import migration
 from kb_assets.defs.assets import MILVUS_COLLECTION
 from kb_assets.defs.resources import CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection

@@ -23,7 +23,7 @@ from kb_assets.defs.resources import (
     MilvusResource,
     ObjectStoreResource,
 )
-from kb_assets.verify import verify
+from kb_assets.pipeline.verify import verify
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",

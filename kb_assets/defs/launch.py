@@ -17,12 +17,12 @@ from typing import Callable
 import dagster as dg
 
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.planning import RunPlan, migration_documents, plan_runs, stale_documents
+from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
 from kb_assets.processes import process_alive, process_token
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.versions import from_step
+from kb_assets.pipeline.versions import from_step
 
 # step events still go to the instance (the UI shows them); the terminal shows progress lines
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

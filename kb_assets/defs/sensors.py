@@ -3,7 +3,7 @@ embedding spec changes.
 
 ``watched_folders_sensor``: ``KB_WATCH="kbA=/path/a;kbB=s3://bucket/prefix"`` names them (S3 through the
 AWS_* settings); an entry that cannot be read is logged as a warning and the others go on. New, changed
-and stale documents (``kb_assets.versions``) become runs of ``ingest_documents`` that start at their
+and stale documents (``kb_assets.pipeline.versions``) become runs of ``ingest_documents`` that start at their
 first stale step; deleted files become a ``purge_documents`` run; a document whose failure the UI does
 not show yet is retried alone (its run fails again, and the partition shows failed). Per-file state
 lives in Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from kb_assets import planning
+from kb_assets.pipeline import planning
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
 from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.ingest import readable_partition_keys
-from kb_assets.migration import migration_due
+from kb_assets.pipeline.ingest import readable_partition_keys
+from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 

@@ -58,7 +58,7 @@ from kb_assets.parsing.options import ParseOptions
 
 # The version of parsing and the layout pass: bump it when a change of this package changes the pages
 # it makes (text, blocks, labels, modes). Pages parsed by another version are stale: the next ingest
-# parses them again (kb_assets.versions).
+# parses them again (kb_assets.pipeline.versions).
 # 2: text past a side of a PDF page is kept (pdf/overflow.py); 3: table rows not mixed (layout/tables.py)
 PARSER_VERSION = "3"
 

@@ -18,8 +18,8 @@ import threading
 from functools import lru_cache
 
 from kb_assets.retrieval.lexical_query import is_content_word
-from kb_assets.segmentation import search_words
-from kb_assets.segmentation import words as jieba_words
+from kb_assets.lib.segmentation import search_words
+from kb_assets.lib.segmentation import words as jieba_words
 
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _GLOSS_WORD = re.compile(r"[A-Za-z][A-Za-z\-']+")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kb_assets.segmentation import search_words
+from kb_assets.lib.segmentation import search_words
 
 _PUNCT = re.compile(r"^[\W_]+$", re.UNICODE)
 # Chinese function words and question words: what a question adds around its content words

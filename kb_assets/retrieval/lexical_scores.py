@@ -1,4 +1,4 @@
-"""The BM25 score of every candidate from the knowledge bases' own statistics (``kb_assets.lexical``),
+"""The BM25 score of every candidate from the knowledge bases' own statistics (``kb_assets.lib.lexical``),
 in place of the scores Milvus returned, which depend on how Milvus stores the chunks.
 
 Every candidate gets one: a chunk found by the dense search only gets its BM25 score too (0.0 when it
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kb_assets.lexical import Statistics, bm25, query_terms
+from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.request import short
 from kb_assets.stores.catalog import Catalog

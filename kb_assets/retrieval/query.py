@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.segmentation import words as jieba_words
-from kb_assets.text import tokenize
+from kb_assets.lib.segmentation import words as jieba_words
+from kb_assets.lib.text import tokenize
 
 LANGUAGE_POLICIES = ("translate", "share", "latin-words", "drop", "full")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

@@ -36,7 +36,7 @@ from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, keyword_overlap, query_terms
 from kb_assets.retrieval.request import short
 from kb_assets.retrieval.rows import result_row
-from kb_assets.text import normalize_ws
+from kb_assets.lib.text import normalize_ws
 
 
 def score(query: Query, found: Found, weights: Weights, warnings: list[str],

@@ -1,7 +1,7 @@
 """What the service does for one caller, whatever the route (REST, the web page, MCP): search, a page,
 a chunk's lineage, knowledge bases and their documents, and the stored images. Scope is checked
 before any store is read; image URLs in every answer are signed for the caller
-(``kb_assets/web/signing.py``)."""
+(``kb_assets/service/signing.py``)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from pathlib import Path
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
-from kb_assets.page_images import ensure_page_image
+from kb_assets.pipeline.page_images import ensure_page_image
 from kb_assets.lineage import ChunkNotFound, chunk_lineage
-from kb_assets.retrieval.auth import ApiKeys, Caller
-from kb_assets.retrieval.errors import check_id
-from kb_assets.retrieval.healing import MilvusWatchdog
+from kb_assets.service.auth import ApiKeys, Caller
+from kb_assets.service.errors import check_id
+from kb_assets.service.healing import MilvusWatchdog
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.services import milvus_client
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
-from kb_assets.web.signing import UrlSigner
+from kb_assets.service.signing import UrlSigner
 
 log = logging.getLogger("kb_assets.retrieval")
 IMAGE_FOLDERS = ("pages", "figures")

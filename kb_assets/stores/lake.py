@@ -32,7 +32,7 @@ CHUNKS_SCHEMA = pl.Schema({
     "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
     "image_key": pl.String,
     "run_id": pl.String,
-    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.versions)
+    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.pipeline.versions)
     # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
     # for formats without page geometry
     "regions": pl.List(pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32,

@@ -1,5 +1,5 @@
 """PageIndex trees, page summaries and keywords, tables of contents."""
 
 # The version of the tree builder and the rule-based summarizer: bump it when a change of this package
-# changes the trees, summaries or keywords it makes (kb_assets.versions).
+# changes the trees, summaries or keywords it makes (kb_assets.pipeline.versions).
 STRUCTURE_VERSION = "1"

@@ -2,7 +2,7 @@
 
 Configured by ``KB_SUMMARIZER_URL`` (the API base or the full ``.../chat/completions`` URL),
 ``KB_SUMMARIZER_MODEL`` and optionally ``KB_SUMMARIZER_API_KEY`` and ``KB_SUMMARIZER_TIMEOUT_SECONDS``.
-Best-effort (``kb_assets.chat_endpoint``): after the first failure no further call is made in this run;
+Best-effort (``kb_assets.lib.chat_endpoint``): after the first failure no further call is made in this run;
 callers fall back to the rule-based summary, so a summarizer never blocks a document.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb_assets.chat_endpoint import ChatEndpoint
+from kb_assets.lib.chat_endpoint import ChatEndpoint
 
 PROMPT = ("Summarize this page of the document {title!r} in one sentence of at most 200 characters, "
           "in the page's own language. Answer with the sentence only.")

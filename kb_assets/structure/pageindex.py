@@ -31,7 +31,7 @@ from kb_assets.structure.toc import (
     printed_toc_pages,
     toc_entries,
 )
-from kb_assets.text import normalize_ws
+from kb_assets.lib.text import normalize_ws
 
 PAGES_PER_GROUP = 10
 MIN_OUTLINE_ENTRIES = 2

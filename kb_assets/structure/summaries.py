@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kb_assets.text import sha256_text, tokenize
+from kb_assets.lib.text import sha256_text, tokenize
 
 SUMMARY_CHARS = 200
 BODY_CHARS = 165          # the rest of a rule-based summary is its keywords

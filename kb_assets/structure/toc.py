@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from kb_assets.text import normalize_ws
+from kb_assets.lib.text import normalize_ws
 
 _PAGE_NO = r"(?:\d{1,4}|[ivxlcdm]{1,7})"
 # "Title . . . . 12" / "Title.......12, 15" (dot leaders, possibly several page numbers)

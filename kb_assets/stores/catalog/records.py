@@ -32,7 +32,7 @@ class Document:
     collection_name: str | None
     last_run_id: str | None
     updated_at: object = None
-    step_versions: dict | None = None    # step -> version of its current output (kb_assets.versions)
+    step_versions: dict | None = None    # step -> version of its current output (kb_assets.pipeline.versions)
     failed_step: str | None = None       # "step@version" a failed document failed at
     term_count: int | None = None        # its published chunks' length in BM25 terms; None: no statistics kept
     source_root: str = ""                # the canonical folder or s3:// prefix its source_path is relative to

@@ -1,9 +1,9 @@
 """What ``kb-assets ingest``, the watched-folder sensor and the schedule share: scan sources (local folders
 and s3:// prefixes), register new and changed files as pending documents, find from which step each
-document is stale (``kb_assets.versions``), cut the stale partitions into runs that start at that step,
+document is stale (``kb_assets.pipeline.versions``), cut the stale partitions into runs that start at that step,
 and find the documents whose files are gone.
 
-Scanning is ``kb_assets.scanning`` (its names are importable from here too).
+Scanning is ``kb_assets.pipeline.scanning`` (its names are importable from here too).
 
 Plain Python over the stores; nothing here knows the Dagster definitions.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from kb_assets.identity import readable_key
-from kb_assets.scanning import (  # noqa: F401  (planning's names since before the split)
+from kb_assets.pipeline.identity import readable_key
+from kb_assets.pipeline.scanning import (  # noqa: F401  (planning's names since before the split)
     Scan,
     ScanFailure,
     Scope,
@@ -24,7 +24,7 @@ from kb_assets.scanning import (  # noqa: F401  (planning's names since before t
     sha256_stream,
 )
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.versions import Staleness, staleness
+from kb_assets.pipeline.versions import Staleness, staleness
 
 # registering, run ranges, gone documents ---------------------------------------------------------
 @dataclass
@@ -107,7 +107,7 @@ def bucket_count(partitioning: str) -> int | None:
 
 
 def partition_key(doc: Document, partitioning: str) -> str:
-    """The partition that holds a document: its own readable key (``kb_assets.identity``), or its hash
+    """The partition that holds a document: its own readable key (``kb_assets.pipeline.identity``), or its hash
     bucket (``bucket-017-of-256``; the key says how many buckets, so a run knows its documents without
     settings)."""
     count = bucket_count(partitioning)

@@ -14,7 +14,7 @@ entry is an output made before versions were recorded (version 1).
 
 A document is stale from the first step whose recorded version is not the current one; ingest, the
 sensor and the schedule re-materialize it from there. A different embedding model or collection schema
-makes every document stale from ``embeddings``: that is a collection migration (``kb_assets.migration``).
+makes every document stale from ``embeddings``: that is a collection migration (``kb_assets.pipeline.migration``).
 
 Settings carry the versions (``Settings.versions``), so a test or a benchmark bumps one without editing
 code: ``replace(settings, versions=replace(settings.versions, chunks="2"))``.

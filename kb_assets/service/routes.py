@@ -15,9 +15,9 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 
-from kb_assets.names import KNOWLEDGE_BASE_ID_PATTERN
-from kb_assets.retrieval.auth import Caller
-from kb_assets.retrieval.schemas import Documents, KnowledgeBases, ServiceInfo
+from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN
+from kb_assets.service.auth import Caller
+from kb_assets.service.schemas import Documents, KnowledgeBases, ServiceInfo
 from kb_assets.retrieval.strategies import STRATEGIES
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -47,7 +47,7 @@ def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
     def documents(knowledge_base_id: Annotated[str, PathParam(pattern=KNOWLEDGE_BASE_ID_PATTERN)],
                   who: Caller = Depends(caller)):
         """A knowledge base's documents: status, pages, chunks, last run and the reason when failed (422
-        for a name that breaks ``kb_assets/names.py``'s pattern)."""
+        for a name that breaks ``kb_assets/lib/names.py``'s pattern)."""
         return service.documents(knowledge_base_id, who)
 
     @router.get("/v1/service", response_model=ServiceInfo)

@@ -21,7 +21,7 @@ import secrets
 import time
 from urllib.parse import quote, urlencode
 
-from kb_assets.retrieval.auth import ApiKeys, Caller
+from kb_assets.service.auth import ApiKeys, Caller
 from kb_assets.retrieval.rows import ASSETS_PATH
 
 URL_FIELDS = ("pageImageUrl", "figureImageUrl", "imageUrl")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.vectors import vectors_for
-from kb_assets.lexical import chunk_row_terms
+from kb_assets.lib.lexical import chunk_row_terms
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (

@@ -3,7 +3,7 @@ sent as ``Authorization: Bearer KEY``), or, without keys, anyone on this machine
 (``Host``) it may be called (``HostPolicy``, against DNS rebinding).
 
 A caller is known inside the process by a fingerprint of its key (never the key itself); signed image
-URLs carry an HMAC of that fingerprint under the URL signing secret (``kb_assets/web/signing.py``): a
+URLs carry an HMAC of that fingerprint under the URL signing secret (``kb_assets/service/signing.py``): a
 URL stops working when its key is removed from ``KB_API_KEYS``.
 """
 
@@ -17,12 +17,12 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from kb_assets.names import validate_knowledge_base_id
+from kb_assets.lib.names import validate_knowledge_base_id
 
 
 def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
     """``key1=kbA,kbB;key2=*`` -> {key1: {kbA, kbB}, key2: None (every knowledge base)}. Every knowledge
-    base must be a valid name (``kb_assets/names.py``) or ``*``."""
+    base must be a valid name (``kb_assets/lib/names.py``) or ``*``."""
     keys: dict[str, set[str] | None] = {}
     for item in filter(None, (part.strip() for part in spec.split(";"))):
         key, _, scope = item.partition("=")

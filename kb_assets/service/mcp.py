@@ -24,9 +24,9 @@ from pydantic import Field
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from kb_assets.names import validate_knowledge_base_id
-from kb_assets.retrieval.auth import ANONYMOUS
-from kb_assets.retrieval.schemas import SearchAnswer
+from kb_assets.lib.names import validate_knowledge_base_id
+from kb_assets.service.auth import ANONYMOUS
+from kb_assets.service.schemas import SearchAnswer
 
 MCP_PATH = "/mcp"
 

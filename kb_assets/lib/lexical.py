@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kb_assets.segmentation import search_words, words
+from kb_assets.lib.segmentation import search_words, words
 
 K1 = 1.2
 B = 0.75

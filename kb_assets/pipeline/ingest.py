@@ -5,12 +5,12 @@ Everything goes through Dagster: documents are added as dynamic partitions of th
 ``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash buckets)
 and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of partitions that
 start at the same first stale step (at most ``run_batch_size`` documents a run, and at least one range for
-each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.runs``; ``kb_assets.versions`` says what is
+each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.pipeline.runs``; ``kb_assets.pipeline.versions`` says what is
 stale); a document that fails in a batch is retried alone; gone files are purged by a ``purge_documents``
 run; a changed embedding spec starts the migration (``publish_collection``) unless ``KB_AUTO_MIGRATE=0``.
 Runs that a killed ``kb-assets`` left STARTED are marked failed first, and scratch folders of killed
 processes removed. Registration (scan, register, partitions, purge) is serialized across concurrent
-ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.planning``; launching,
+ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.pipeline.planning``; launching,
 ``kb_assets.defs.launch``.
 
 Under hash buckets, a bucket's run finds only its new and changed (pending) documents, so runs start at
@@ -25,16 +25,16 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import planning, runs
+from kb_assets.pipeline import planning, runs
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.migration import migration_due
+from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.catalog.connection import connect_retries
-from kb_assets.versions import STEPS
+from kb_assets.pipeline.versions import STEPS
 from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
 

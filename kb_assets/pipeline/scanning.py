@@ -3,8 +3,8 @@
 A scan treats every entry on its own: an entry that cannot be named (a file name that is not UTF-8),
 stat-ed or read, a symlink that leaves the scanned folder or loops, a FIFO, socket or device becomes a
 :class:`ScanFailure` with the reason, and the scan goes on. Symlinks inside the folder are followed.
-Each given path is placed in a source root (``kb_assets.identity``); the scan's scopes say what it covered,
-so only documents inside them can be found gone. ``kb_assets.planning`` registers what a scan found.
+Each given path is placed in a source root (``kb_assets.pipeline.identity``); the scan's scopes say what it covered,
+so only documents inside them can be found gone. ``kb_assets.pipeline.planning`` registers what a scan found.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_assets.identity import canonical_s3_root, contains, document_id_for, place
+from kb_assets.pipeline.identity import canonical_s3_root, contains, document_id_for, place
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.paths import is_s3, list_objects, source_path
 
@@ -49,7 +49,7 @@ class SourceFile:
     sha256: str
     size: int
     etag: str = ""            # s3://: the ETag whose bytes this scan hashed (remembered for the next scan)
-    source_root: str = ""     # the canonical folder or s3:// prefix of its identity (kb_assets.identity)
+    source_root: str = ""     # the canonical folder or s3:// prefix of its identity (kb_assets.pipeline.identity)
 
 
 @dataclass

@@ -20,11 +20,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from kb_assets.retrieval.auth import Caller, HostCheck, HostPolicy, is_loopback
+from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.retrieval.config import SearchConfig
-from kb_assets.retrieval.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
+from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
 from kb_assets.retrieval.rows import ASSETS_PATH
-from kb_assets.retrieval.schemas import SearchAnswer, SearchBody
+from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.retrieval.search import Searcher
 from kb_assets.retrieval.service import Service
 from kb_assets.retrieval.strategies import STRATEGIES
@@ -61,8 +61,8 @@ def one_thread_per_query(settings: Settings) -> Settings:
 def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus: bool | None = None) -> FastAPI:
     """The service. ``heal_milvus``: restart the embedded Milvus Lite server when it dies (default: when
     the app builds its own searcher, as ``kb-assets serve`` does)."""
-    from kb_assets.web.mcp import mcp_app
-    from kb_assets.web.routes import web_router
+    from kb_assets.service.mcp import mcp_app
+    from kb_assets.service.routes import web_router
 
     hosts = HostPolicy.from_settings(settings)      # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
     own_searcher = searcher is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from kb_assets.segmentation import words as jieba_words
+from kb_assets.lib.segmentation import words as jieba_words
 
 _CJK_CLASS = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _CJK = re.compile(f"[{_CJK_CLASS}]")

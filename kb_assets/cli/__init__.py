@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kb_assets.cli_errors import KbAssetsGroup
+from kb_assets.cli.errors import KbAssetsGroup
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -33,8 +33,8 @@ pass_settings = click.make_pass_decorator(Settings)
 
 
 def knowledge_base_names(ctx, param, value):
-    """Callback of ``--kb``: every name must match ``kb_assets/names.py``'s pattern."""
-    from kb_assets.names import validate_knowledge_base_id
+    """Callback of ``--kb``: every name must match ``kb_assets/lib/names.py``'s pattern."""
+    from kb_assets.lib.names import validate_knowledge_base_id
 
     try:
         for name in value if isinstance(value, tuple) else () if value is None else (value,):
@@ -66,11 +66,11 @@ def main(ctx: click.Context, debug: bool):
 def ingest(settings, paths, knowledge_base_id, as_json):
     """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
     new/changed ones, purge gone ones."""
-    from kb_assets.ingest import ingest as run_ingest
+    from kb_assets.pipeline.ingest import ingest as run_ingest
 
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
-    from kb_assets.identity import OverlappingRoots
+    from kb_assets.pipeline.identity import OverlappingRoots
 
     try:
         report = run_ingest(sources, knowledge_base_id, settings, progress=progress)
@@ -102,7 +102,7 @@ def ingest(settings, paths, knowledge_base_id, as_json):
 @pass_settings
 def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
     """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
-    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
+    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
 
     settings = one_thread_per_query(settings)
@@ -141,7 +141,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
 @pass_settings
 def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
     """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
-    from kb_assets.retrieval.api import make_searcher, one_thread_per_query
+    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate as score
     from kb_assets.retrieval.evaluation import load_questions
     from kb_assets.retrieval.search import SearchRequest
@@ -192,8 +192,8 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
 def serve(settings, host, port):
     """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1.
     Requests must name an allowed Host: loopback names, KB_PUBLIC_URL's host, KB_ALLOWED_HOSTS."""
-    from kb_assets.retrieval import lean
-    from kb_assets.retrieval.auth import HostPolicy, is_loopback
+    from kb_assets.service import lean
+    from kb_assets.service.auth import HostPolicy, is_loopback
 
     def refuse(reason: str):
         click.echo(f"Error: {reason}", err=True)
@@ -211,13 +211,13 @@ def serve(settings, host, port):
     lean.refuse()
     import uvicorn
 
-    from kb_assets.retrieval.api import create_app, one_thread_per_query
+    from kb_assets.service.api import create_app, one_thread_per_query
 
     uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
 
 
 def _document_json(doc, stale=None) -> dict:
-    from kb_assets.verify import last_good_notice
+    from kb_assets.pipeline.verify import last_good_notice
 
     return {"documentId": doc.document_id, "partitionKey": doc.partition_key, "knowledgeBaseId": doc.knowledge_base_id,
             "sourceUri": doc.source_uri, "sourceRoot": doc.source_root, "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
@@ -236,8 +236,8 @@ def docs(settings, knowledge_base_ids, as_json):
     """Documents with their status, version, pages and chunks; which step is stale (a newer pipeline
     version or embedding spec) and why; where a newer file failed, that its last good version serves.
     partitionKey is the document's Dagster partition key."""
-    from kb_assets.migration import migration_due
-    from kb_assets.planning import stale_documents
+    from kb_assets.pipeline.migration import migration_due
+    from kb_assets.pipeline.planning import stale_documents
 
     stores = _stores(settings)
     catalog = stores.catalog
@@ -287,7 +287,7 @@ def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
     """Tell KB that the files of OLD_ROOT now live under NEW_ROOT (same relative paths): the documents keep
     their ids, versions, partitions and everything published, and the next ingest of NEW_ROOT finds them
     unchanged. Without it, ingesting NEW_ROOT would make new documents."""
-    from kb_assets.identity import relocation
+    from kb_assets.pipeline.identity import relocation
 
     catalog = _stores(settings).catalog
     with catalog.registration_lock():
@@ -392,7 +392,7 @@ def collections(settings, action, as_json):
     stores = _stores(settings)
     client = stores.milvus
     if action == "rollback":
-        from kb_assets.migration import rollback
+        from kb_assets.pipeline.migration import rollback
 
         try:
             rolled = rollback(stores.catalog, client, settings.alias)
@@ -421,7 +421,7 @@ def migrate(settings, as_json):
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL):
     the backfill runs and the publish_collection run, in-process (the migration sensor does the same)."""
     from kb_assets.defs import launch
-    from kb_assets.migration import migration_due
+    from kb_assets.pipeline.migration import migration_due
     from kb_assets.stores.vectors import published_collection
 
     stores = _stores(settings)
@@ -455,7 +455,7 @@ def migrate(settings, as_json):
 def verify(settings, repair, as_json):
     """Consistency per document: Postgres rows vs lake rows vs Milvus entities (every entity counted against
     the published chunk rows); exit 1 if inconsistent. --repair runs as a Dagster run (repair_stores)."""
-    from kb_assets.verify import verify as run_verify
+    from kb_assets.pipeline.verify import verify as run_verify
 
     stores = _stores(settings)
     if repair:
@@ -511,6 +511,3 @@ def services(settings, action, as_json):
 
     emit(data, as_json, render)
 
-
-if __name__ == "__main__":
-    main()

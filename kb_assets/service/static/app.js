@@ -62,7 +62,7 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-// whitespace collapsed and spaces beside CJK characters dropped (kb_assets.text.normalize_ws), with
+// whitespace collapsed and spaces beside CJK characters dropped (kb_assets.lib.text.normalize_ws), with
 // the index in the original text of every kept character
 function normalized(text) {
   const chars = [], origin = [];

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
-from kb_assets.retrieval.errors import valid_text
+from kb_assets.service.errors import valid_text
 from kb_assets.retrieval.strategies import STRATEGIES
 
 # the strategy names of the registry: validated, and listed in OpenAPI

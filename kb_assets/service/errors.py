@@ -6,7 +6,7 @@
   connections that saw an error are dropped, so the next request reconnects (``catalog/connection.py``).
 - Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``) or holds NUL: 422, by
   ``valid_text`` in the request models and ``check_id`` on path parameters; a knowledge-base name
-  that breaks ``kb_assets/names.py``'s pattern: 422 (``check_knowledge_base_ids``).
+  that breaks ``kb_assets/lib/names.py``'s pattern: 422 (``check_knowledge_base_ids``).
 - A request body that has not fully arrived ``KB_BODY_TIMEOUT_S`` after the headers: 408, and the
   connection is closed (``BodyTimeout``), so a client that never sends its body holds nothing.
 """
@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import Headers
 
-from kb_assets.names import validate_knowledge_base_id
+from kb_assets.lib.names import validate_knowledge_base_id
 
 log = logging.getLogger("kb_assets.retrieval")
 RETRY_AFTER_S = "2"

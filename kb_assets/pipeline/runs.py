@@ -32,7 +32,7 @@ import dagster as dg
 
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (one of each: launch's)
-from kb_assets.planning import RunPlan
+from kb_assets.pipeline.planning import RunPlan
 from kb_assets.settings import Settings, dagster_child_environment
 from kb_assets.stores.catalog import Catalog
 
