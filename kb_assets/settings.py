@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_assets.lib.machine import DEFAULT_CACHE_DIR, cores
 from kb_assets.lib.names import validate_knowledge_base_id
+from kb_assets.lib.urls import libpq_url
 from kb_assets.parsing.options import (
     MAX_FILE_BYTES,
     MAX_PAGES,
@@ -27,7 +29,6 @@ from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.pipeline.versions import PipelineVersions, step_versions
 
 ENCODERS = ("onnx", "torch")             # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "kb-assets"
 
 # KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
 DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
@@ -250,11 +251,6 @@ def _positive(env: dict[str, str], name: str, default: int) -> int:
     return value
 
 
-def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def shared_cores(env: dict[str, str], name: str) -> int:
     """A count of processes or threads a run may use (``name``); unset or 0: the cores, shared among
     KB_CONCURRENT_RUNS runs (so that concurrent runs do not oversubscribe the machine)."""
@@ -304,44 +300,7 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-# Postgres URLs ------------------------------------------------------------------------------------
-_POSTGRES_SCHEMES = ("postgresql", "postgres")
-
-
-def libpq_url(url: str) -> str:
-    """A Postgres URL as libpq (psycopg2) reads it.
-
-    Managed Postgres consoles hand out ``postgres://`` or ``postgresql://``; SQLAlchemy users write
-    ``postgresql+psycopg2://`` or ``postgresql+psycopg://``: all name the same server.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.split("+", 1)[0].lower() not in _POSTGRES_SCHEMES:
-        raise ValueError(f"not a Postgres URL (postgresql://user@host:port/db): {_redacted(url)}")
-    return f"postgresql://{rest}"
-
-
-def sqlalchemy_postgres_url(url: str) -> str:
-    """The same URL for SQLAlchemy with psycopg2, which dagster-postgres installs (SQLAlchemy 2.1 maps a
-    bare ``postgresql://`` to psycopg 3, which is not installed)."""
-    return "postgresql+psycopg2://" + libpq_url(url).partition("://")[2]
-
-
-def _redacted(url: str) -> str:
-    """A URL without its password, for error messages."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
-
-
 # the process environment that libraries and child processes read ------------------------------------
-def use_offline_model_libraries() -> None:
-    """Models load from installed packages or local paths only: Hugging Face libraries never go online."""
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
-        os.environ.setdefault(name, "1")
-
-
 def dagster_child_environment(settings: Settings) -> dict[str, str]:
     """This process's environment for a ``dagster`` command on the settings' instance."""
     return {**os.environ, "DAGSTER_HOME": str(settings.dagster_home)}

@@ -136,7 +136,8 @@ def _free_port() -> int:
 
 
 def test_every_form_of_postgres_url_reaches_the_same_server(catalog):
-    from kb_assets.settings import Settings, libpq_url, sqlalchemy_postgres_url
+    from kb_assets.lib.urls import libpq_url, sqlalchemy_postgres_url
+    from kb_assets.settings import Settings
     from kb_assets.stores.catalog import Catalog
 
     tail = catalog.dsn.partition("://")[2]

@@ -37,7 +37,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     instance = dagster_instance(settings)
 
     defs = make_definitions(new)      # the sensor sees the spec differ and requests the backfill
-    requests = defs.get_sensor_def("collection_migration_sensor")(dg.build_sensor_context(instance=instance))
+    requests = defs.get_sensor_def("collection_migration_sensor")(dg.build_sensor_context(instance=instance, resources=defs.resources))
     assert requests and {r.job_name for r in requests} == {"ingest_documents"}
     assert all({k.to_user_string() for k in r.asset_selection} == {"embeddings", "milvus_collection"}
                for r in requests)                                                   # from the lake: no parse

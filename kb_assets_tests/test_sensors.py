@@ -23,7 +23,7 @@ def watched(tmp_path, settings, request):
     folder.mkdir()
     kb = request.node.name[5:40]
     defs = make_definitions(replace(settings, watch=f"{kb}={folder}"))
-    return SimpleNamespace(folder=folder, kb=kb, sensor=defs.get_sensor_def("watched_folders_sensor"),
+    return SimpleNamespace(folder=folder, kb=kb, sensor=defs.get_sensor_def("watched_folders_sensor"), resources=defs.resources,
                            schedule=defs.get_schedule_def("incremental_update_schedule"),
                            job=defs.resolve_job_def("ingest_documents"), purge=defs.resolve_job_def("purge_documents"))
 
@@ -41,7 +41,7 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     instance = dagster_instance(settings)
     (watched.folder / "faq.md").write_text("# FAQ\n\nThe staging database is refreshed every Sunday night.\n")
 
-    result = watched.sensor(dg.build_sensor_context(instance=instance))
+    result = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources))
 
     (request,) = result.run_requests
     (add,) = result.dynamic_partitions_requests
@@ -52,11 +52,11 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     assert _run(watched, instance, request).success
     assert catalog.get_document(doc.document_id).status == "published"
 
-    again = watched.sensor(dg.build_sensor_context(instance=instance))
+    again = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources))
     assert isinstance(again, dg.SkipReason) and "nothing changed" in again.skip_message
 
     (watched.folder / "faq.md").unlink()
-    (purge,) = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests
+    (purge,) = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources)).run_requests
     assert purge.job_name == "purge_documents" and catalog.get_document(doc.document_id).status == "published"
     result = watched.purge.execute_in_process(instance=instance, run_config=purge.run_config, tags=purge.tags)
     assert result.success                     # the purge is a run: what it removed is its output metadata
@@ -64,7 +64,7 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     assert removed["sourcePath"] == "faq.md" and sum(removed["entitiesRemoved"].values()) >= 1
     assert catalog.get_document(doc.document_id).status == "deleted"
     assert not instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
-    again = watched.sensor(dg.build_sensor_context(instance=instance))
+    again = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources))
     assert isinstance(again, dg.SkipReason)
 
 
@@ -73,12 +73,12 @@ def test_sensor_run_key_repeats_while_the_same_versions_are_pending(watched, set
 
     instance = dagster_instance(settings)
     (watched.folder / "a.md").write_text("# A\n\nFirst version.\n")
-    first = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    first = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources)).run_requests[0]
     instance.add_dynamic_partitions(documents_partitions.name, [first.tags["dagster/asset_partition_range_start"]])
-    second = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    second = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources)).run_requests[0]
     assert second.run_key == first.run_key
     (watched.folder / "a.md").write_text("# A\n\nSecond version.\n")
-    third = watched.sensor(dg.build_sensor_context(instance=instance)).run_requests[0]
+    third = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources)).run_requests[0]
     assert third.run_key != first.run_key
 
 
@@ -88,7 +88,7 @@ def test_schedule_adds_partitions_and_requests_runs_for_changed_files(watched, s
     instance = dagster_instance(settings)
     (watched.folder / "guide.md").write_text("# Guide\n\nDeploys happen on weekdays only.\n")
 
-    requests = watched.schedule(dg.build_schedule_context(instance=instance))
+    requests = watched.schedule(dg.build_schedule_context(instance=instance, resources=watched.resources))
 
     (doc,) = catalog.list_documents([watched.kb])
     assert instance.has_dynamic_partition(documents_partitions.name, doc.partition_key)

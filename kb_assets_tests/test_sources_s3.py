@@ -110,7 +110,7 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     instance = dagster_instance(settings)
     put(s3, f"{prefix}/faq.md", "# FAQ\n\nThe staging database is refreshed every Sunday night.\n")
 
-    result = sensor(dg.build_sensor_context(instance=instance))
+    result = sensor(dg.build_sensor_context(instance=instance, resources=defs.resources))
     (request,) = result.run_requests
     (add,) = result.dynamic_partitions_requests
     faq = document_id_for(kb, f"s3://{s3.bucket}/{prefix}", "faq.md")
@@ -119,11 +119,11 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     assert job.execute_in_process(instance=instance, tags=request.tags, run_config=QUIET_RUN_CONFIG).success
     assert catalog.get_document(faq).status == "published"
 
-    unchanged = sensor(dg.build_sensor_context(instance=instance))
+    unchanged = sensor(dg.build_sensor_context(instance=instance, resources=defs.resources))
     assert isinstance(unchanged, dg.SkipReason) and "nothing changed" in unchanged.skip_message
 
     s3.client().delete_object(Bucket=s3.bucket, Key=f"{prefix}/faq.md")
-    (purge,) = sensor(dg.build_sensor_context(instance=instance)).run_requests   # the purge is a run
+    (purge,) = sensor(dg.build_sensor_context(instance=instance, resources=defs.resources)).run_requests   # the purge is a run
     assert purge.job_name == "purge_documents"
     assert defs.resolve_job_def("purge_documents").execute_in_process(
         instance=instance, run_config=purge.run_config, tags=purge.tags).success

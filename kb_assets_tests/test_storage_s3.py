@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from kb_assets.defs.resources import StoresResource
 from kb_assets.settings import Settings
 from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA, Lake
 from kb_assets.stores.objects import ObjectStore
@@ -275,29 +276,28 @@ def test_object_store_and_lake_fail_on_s3_with_wrong_credentials(s3, prefix):
 
 
 def test_dagster_resources_reach_s3_with_explicit_credentials_shown_only_by_name(s3, prefix, tmp_path, monkeypatch):
-    """The resources pass key, secret, endpoint and region to the stores themselves (botocore reading
-    AWS_* on its own is not what makes this work: the variables are gone when the stores are used), and
-    the secrets are dg.EnvVars, so the Dagster UI shows their names, never their values."""
+    """The ``stores`` resource passes key, secret, endpoint and region to the stores themselves (botocore
+    reading AWS_* on its own is not what makes this work: the variables are gone when the stores are
+    used), and what the Dagster UI shows of it names the credentials, never their values."""
     import dagster as dg
 
-    from kb_assets.defs.resources import LakeResource, ObjectStoreResource, build_resources
+    from kb_assets.defs.resources import build_resources
 
     for name, value in {**s3.env(), "KB_HOME": str(tmp_path / "kb"), "KB_OBJECT_STORE_URL": f"{prefix}/objects",
                         "KB_LAKE_URL": f"{prefix}/lake"}.items():
         monkeypatch.setenv(name, value)
     resources = build_resources(Settings.from_env())
-    s3_config = resources["object_store"].s3
-    assert isinstance(s3_config.access_key_id, dg.EnvVar) and isinstance(s3_config.secret_access_key, dg.EnvVar)
-    assert s3.secret_key not in repr(resources["object_store"])
+    assert s3.secret_key not in str(resources["stores"].description)
+    assert "AWS_SECRET_ACCESS_KEY" in str(resources["stores"].description)
 
     @dg.asset
-    def roundtrip(object_store: ObjectStoreResource, lake: LakeResource) -> None:
+    def roundtrip(stores: StoresResource) -> None:
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
-            monkeypatch.delenv(name)     # resolved at initialization: the stores carry them from now on
-        object_store.store().put("originals/00/00abc.txt", b"hello")
-        lake.lake().write("chunks", "doc-r", chunks_frame("doc-r"))
+            monkeypatch.delenv(name)     # the settings were read before: the stores carry them from now on
+        stores.objects.put("originals/00/00abc.txt", b"hello")
+        stores.lake.write("chunks", "doc-r", chunks_frame("doc-r"))
 
-    result = dg.materialize([roundtrip], resources={k: resources[k] for k in ("object_store", "lake")})
+    result = dg.materialize([roundtrip], resources=resources)
     assert result.success
     assert keys_under(s3, f"{prefix}/objects") == ["originals/00/00abc.txt"]
     assert keys_under(s3, f"{prefix}/lake") == ["chunks/doc-r.parquet"]

@@ -94,7 +94,7 @@ def test_throughput_settings_are_read_typed(env, field, expected):
 
 
 def test_parse_workers_and_encoder_threads_share_the_cores_among_concurrent_runs():
-    from kb_assets.settings import cores
+    from kb_assets.lib.machine import cores
 
     assert Settings.from_env({"KB_HOME": "/tmp/kb", "KB_PARSE_WORKERS": "3"}).parse.workers == 3
     assert Settings.from_env({"KB_HOME": "/tmp/kb", "KB_ENCODER_THREADS": "3"}).encoder_threads == 3

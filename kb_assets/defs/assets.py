@@ -23,16 +23,7 @@ from kb_assets.pipeline import planning
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.pipeline.page_images import has_page_images, render_missing
-from kb_assets.defs.resources import (
-    CatalogResource,
-    ChunkContextResource,
-    EmbeddingModelResource,
-    LakeResource,
-    MilvusResource,
-    ObjectStoreResource,
-    ParsingResource,
-    SummarizerResource,
-)
+from kb_assets.defs.resources import StoresResource
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
@@ -142,14 +133,13 @@ def report(results: dict[str, dict], failures: dict[str, str], started: float, *
 
 @dg.asset(**COMMON, kinds={"python", "s3"},
           check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)])
-def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
-              parsing: ParsingResource):
+def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
-    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    started, cat, store = time.monotonic(), stores.catalog, stores.objects
     docs = active_documents(context, cat)
-    sources = object_store.s3.storage_options()   # s3:// sources are read with the same AWS_* settings
+    sources = stores.settings.storage_options()   # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, parsing.max_file_bytes, context.run.run_id,
+        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, stores.settings.parse.max_file_bytes, context.run.run_id,
                                                        sources, step_version(context)))
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
@@ -159,10 +149,9 @@ def raw_files(context: dg.AssetExecutionContext, catalog: CatalogResource, objec
 
 @dg.asset(**COMMON, deps=[raw_files], kinds={"python", "postgres"},
           check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)])
-def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
-                 parsing: ParsingResource):
+def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
-    started, cat, store, options = time.monotonic(), catalog.catalog(), object_store.store(), parsing.options()
+    started, cat, store, options = time.monotonic(), stores.catalog, stores.objects, stores.parse_options()
     docs = active_documents(context, cat)
     version = step_version(context)
     results, failures = for_each_document(
@@ -177,11 +166,10 @@ def parsed_pages(context: dg.AssetExecutionContext, catalog: CatalogResource, ob
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "postgres"},
           check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)])
-def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource,
-                    summarizer: SummarizerResource):
+def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     """A PageIndex tree per document (from the PDF outline, a printed table of contents, headings or page
     groups): nodes with page ranges, summaries and keywords; page summaries; table-of-contents pages marked."""
-    started, cat, store, page_summarizer = time.monotonic(), catalog.catalog(), object_store.store(), summarizer.summarizer()
+    started, cat, store, page_summarizer = time.monotonic(), stores.catalog, stores.objects, stores.summarizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
         context, cat, docs,
@@ -198,17 +186,16 @@ def pageindex_trees(context: dg.AssetExecutionContext, catalog: CatalogResource,
 
 @dg.asset(**COMMON, deps=[pageindex_trees], kinds={"python", "parquet"},
           check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)])
-def chunks(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-           embedding_model: EmbeddingModelResource, chunk_context: ChunkContextResource):
+def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     """Content-aware chunks in the lake: content, embedding_input (with a situating sentence when a chunk
     contextualizer is configured), page range, section, lineage."""
-    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
-    contextualizer = chunk_context.contextualizer()
+    started, cat, lk, model = time.monotonic(), stores.catalog, stores.lake, stores.model()
+    contextualizer = stores.contextualizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
         context, cat, docs,
         lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context),
-                                     embedding_model.max_chunks_per_document, contextualizer))
+                                     stores.settings.max_chunks_per_document, contextualizer))
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
@@ -239,8 +226,7 @@ MILVUS_COLLECTION = dg.AssetSpec(
     partitions_def=documents_partitions,
     check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
                  dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
-def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-                      milvus: MilvusResource, embedding_model: EmbeddingModelResource):
+def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource):
     """``embeddings`` and ``milvus_collection`` in one step, so that a document is published as soon as
     its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
     first, and each document's vectors are stored, checked (``vectors_valid``, before publishing) and
@@ -251,23 +237,23 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
     encoding version, and vectors that come out the same are not rewritten (nor re-published when the
     collection is current). While another spec's collection is published (a migration is due), changed
     documents are written there too. A run may select ``milvus_collection`` alone (stale from there)."""
-    started, cat, lk, model = time.monotonic(), catalog.catalog(), lake.lake(), embedding_model.load()
+    started, cat, lk, model = time.monotonic(), stores.catalog, stores.lake, stores.model()
     run_id = context.run.run_id
     selected = context.selected_asset_keys
     publishing = MILVUS_COLLECTION.key in selected
     versions = (step_version(context, EMBEDDINGS.key), step_version(context, MILVUS_COLLECTION.key))
     target, client, collection, also, serving = None, None, None, None, None
     if publishing:
-        client, spec = milvus.client(), embedding_model.spec()
-        collection = ensure_collection(client, spec, milvus.dense_index)
+        client, spec = stores.milvus, stores.embedding_spec()
+        collection = ensure_collection(client, spec, stores.settings.milvus_dense_index)
         with cat.connect() as conn:
-            cat.record_collection(conn, name=collection, alias=milvus.alias, schema_version=SCHEMA_VERSION,
+            cat.record_collection(conn, name=collection, alias=stores.alias, schema_version=SCHEMA_VERSION,
                                   model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
                                   state="building")
         target = (client, collection)
-        serving = published_collection(client, milvus.alias)
+        serving = published_collection(client, stores.alias)
         if serving not in (None, collection):   # a migration is due: changed documents go into both
-            also = (serving, embedding_model.load(collection_spec(client, serving)["model"]))
+            also = (serving, stores.model(collection_spec(client, serving)["model"]))
     docs = active_documents(context, cat)
     violations: list = []
 
@@ -280,11 +266,11 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
 
     def published(doc) -> None:
         if publishing and not alias_set:   # the first build: the alias serves the first published document
-            alias_set.append(steps.publish_if_unpublished(client, cat, milvus.alias, collection))
+            alias_set.append(steps.publish_if_unpublished(client, cat, stores.alias, collection))
 
     try:
-        results, failures = steps.embed_and_publish(docs, cat, lk, model, embedding_model.model, run_id,
-                                                    embedding_model.slice_size, check, target, published,
+        results, failures = steps.embed_and_publish(docs, cat, lk, model, stores.settings.embedding_model, run_id,
+                                                    stores.settings.embedding_slice, check, target, published,
                                                     versions, also)
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
@@ -298,8 +284,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
     if EMBEDDINGS.key in selected:
         yield dg.MaterializeResult(
             asset_key=EMBEDDINGS.key,
-            metadata=report(results, failures, started, model=embedding_model.model, encoder=model.backend,
-                            dimension=model.dimension, slice_size=embedding_model.slice_size,
+            metadata=report(results, failures, started, model=stores.settings.embedding_model, encoder=model.backend,
+                            dimension=model.dimension, slice_size=stores.settings.embedding_slice,
                             embedded=sum(r["embedded"] for r in results.values()),
                             reused=sum(r["reused"] for r in results.values())),
             check_results=[checks.check_embeddings(cat, checked, violations, run_id,
@@ -308,12 +294,12 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
         flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
         if also:
             flush(client, also[0])
-        alias = steps.publish_if_unpublished(client, cat, milvus.alias, collection)
+        alias = steps.publish_if_unpublished(client, cat, stores.alias, collection)
         check = checks.check_milvus(cat, lk, client, collection, list(results), run_id,
                                     failed_step(context, MILVUS_COLLECTION.key))
         yield dg.MaterializeResult(
             asset_key=MILVUS_COLLECTION.key,
-            metadata=report(results, failures, started, collection=collection, alias=milvus.alias,
+            metadata=report(results, failures, started, collection=collection, alias=stores.alias,
                             alias_target=alias or f"{serving} (the migration publishes {collection})",
                             also_written_to=also[0] if also else "none",
                             entities_written=sum(r.get("written", 0) for r in results.values()),
@@ -323,11 +309,11 @@ def embed_and_publish(context: dg.AssetExecutionContext, catalog: CatalogResourc
 
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
-def page_images(context: dg.AssetExecutionContext, catalog: CatalogResource, object_store: ObjectStoreResource):
+def page_images(context: dg.AssetExecutionContext, stores: StoresResource):
     """Page renders (PNG, 72 dpi) of PDF and image documents, for the page images search results and
     the page endpoint link to. Off the path to publication: the lowest priority of the run, so it
     runs after its documents are published; a page still without a render is rendered on its first request."""
-    started, cat, store = time.monotonic(), catalog.catalog(), object_store.store()
+    started, cat, store = time.monotonic(), stores.catalog, stores.objects
     results, failures = {}, {}
     for doc in (d for d in active_documents(context, cat) if has_page_images(d.source_kind)):
         try:

@@ -9,7 +9,7 @@ import dagster as dg
 
 from kb_assets.pipeline import migration
 from kb_assets.defs.assets import MILVUS_COLLECTION
-from kb_assets.defs.resources import CatalogResource, EmbeddingModelResource, LakeResource, MilvusResource
+from kb_assets.defs.resources import StoresResource
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
 
 COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
@@ -19,15 +19,14 @@ COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(
           check_specs=[dg.AssetCheckSpec("candidate_valid", asset="collection_candidate", blocking=True,
                                          description="entity counts, dimension and golden queries against "
                                                      "the published collection")])
-def collection_candidate(context: dg.AssetExecutionContext, catalog: CatalogResource, lake: LakeResource,
-                         milvus: MilvusResource, embedding_model: EmbeddingModelResource):
+def collection_candidate(context: dg.AssetExecutionContext, stores: StoresResource):
     """The collection of the configured embedding spec, filled from the lake for every document that serves a
     version; validated before the alias may point at it (blocking check ``candidate_valid``)."""
-    cat, client, model = catalog.catalog(), milvus.client(), embedding_model.load()
-    collection = ensure_collection(client, embedding_model.spec(), milvus.dense_index)
+    cat, client, model = stores.catalog, stores.milvus, stores.model()
+    collection = ensure_collection(client, stores.embedding_spec(), stores.settings.milvus_dense_index)
     flush(client, collection)
-    report = migration.validate(cat, lake.lake(), client, collection, milvus.alias, model.dimension,
-                                 embedding_model.load)
+    report = migration.validate(cat, stores.lake, client, collection, stores.alias, model.dimension,
+                                 stores.model)
     metadata = {"collection": collection, "published": report["previous"] or "none",
                 "entities": report["entities"], "chunk_rows": report["chunkRows"], "documents": report["documents"],
                 "not_carried_over": dg.MetadataValue.json(report["notCarried"]),
@@ -45,20 +44,19 @@ def collection_candidate(context: dg.AssetExecutionContext, catalog: CatalogReso
 
 
 @dg.asset(**COLLECTIONS, deps=[collection_candidate])
-def collection_alias(context: dg.AssetExecutionContext, catalog: CatalogResource, milvus: MilvusResource,
-                               embedding_model: EmbeddingModelResource):
+def collection_alias(context: dg.AssetExecutionContext, stores: StoresResource):
     """The collection the alias publishes (what search reads): swapped atomically to the validated candidate;
     the previous collection is retired and kept for rollback (``kb-assets collections rollback``)."""
-    cat, client = catalog.catalog(), milvus.client()
-    collection = embedding_model.spec().collection_name()
-    before = published_collection(client, milvus.alias)
+    cat, client = stores.catalog, stores.milvus
+    collection = stores.embedding_spec().collection_name()
+    before = published_collection(client, stores.alias)
     if before == collection:
-        return dg.MaterializeResult(metadata={"alias": milvus.alias, "published": collection, "swap": "none needed"})
+        return dg.MaterializeResult(metadata={"alias": stores.alias, "published": collection, "swap": "none needed"})
     record = context.instance.get_latest_materialization_event(dg.AssetKey("collection_candidate"))
     validated = record.asset_materialization.metadata if record and record.asset_materialization else {}
-    swapped = migration.swap(cat, client, milvus.alias, collection)
+    swapped = migration.swap(cat, client, stores.alias, collection)
     return dg.MaterializeResult(metadata={
-        "alias": milvus.alias, "previous": swapped["previous"] or "none", "published": collection,
+        "alias": stores.alias, "previous": swapped["previous"] or "none", "published": collection,
         "swap": f"{swapped['previous']} -> {collection}", "entities": swapped["entities"],
         "hit_at_5_new": validated["hit_at_5_new"].value if "hit_at_5_new" in validated else "unknown",
         "hit_at_5_published": validated["hit_at_5_published"].value if "hit_at_5_published" in validated else "unknown",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster_postgres
 
-from kb_assets.settings import sqlalchemy_postgres_url
+from kb_assets.lib.urls import sqlalchemy_postgres_url
 
 
 class PostgresStorage(dagster_postgres.DagsterPostgresStorage):

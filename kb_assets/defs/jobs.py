@@ -16,13 +16,7 @@ from kb_assets import steps
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.defs.resources import (
-    CatalogResource,
-    EmbeddingModelResource,
-    LakeResource,
-    MilvusResource,
-    ObjectStoreResource,
-)
+from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline.verify import verify
 
 ingest_documents = dg.define_asset_job(
@@ -46,11 +40,10 @@ class PurgeConfig(dg.Config):
 
 
 @dg.op(description="Remove documents whose files are gone from every store; keep their tombstone rows.")
-def purge(context: dg.OpExecutionContext, config: PurgeConfig, catalog: CatalogResource,
-          object_store: ObjectStoreResource, lake: LakeResource, milvus: MilvusResource) -> list[dict]:
-    cat = catalog.catalog()
+def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresResource) -> list[dict]:
+    cat = stores.catalog
     gone = [d for d in cat.get_documents(config.document_ids).values() if d.status != "deleted"]
-    purged = steps.purge_documents(gone, cat, object_store.store(), lake.lake(), milvus.client())
+    purged = steps.purge_documents(gone, cat, stores.objects, stores.lake, stores.milvus)
     keys = {d.document_id: d.partition_key for d in gone}
     for report in purged:
         key = keys.get(report["documentId"])
@@ -80,10 +73,9 @@ def purge_documents():
 
 
 @dg.op(description="verify --repair: re-sync what Postgres and the lake say from them, remove strays and orphans.")
-def repair(context: dg.OpExecutionContext, catalog: CatalogResource, lake: LakeResource,
-           milvus: MilvusResource, embedding_model: EmbeddingModelResource) -> dict:
-    report = verify(catalog.catalog(), lake.lake(), milvus.client(), milvus.alias, repair=True,
-                    load_model=embedding_model.load)
+def repair(context: dg.OpExecutionContext, stores: StoresResource) -> dict:
+    report = verify(stores.catalog, stores.lake, stores.milvus, stores.alias, repair=True,
+                    load_model=stores.model)
     repaired = [p for p in report["problems"] if p["repaired"]]
     left = [p for p in report["problems"] if not p["repaired"]]
     summary = {"problems_found": len(report["problems"]), "repaired": len(repaired), "left": len(left),

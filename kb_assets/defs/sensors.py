@@ -26,8 +26,8 @@ import dagster as dg
 from kb_assets.pipeline import planning
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
 from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
-from kb_assets.defs.partitions import documents_partitions
-from kb_assets.pipeline.ingest import readable_partition_keys
+from kb_assets.defs.partitions import documents_partitions, readable_partition_keys
+from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
@@ -60,11 +60,10 @@ def document_run_request(plan: planning.RunPlan, job_name: str | None = ingest_d
                          asset_selection=[dg.AssetKey(key) for key in keys] if keys else None)
 
 
-def plan_watched_folders(instance: dg.DagsterInstance, settings: Settings) -> WatchPlan:
+def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchPlan:
     """Register changes of every watched folder and plan the runs: stale ranges from their first stale
     step, failures the UI does not show yet retried alone, and the purge of deleted files."""
-    stores = Stores(settings)
-    catalog = stores.catalog
+    settings, catalog = stores.settings, stores.catalog
     with catalog.registration_lock():
         readable_partition_keys(catalog, instance)
     existing = instance.get_dynamic_partitions(documents_partitions.name)
@@ -113,12 +112,12 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
 
     @dg.sensor(jobs=[ingest_documents, purge_documents], minimum_interval_seconds=settings.watch_interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED)
-    def watched_folders_sensor(context: dg.SensorEvaluationContext):
+    def watched_folders_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
         """Materializes new, changed and stale files of the KB_WATCH folders from their first stale step and
         purges deleted ones (a purge_documents run)."""
         if not settings.watch:
             return dg.SkipReason("KB_WATCH is not set: no folder to watch")
-        plan = plan_watched_folders(context.instance, settings)
+        plan = plan_watched_folders(context.instance, stores)
         for failure in plan.failures:
             context.log.warning(f"{failure.source_uri}: {failure.reason}")
         if plan.skipped_new:
@@ -138,12 +137,11 @@ def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition
     @dg.sensor(jobs=[ingest_documents, publish_collection], minimum_interval_seconds=settings.watch_interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING if settings.auto_migrate
                else dg.DefaultSensorStatus.STOPPED)
-    def collection_migration_sensor(context: dg.SensorEvaluationContext):
+    def collection_migration_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
         """When the published collection's embedding spec is not the configured one: backfills the new
         collection from the lake, then validates it and swaps the alias (publish_collection)."""
         if not settings.auto_migrate:
             return dg.SkipReason("KB_AUTO_MIGRATE=0: run kb-assets migrate to migrate")
-        stores = Stores(settings)
         due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
         if due is None:
             return dg.SkipReason("the published collection has the configured embedding spec")

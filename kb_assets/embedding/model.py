@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kb_assets.settings import cores
+from kb_assets.lib.machine import cores
 
 log = logging.getLogger(__name__)
 

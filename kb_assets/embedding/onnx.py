@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kb_assets.settings import DEFAULT_CACHE_DIR
+from kb_assets.lib.machine import DEFAULT_CACHE_DIR
 
 # how export.py builds model.onnx (2: eager attention, 3: external weights): a new one re-exports
 EXPORT_VERSION = "3"

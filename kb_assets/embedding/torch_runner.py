@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kb_assets.settings import use_offline_model_libraries
+from kb_assets.lib.machine import use_offline_model_libraries
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 

@@ -28,13 +28,11 @@ import dagster as dg
 from kb_assets.pipeline import planning, runs
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
-from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.partitions import add_partitions, documents_partitions, readable_partition_keys
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
-from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.catalog.connection import connect_retries
-from kb_assets.pipeline.versions import STEPS
 from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
 
@@ -92,42 +90,6 @@ def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, in
                 defs = make_definitions(settings)
             report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
     return report, changes.to_run, keys, len(found.files)
-
-
-def add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
-    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
-    new_keys = [key for key in keys if key not in existing]
-    if new_keys:
-        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
-
-
-def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> int:
-    """Once, for documents registered before partition keys were readable (their partition was their id):
-    give each its readable key, carry its partitions' materializations over to the new key (a runless
-    materialization that names the old key) and delete the old partition. Nothing is re-processed.
-    Returns how many documents moved. Call it under the registration lock."""
-    docs = [doc for doc in catalog.list_documents() if not doc.partition_key]
-    if not docs:
-        return 0
-    keys = planning.new_partition_keys([(d.knowledge_base_id, d.source_root, d.source_path, d.document_id)
-                                        for d in docs], catalog)
-    with catalog.connect() as conn:
-        catalog.set_partition_keys(conn, keys)
-    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
-    moved = [doc for doc in docs if doc.document_id in existing]
-    add_partitions(instance, [keys[doc.document_id] for doc in moved if doc.status != "deleted"])
-    for asset in (*STEPS, "page_images"):
-        done = instance.get_materialized_partitions(dg.AssetKey(asset))
-        for doc in moved:
-            if doc.document_id in done and doc.status != "deleted":
-                instance.report_runless_asset_event(dg.AssetMaterialization(
-                    asset, partition=keys[doc.document_id],
-                    description="carried over from the document's earlier partition key",
-                    metadata={"earlier_partition_key": doc.document_id, "source": doc.source_path,
-                              "knowledge_base": doc.knowledge_base_id}))
-    for doc in moved:
-        instance.delete_dynamic_partition(documents_partitions.name, doc.document_id)
-    return len(docs)
 
 
 def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,

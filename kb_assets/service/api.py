@@ -43,7 +43,7 @@ def make_searcher(settings: Settings, config: SearchConfig | None = None) -> Sea
     stores = Stores(settings)
     return Searcher(
         client=stores.milvus,
-        catalog=Catalog(stores.catalog.dsn, statement_timeout_ms=config.postgres_timeout_ms),
+        catalog=stores.catalog_with_timeout(config.postgres_timeout_ms),
         alias=settings.alias,
         load_model=stores.model,
         config=config,

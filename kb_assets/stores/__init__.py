@@ -1,25 +1,32 @@
 """The stores below Dagster, built from settings by one constructor: the Postgres catalog (source of
 record), the object store, the lake, the Milvus vector index and the model loader.
 
-Dagster resources wrap these; the command line, the retrieval service, migration and verify use them
-directly. Connections are opened once per process and shared, so a ``Stores`` is cheap to build again.
+The one path from settings to every client: the Dagster resource ``stores`` is a ``Stores``, and so are
+what the command line, the sensors, the retrieval service, migration and verify use. Connections are
+opened once per process and shared, so a ``Stores`` is cheap to build again.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
+from kb_assets.parsing.options import ParseOptions
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.models import load_model
+from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.vectors import EmbeddingSpec
 
 if TYPE_CHECKING:
+    from kb_assets.chunking.contextual import EndpointContextualizer
+    from kb_assets.embedding.model import EmbeddingModel
     from kb_assets.stores.lake import Lake
+    from kb_assets.structure.endpoint import EndpointSummarizer
 
 
 @lru_cache(maxsize=8)
@@ -66,10 +73,43 @@ class Stores:
     def milvus(self) -> MilvusClient:
         return open_milvus(self.settings.home, self.settings.milvus_uri)
 
-    def model(self, model_id: str | None = None):
+    def model(self, model_id: str | None = None) -> "EmbeddingModel":
         """The embedding model (default: the configured KB_EMBEDDING_MODEL) on the configured encoder,
         loaded once per process."""
         s = self.settings
         return load_model(model_id or s.embedding_model, s.embedding_batch_size, s.encoder, s.cache_dir,
                           s.encoder_threads)
+
+    def embedding_spec(self) -> EmbeddingSpec:
+        """The configured model's spec: what names its collection."""
+        return embedding_spec(self.model())
+
+    def milvus_at(self, uri: str) -> MilvusClient:
+        """A client of a Milvus server that came back on another URI (the embedded server restarted)."""
+        return open_milvus(self.settings.home, uri)
+
+    def catalog_with_timeout(self, statement_timeout_ms: int) -> Catalog:
+        """The catalog with another statement timeout (the service bounds every query)."""
+        return Catalog(self.catalog.dsn, statement_timeout_ms=statement_timeout_ms)
+
+    def parse_options(self) -> ParseOptions:
+        """What a parse may take and do, with this process's scratch folder."""
+        from kb_assets.stores.scratch import scratch_dir
+
+        return replace(self.settings.parse, scratch_dir=scratch_dir(self.settings.scratch_root))
+
+    def summarizer(self) -> "EndpointSummarizer | None":
+        """A fresh page summarizer per run (a failure stops its calls for that run only); None: rule-based."""
+        from kb_assets.structure.endpoint import summarizer_from_settings
+
+        s = self.settings.summarizer
+        return summarizer_from_settings(s.url, s.model, s.api_key, s.timeout_seconds)
+
+    def contextualizer(self) -> "EndpointContextualizer | None":
+        """A fresh chunk contextualizer per run; None when none is configured."""
+        from kb_assets.chunking.contextual import contextualizer_from_settings
+
+        s = self.settings.chunk_context
+        return contextualizer_from_settings(s.url, s.model, s.api_key, s.timeout_seconds,
+                                            self.settings.chunk_context_concurrency)
 

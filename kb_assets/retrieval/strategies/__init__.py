@@ -17,13 +17,13 @@ imported on first use, so settings and the command line can name strategies with
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from kb_assets.retrieval.request import SearchRequest, SearchResponse
-    from kb_assets.retrieval.search import Searcher
+from kb_assets.retrieval.request import SearchRequest, SearchResponse
 
-    Rank = Callable[[Searcher, SearchRequest, SearchResponse], list[dict]]
+# (searcher, request, response) -> ranked rows; the searcher is ``retrieval.search.Searcher``, which
+# imports this module (so it is not named here)
+Rank = Callable[[Any, SearchRequest, SearchResponse], list[dict]]
 
 STRATEGIES = ("hybrid", "pageindex")
 # measured better on the dev set and on paraphrased questions (benchmarks/retrieval_quality.py)

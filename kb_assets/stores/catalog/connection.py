@@ -12,7 +12,7 @@ from typing import Iterator
 
 import psycopg2
 
-from kb_assets.settings import libpq_url
+from kb_assets.lib.urls import libpq_url
 
 # sql/ stays at the top of the repository; kb_assets/sql links to it, so wheels carry the schema too
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
