@@ -108,7 +108,7 @@ def main() -> None:
     os.environ["KB_HOME"] = str(Path(args.home).resolve())
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.cli import naive_baseline
+    from kb_assets.cli.search import naive_baseline
     from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate, first_answer_rank, first_hit_rank, load_questions
     from kb_assets.retrieval.query import LANGUAGE_POLICIES

@@ -1,0 +1,61 @@
+"""What every command shares: the settings, JSON or text output, knowledge-base names, finding a document."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from kb_assets.settings import Settings
+
+
+def emit(data, as_json: bool, render) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        render(data)
+
+
+def stores_of(settings: Settings):
+    from kb_assets.stores import Stores
+
+    return Stores(settings)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def knowledge_base_names(ctx, param, value):
+    """Callback of ``--kb``: every name must match ``kb_assets/lib/names.py``'s pattern."""
+    from kb_assets.lib.names import validate_knowledge_base_id
+
+    try:
+        for name in value if isinstance(value, tuple) else () if value is None else (value,):
+            validate_knowledge_base_id(name)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
+def document_json(doc, stale=None) -> dict:
+    from kb_assets.pipeline.verify import last_good_notice
+
+    return {"documentId": doc.document_id, "partitionKey": doc.partition_key, "knowledgeBaseId": doc.knowledge_base_id,
+            "sourceUri": doc.source_uri, "sourceRoot": doc.source_root, "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
+            "error": doc.error, "pages": doc.page_count, "chunks": doc.chunk_count, "mime": doc.mime,
+            "sourceKind": doc.source_kind, "publishedVersion": doc.published_version,
+            "servesLastGoodVersion": doc.serves_last_good_version and doc.status == "failed",
+            "notice": last_good_notice(doc) if doc.serves_last_good_version and doc.status == "failed" else None,
+            "stale": stale.as_json() if stale else None, "stepVersions": doc.step_versions or {}}
+
+
+def find_document(catalog, key):
+    """A document by id, by source path as ``ingest`` recorded it, or by a path to its file (relative
+    to the current folder or absolute, symlinks followed or not)."""
+    path = Path(key).expanduser()
+    doc = catalog.find_document(list(dict.fromkeys([key, os.path.abspath(path), str(path.resolve())])))
+    if doc is None:
+        raise click.ClickException(f"no document {key!r} (give a document id, a source path or the file's path)")
+    return doc

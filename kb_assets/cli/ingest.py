@@ -1,0 +1,87 @@
+"""Commands that register sources: ingest, the source roots of knowledge bases, relocating a moved root."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kb_assets.cli.common import emit, knowledge_base_names, pass_settings, stores_of
+from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
+
+STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.",
+              callback=knowledge_base_names)
+@click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
+@pass_settings
+def ingest(settings, paths, knowledge_base_id, as_json):
+    """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
+    new/changed ones, purge gone ones."""
+    from kb_assets.pipeline.ingest import ingest as run_ingest
+
+    progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
+    sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
+    from kb_assets.pipeline.identity import OverlappingRoots
+
+    try:
+        report = run_ingest(sources, knowledge_base_id, settings, progress=progress)
+    except (FileNotFoundError, OverlappingRoots) as error:
+        raise click.ClickException(str(error)) from None
+    data = report.as_json()
+
+    def render(d):
+        counts = d["documents"]
+        click.echo(f"ingested into {knowledge_base_id}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        for failure in d["failures"]:
+            click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}")
+        click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
+        for warning in d["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+
+    emit(data, as_json, render)
+    sys.exit(1 if report.failures else 0)
+
+
+@click.command()
+@click.option("--kb", "knowledge_base_ids", multiple=True, callback=knowledge_base_names)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def roots(settings, knowledge_base_ids, as_json):
+    """The source roots (folders, s3:// prefixes) each knowledge base holds documents from, with counts."""
+    data = {"roots": stores_of(settings).catalog.root_summary(list(knowledge_base_ids) or None)}
+
+    def render(d):
+        for row in d["roots"]:
+            counts = ", ".join(f"{n} {status}" for status, n in row["documents"].items())
+            click.echo(f"{row['knowledgeBaseId']}  {row['sourceRoot']}  ({counts})")
+
+    emit(data, as_json, render)
+
+
+@click.command()
+@click.argument("old_root")
+@click.argument("new_root")
+@click.option("--kb", "knowledge_base_id", required=True, help="The knowledge base whose root moved.",
+              callback=knowledge_base_names)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
+    """Tell KB that the files of OLD_ROOT now live under NEW_ROOT (same relative paths): the documents keep
+    their ids, versions, partitions and everything published, and the next ingest of NEW_ROOT finds them
+    unchanged. Without it, ingesting NEW_ROOT would make new documents."""
+    from kb_assets.pipeline.identity import relocation
+
+    catalog = stores_of(settings).catalog
+    with catalog.registration_lock():
+        try:
+            old, new = relocation(knowledge_base_id, old_root, new_root, catalog.source_roots(knowledge_base_id))
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+        moved = catalog.relocate_root(knowledge_base_id, old, new)
+    emit({"knowledgeBaseId": knowledge_base_id, "from": old, "to": new, "documents": moved}, as_json,
+         lambda d: click.echo(f"{knowledge_base_id}: {d['documents']} documents moved from {d['from']} to {d['to']}"))

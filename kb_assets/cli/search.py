@@ -1,0 +1,138 @@
+"""Commands that search: search, eval (page-hit figures of a question set) and serve (the HTTP service)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kb_assets.cli.common import emit, knowledge_base_names, pass_settings, stores_of
+from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
+from kb_assets.settings import Settings
+
+STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
+
+
+@click.command()
+@click.argument("query")
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.",
+              callback=knowledge_base_names)
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
+    """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
+    from kb_assets.service.api import make_searcher, one_thread_per_query
+    from kb_assets.retrieval.search import SearchRequest
+
+    settings = one_thread_per_query(settings)
+    searcher = make_searcher(settings)
+    try:
+        response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        searcher.close()
+
+    def render(d):
+        for warning in d["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+        if not d["results"]:
+            click.echo("no results")
+        for rank, r in enumerate(d["results"], 1):
+            page = f"page {r['pageIndex'] + 1}" + (f" (printed {r['pageLabel']})" if r.get("pageLabel") and
+                                                   r["pageLabel"] != str(r["pageIndex"] + 1) else "")
+            score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
+            section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
+            click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
+            snippet = " ".join(r["content"].split())
+            click.echo(f"   {snippet[:220]}{'…' if len(snippet) > 220 else ''}")
+
+    emit(response.as_json(), as_json, render)
+
+
+@click.command("eval")
+@click.argument("questions", type=click.Path(exists=True, path_type=Path))
+@click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.",
+              callback=knowledge_base_names)
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
+@click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
+    """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
+    from kb_assets.service.api import make_searcher, one_thread_per_query
+    from kb_assets.retrieval.evaluation import evaluate as score
+    from kb_assets.retrieval.evaluation import load_questions
+    from kb_assets.retrieval.search import SearchRequest
+
+    try:
+        rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    settings = one_thread_per_query(settings)
+    searcher = make_searcher(settings)
+    strategy = strategy or searcher.config.strategy
+    searcher.warm_up()
+    data = {"strategy": strategy, "scores": score(
+        lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows)}
+    searcher.close()
+    if baseline:
+        naive = naive_baseline(settings, sorted({q["kb"] for q in rows}))
+        data["baseline"] = score(lambda q: naive.search(q["query"], [q["kb"]], 10), rows)
+
+    def render(d):
+        for name in ("scores", "baseline"):
+            if name not in d:
+                continue
+            click.echo(f"{'kb-assets ' + d['strategy'] if name == 'scores' else 'naive baseline'}:")
+            for kb, s in d[name].items():
+                if s.get("questions"):
+                    click.echo(f"  {kb:<12} n={s['questions']:<4} hit@1 {s['hit@1']:.3f}  hit@5 {s['hit@5']:.3f}  "
+                               f"MRR {s['mrr']:.3f}  p50 {s['latencyP50Ms']} ms  p95 {s['latencyP95Ms']} ms")
+
+    emit(data, as_json, render)
+
+
+def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
+    """The naive chunk-RAG baseline over the published pages of these knowledge bases."""
+    from kb_assets.retrieval.baseline import NaiveBaseline
+
+    stores = stores_of(settings)
+    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri},
+                  stores.catalog.read_pages(d.document_id))
+                 for d in stores.catalog.list_documents(knowledge_base_ids) if d.status == "published"]
+    return NaiveBaseline(stores.model(), documents)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+@pass_settings
+def serve(settings, host, port):
+    """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1.
+    Requests must name an allowed Host: loopback names, KB_PUBLIC_URL's host, KB_ALLOWED_HOSTS."""
+    from kb_assets.service import lean
+    from kb_assets.service.auth import HostPolicy, is_loopback
+
+    def refuse(reason: str):
+        click.echo(f"Error: {reason}", err=True)
+        raise SystemExit(2)
+
+    if not settings.api_keys and not is_loopback(host):
+        refuse(f"without KB_API_KEYS the service answers 127.0.0.1 only: set KB_API_KEYS to serve on {host}")
+    try:
+        hosts = HostPolicy.from_settings(settings)
+    except ValueError as error:
+        refuse(str(error))
+    if not is_loopback(host) and not (hosts.any or hosts.names):
+        click.echo(f"Warning: KB_PUBLIC_URL and KB_ALLOWED_HOSTS are unset: requests to {host} that name "
+                   "a host other than a loopback one answer 421", err=True)
+    lean.refuse()
+    import uvicorn
+
+    from kb_assets.service.api import create_app, one_thread_per_query
+
+    uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
