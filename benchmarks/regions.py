@@ -39,7 +39,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pdfs", nargs="*", type=Path, default=DEFAULT)
     args = parser.parse_args()
-    from kb_assets.settings import Settings, use_offline_model_libraries
+    from kb_assets.lib.machine import use_offline_model_libraries
+    from kb_assets.settings import Settings
     from kb_assets.stores.models import load_model
     from kb_assets_tests.region_check import measure
 

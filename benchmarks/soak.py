@@ -27,8 +27,9 @@ def main() -> int:
     os.environ.update(KB_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), DAGSTER_DISABLE_TELEMETRY="1")
     for name in ("KB_POSTGRES_URL", "KB_MILVUS_URI", "KB_OBJECT_STORE_URL", "KB_LAKE_URL", "KB_API_KEYS"):
         os.environ.pop(name, None)
+    from kb_assets.lib.machine import use_offline_model_libraries
     from kb_assets.services import stop_milvus, stop_postgres
-    from kb_assets.settings import Settings, use_offline_model_libraries
+    from kb_assets.settings import Settings
     from kb_assets_tests.soak import run_soak
 
     use_offline_model_libraries()
