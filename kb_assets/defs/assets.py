@@ -24,6 +24,7 @@ from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.pipeline.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import StoresResource
+from kb_assets.stores import Stores
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
@@ -87,12 +88,20 @@ def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs:
             failures[doc.document_id] = f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
     for document_id, reason in failures.items():
         catalog.mark_failed(document_id, reason, context.run.run_id, failed_step(context))
+    settle(context, catalog, results, failures)
+    return results, failures
+
+
+def settle(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict], failures: dict[str, str],
+           asset_keys: list[dg.AssetKey] | None = None) -> None:
+    """After a step's documents: log each failure, describe every partition, and fail the step when every
+    document failed (Dagster then marks exactly those partitions failed)."""
+    for document_id, reason in failures.items():
         context.log.warning(f"document {document_id} failed: {reason}")
-    describe_partitions(context, catalog, results, failures)
+    describe_partitions(context, catalog, results, failures, asset_keys)
     if failures and not results:
         raise dg.Failure(description="; ".join(failures.values())[:2000],
                          metadata={"failures": dg.MetadataValue.json(failures)})
-    return results, failures
 
 
 def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict],
@@ -221,6 +230,22 @@ MILVUS_COLLECTION = dg.AssetSpec(
     description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.")
 
 
+def publication_target(stores: Stores):
+    """The Milvus client and the configured spec's collection (created and recorded as building when new),
+    and, while another spec's collection is published (a migration is due), that collection and its model:
+    changed documents are written into both."""
+    client, spec, cat = stores.milvus, stores.embedding_spec(), stores.catalog
+    collection = ensure_collection(client, spec, stores.settings.milvus_dense_index)
+    with cat.connect() as conn:
+        cat.record_collection(conn, name=collection, alias=stores.alias, schema_version=SCHEMA_VERSION,
+                              model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
+                              state="building")
+    serving = published_collection(client, stores.alias)
+    also = (serving, stores.model(collection_spec(client, serving)["model"])) if serving not in (None, collection) \
+        else None
+    return client, collection, also
+
+
 @dg.multi_asset(
     specs=[EMBEDDINGS, MILVUS_COLLECTION], can_subset=True, backfill_policy=COMMON["backfill_policy"],
     partitions_def=documents_partitions,
@@ -242,18 +267,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     selected = context.selected_asset_keys
     publishing = MILVUS_COLLECTION.key in selected
     versions = (step_version(context, EMBEDDINGS.key), step_version(context, MILVUS_COLLECTION.key))
-    target, client, collection, also, serving = None, None, None, None, None
-    if publishing:
-        client, spec = stores.milvus, stores.embedding_spec()
-        collection = ensure_collection(client, spec, stores.settings.milvus_dense_index)
-        with cat.connect() as conn:
-            cat.record_collection(conn, name=collection, alias=stores.alias, schema_version=SCHEMA_VERSION,
-                                  model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
-                                  state="building")
-        target = (client, collection)
-        serving = published_collection(client, stores.alias)
-        if serving not in (None, collection):   # a migration is due: changed documents go into both
-            also = (serving, stores.model(collection_spec(client, serving)["model"]))
+    client, collection, also = publication_target(stores) if publishing else (None, None, None)
+    target = (client, collection) if publishing else None
     docs = active_documents(context, cat)
     violations: list = []
 
@@ -274,12 +289,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
                                                     versions, also)
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    for document_id, reason in failures.items():
-        context.log.warning(f"document {document_id} failed: {reason}")
-    describe_partitions(context, cat, results, failures, sorted(selected))
-    if failures and not results:   # every document failed: so does the step (Dagster marks the partitions)
-        raise dg.Failure(description="; ".join(failures.values())[:2000],
-                         metadata={"failures": dg.MetadataValue.json(failures)})
+    settle(context, cat, results, failures, sorted(selected))   # steps.embed_and_publish marked them failed
     checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
     if EMBEDDINGS.key in selected:
         yield dg.MaterializeResult(
@@ -300,7 +310,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
         yield dg.MaterializeResult(
             asset_key=MILVUS_COLLECTION.key,
             metadata=report(results, failures, started, collection=collection, alias=stores.alias,
-                            alias_target=alias or f"{serving} (the migration publishes {collection})",
+                            alias_target=alias or f"{also[0] if also else None} (the migration publishes {collection})",
                             also_written_to=also[0] if also else "none",
                             entities_written=sum(r.get("written", 0) for r in results.values()),
                             entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
