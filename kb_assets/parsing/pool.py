@@ -5,21 +5,39 @@ One pool per process, started on first use with the ``spawn`` method (the proces
 gRPC and onnxruntime threads: forking it is unsafe), each worker building docling's converter once;
 kept for the next documents and runs, shut down at exit. A broken pool (a worker killed) is dropped:
 the caller converts in process and the next call starts a new pool.
+
+Workers die with the process that started them, even when it is killed (``processes.die_with_parent``),
+and record themselves in its scratch folder, so that the next ``kb-assets`` command kills any that
+outlived it (``stores.scratch.clean_scratch``).
 """
 
 from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from kb_assets.processes import die_with_parent, process_token
 
 _LOCK = threading.Lock()
 _POOL: ProcessPoolExecutor | None = None
 _WORKERS = 0
 
 
-def _warm_up() -> None:
+def _start_worker(parent_pid: int, records: str | None) -> None:
+    """A worker's initializer: end with the parent, record this worker, build docling's converter."""
+    die_with_parent(parent_pid)
+    if records:     # what clean_scratch reads (written here: the stores package is too heavy for a worker)
+        record = Path(records) / process_token()
+        try:
+            record.parent.mkdir(exist_ok=True)    # not parents: a removed scratch folder stays removed
+            record.touch()
+            atexit.register(record.unlink, missing_ok=True)
+        except OSError:
+            pass
     from kb_assets.parsing.converter import get_converter
 
     get_converter()
@@ -34,8 +52,12 @@ def parse_pool(workers: int) -> ProcessPoolExecutor | None:
         if _POOL is None or _WORKERS != workers:
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
+            from kb_assets.stores.scratch import workers_dir  # the stores package: not in workers
+
+            records = workers_dir()
             _POOL = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_warm_up)
+                                        initializer=_start_worker,
+                                        initargs=(os.getpid(), str(records) if records else None))
             _WORKERS = workers
         return _POOL
 
