@@ -24,6 +24,7 @@ PACKAGES = ("docx", "pptx", "xlsx")  # Office Open XML: ZIP packages, checked by
 # what a format expects to find (formats.py): every image kind is "image"
 CONTENT_FAMILIES = ("pdf", *PACKAGES, "image", "text")
 
+_UNICODE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")   # UTF-16/32 text holds NUL bytes
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _IMAGE_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "png"),
@@ -74,7 +75,7 @@ def sniff(path: Path) -> str:
             return kind
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
-    if not head.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" in head:
+    if not head.startswith(_UNICODE_BOMS) and b"\x00" in head:
         return "binary"
     return "text"
 

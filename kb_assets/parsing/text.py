@@ -1,7 +1,10 @@
 """Plain text and source code, read without docling (it refuses ``.py`` and friends).
 
-Decoding: UTF-8 (a BOM is dropped); otherwise charset-normalizer's best guess; otherwise latin-1.
-A non-UTF-8 decoding is reported in ``ParsedDocument.warnings``.
+Decoding (``decode``, also for Markdown, CSV and HTML): UTF-8 (a BOM is dropped), UTF-16/32 with a
+BOM; otherwise the encoding charset-normalizer finds the bytes read as text in (cp1252 when it reads
+as well as the best guess: the common Western single-byte encoding); otherwise the file is refused as
+not text in a known encoding (random bytes are not published as mojibake). A non-UTF-8 decoding is
+reported in ``ParsedDocument.warnings``.
 
 Code (mode ``code-definitions``): a page holds whole top-level definitions: a definition starts at
 a non-indented line after a blank line (so a comment or decorator right above a ``def`` stays with
@@ -42,22 +45,33 @@ PAGE_LINES = 60
 
 
 def decode(data: bytes, name: str) -> tuple[str, str | None]:
-    """Text and a warning when it was not UTF-8."""
-    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    """Text and a warning when it was not UTF-8; DocumentParseError when it is no text in a known encoding."""
+    boms = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+            (b"\xfe\xff", "utf-16"))
+    bom = next((encoding for mark, encoding in boms if data.startswith(mark)), None)
+    if b"\x00" in data[:8192] and bom is None:
         raise DocumentParseError(name, "binary content (NUL bytes), not a text file")
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
         pass
-    try:
-        from charset_normalizer import from_bytes
+    if bom is not None:
+        try:
+            return data.decode(bom), f"not UTF-8: decoded as {bom} (byte order mark)"
+        except UnicodeDecodeError:
+            raise DocumentParseError(name, f"not text in a known encoding (a {bom} byte order mark, but the "
+                                           f"bytes after it are not {bom})") from None
+    from charset_normalizer import from_bytes
 
-        best = from_bytes(data).best()
-        if best is not None and best.encoding:
-            return str(best), f"not UTF-8: decoded as {best.encoding} (detected by charset-normalizer)"
-    except ImportError:  # pragma: no cover - charset-normalizer ships with requests
-        pass
-    return data.decode("latin-1"), "not UTF-8: decoded as latin-1 (no better guess)"
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None or not best.encoding:
+        raise DocumentParseError(name, "not text in a known encoding (not UTF-8 nor UTF-16 with a byte order mark, "
+                                       "and no single- or multi-byte encoding reads it as text): save it as UTF-8")
+    western = next((m for m in matches if m.encoding == "cp1252" and m.chaos <= best.chaos
+                    and m.coherence >= best.coherence), None)
+    chosen = western or best
+    return str(chosen), f"not UTF-8: decoded as {chosen.encoding} (detected by charset-normalizer)"
 
 
 def _page_ranges(lines: list[str], start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
