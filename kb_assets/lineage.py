@@ -1,5 +1,8 @@
 """Chunk lineage: chunk -> page(s) -> document version -> stored file, with the runs that wrote each
-asset, and the regions of its pages the chunk covers (page units; images scale to ``width``/``height``)."""
+asset, and the regions of its pages the chunk covers (page units; images scale to ``width``/``height``).
+
+A chunk's document is looked up by the chunk id (``locate_document``: indexes only); then only that
+document's lake rows are read. Page texts are cut at ``MAX_PAGE_CHARS`` (``truncated``)."""
 
 from __future__ import annotations
 
@@ -8,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
+from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 from kb_assets.stores.vectors import chunk_document
-from kb_assets.lib.text import normalize_ws
 
 if TYPE_CHECKING:
     from kb_assets.stores.lake import Lake
@@ -34,35 +38,34 @@ def chunk_found_in_pages(chunk: dict, page_texts: dict[int, str]) -> bool:
     return normalize_ws(content) in normalize_ws(joined)
 
 
-def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, lake: Lake, catalog: Catalog,
+def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, catalog: Catalog,
                     scope: set[str] | None = None) -> str:
-    """The document of a chunk, within ``scope`` (knowledge bases; None: all): asked of the published
-    collection with an escaped filter that carries the scope, else looked up in the lake among the
-    scope's documents. Nothing outside the scope is read."""
+    """The document of a chunk, within ``scope`` (knowledge bases; None: all), found through indexes, never
+    by reading the lake: the catalog's ``chunk_terms`` (every chunk that serves, by its primary key), else
+    the published collection (documents published before term counts were kept), asked with an escaped
+    filter that carries the scope. An id neither holds is not found; nothing outside the scope is read."""
     not_found = ChunkNotFound(f"chunk {chunk_id} is in no document you may read")
     if not CHUNK_ID.fullmatch(chunk_id):
         raise not_found
     if scope is not None and not scope:
         raise not_found
-    if client is not None:
+    kbs = sorted(scope) if scope is not None else None
+    document_id = catalog.chunk_document(chunk_id, kbs)
+    if document_id is None and client is not None:
         try:
-            document_id = chunk_document(client, alias, chunk_id, sorted(scope) if scope is not None else None)
-            if document_id:
-                return document_id
-        except Exception:  # nothing published or Milvus down: the lake still knows
-            pass
-    readable = {d.document_id for d in catalog.list_documents(sorted(scope) if scope is not None else None)}
-    for document_id in lake.document_ids("chunks"):
-        if document_id in readable and chunk_id in lake.read("chunks", document_id)["chunk_id"].to_list():
-            return document_id
-    raise not_found
+            document_id = chunk_document(client, alias, chunk_id, kbs)
+        except Exception:  # nothing published or Milvus down: the catalog has answered
+            document_id = None
+    if document_id is None:
+        raise not_found
+    return document_id
 
 
 def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str,
                   scope: set[str] | None = None) -> dict:
     """A chunk's lineage; ``scope`` (knowledge bases the caller may read, None: all) is enforced
     before any store is read, and a chunk outside it is not found."""
-    document_id = locate_document(chunk_id, client, alias, lake, catalog, scope)
+    document_id = locate_document(chunk_id, client, alias, catalog, scope)
     doc = catalog.get_document(document_id)
     if scope is not None and (doc is None or doc.knowledge_base_id not in scope):
         raise ChunkNotFound(f"chunk {chunk_id} is in no document you may read")
@@ -90,7 +93,8 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
         "pageIndex": chunk["page_index"],
         "pageEnd": chunk["page_end"],
         "pages": [{"pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"],
-                   "mode": p["mode"], "version": p["version"], "runId": p["run_id"], "text": p["text"],
+                   "mode": p["mode"], "version": p["version"], "runId": p["run_id"],
+                   "text": p["text"][:MAX_PAGE_CHARS], "truncated": len(p["text"]) > MAX_PAGE_CHARS,
                    "width": p.get("width"), "height": p.get("height"), "imageUrl": asset_url(p["image_key"])}
                   for p in pages],
         # the page areas the chunk covers, in the units of its pages' width/height (top-left origin)

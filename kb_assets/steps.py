@@ -58,6 +58,13 @@ class DocumentFailed(Exception):
     """One document cannot go on; the message says why (shown to users as the document's error)."""
 
 
+def made_again(doc: Document) -> dict:
+    """What a step that records its run on a failed document it has just made again (a retry from
+    ``raw_files`` or ``parsed_pages``) sets too: pending, so that the run's next steps take it (they skip
+    documents that failed in this run) until it publishes or fails again."""
+    return {"status": "pending", "error": None, "failed_step": None} if doc.status == "failed" else {}
+
+
 # raw_files -----------------------------------------------------------------------------------
 def current(doc: Document, step: str, version: str) -> bool:
     """Whether the document's index records ``step``'s output as made (or confirmed) by ``version``."""
@@ -86,7 +93,7 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_byte
     mime = mimetypes.guess_type(doc.source_path)[0] or "application/octet-stream"
     with catalog.connect() as conn:
         catalog.update_document(conn, doc.document_id, version=sha, object_key=key, size_bytes=len(data),
-                                mime=mime, last_run_id=run_id)
+                                mime=mime, last_run_id=run_id, **made_again(doc))
         catalog.record_step(conn, doc.document_id, "raw_files", version)
     return {"version": sha, "bytes": len(data), "skipped": False}
 
@@ -143,7 +150,8 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: Pa
         if not unchanged:
             catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id, version)
         catalog.update_document(conn, doc.document_id, title=title, mime=parsed.mime,
-                                source_kind=parsed.source_kind, page_count=len(pages), last_run_id=run_id)
+                                source_kind=parsed.source_kind, page_count=len(pages), last_run_id=run_id,
+                                **made_again(doc))
         catalog.record_step(conn, doc.document_id, "parsed_pages", version,
                             invalidate=() if unchanged else after("parsed_pages"))
     for old_version in {p["version"] for p in existing} - {doc.version}:

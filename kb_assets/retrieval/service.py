@@ -18,9 +18,9 @@ from kb_assets.service.errors import check_id
 from kb_assets.service.healing import MilvusWatchdog
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
-from kb_assets.services import milvus_client
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
+from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 from kb_assets.service.signing import UrlSigner
 
 log = logging.getLogger("kb_assets.retrieval")
@@ -50,10 +50,8 @@ class Service:
             self.watchdog.stop()
 
     def use_milvus(self, uri: str) -> None:
-        """After the Milvus server came back: a client of its URI (a new one when the port changed)."""
-        current = getattr(self.searcher.client, "_config", None)
-        if current is None or getattr(current, "uri", uri).rstrip("/") != uri.rstrip("/"):
-            self.searcher.client = milvus_client(uri)
+        """After the Milvus server came back: a client of its URI (the same one when the port did not change)."""
+        self.searcher.client = self.stores.milvus_at(uri)   # one client per URI and process
         self.searcher.forget_published()
 
     # search ---------------------------------------------------------------------------------------
@@ -86,12 +84,23 @@ class Service:
         return doc
 
     def page(self, document_id: str, page_index: int, caller: Caller) -> dict:
+        """A page of the document's published version only (404 naming why otherwise: nothing published,
+        or the catalog holds another version's pages); text past ``MAX_PAGE_CHARS`` is cut (``truncated``)."""
         doc = self.readable_document(document_id, caller)
-        record = self.stores.catalog.read_page(document_id, page_index) if 0 <= page_index < 2**31 else None
+        why = f"{doc.status}: {doc.error}" if doc.error else doc.status
+        if doc.published_version is None:
+            raise HTTPException(404, f"document {document_id} has no published version ({why})")
+        record = self.stores.catalog.read_page(document_id, page_index, MAX_PAGE_CHARS) \
+            if 0 <= page_index < 2**31 else None
         if record is None:
             raise HTTPException(404, f"document {document_id} has no page {page_index}")
+        if record["version"] != doc.published_version:
+            raise HTTPException(404, f"document {document_id}: its stored pages are of version "
+                                     f"{record['version'][:12]}, which is not published ({why}); the pages of its "
+                                     f"published version {doc.published_version[:12]} are no longer kept")
         return {"documentId": document_id, "pageIndex": page_index, "pageLabel": record["page_label"],
-                "pageCount": doc.page_count, "text": record["text"], "summary": record["summary"],
+                "pageCount": doc.page_count, "text": record["text"], "truncated": record["text_chars"] > MAX_PAGE_CHARS,
+                "textChars": record["text_chars"], "summary": record["summary"],
                 "keywords": record["keywords"], "parser": record["parser"], "mode": record["mode"],
                 "version": record["version"], "width": record["width"], "height": record["height"],
                 "pageImageUrl": self.signer.sign_url(asset_url(record["image_key"]), caller)}

@@ -2,8 +2,8 @@
 
 Plain reads (documents, pages, nodes, cached summaries and chunk contexts, collection versions) open a connection each.
 The retrieval service's queries (``search_pages``, ``page_facts``, ``locate_pages``, ``published_versions``,
-the BM25 statistics ``term_statistics`` and ``chunk_term_counts``) run on the pooled
-read-only connections of ``reader()``, every statement bounded by the statement timeout.
+the BM25 statistics ``term_statistics`` and ``chunk_term_counts``, a chunk's document ``chunk_document``) run
+on the pooled read-only connections of ``reader()``, every statement bounded by the statement timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import psycopg2.extras
 
 from kb_assets.stores.catalog.connection import CatalogConnection
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
+
+MAX_PAGE_CHARS = 200_000    # a page's text as the service answers it is cut here (``truncated``)
 
 
 class CatalogReads(CatalogConnection):
@@ -113,16 +115,29 @@ class CatalogReads(CatalogConnection):
             )
             return [dict(row) for row in cur.fetchall()]
 
-    def read_page(self, document_id: str, page_index: int) -> dict | None:
-        """One page record (as ``read_pages`` gives them), or None."""
+    def read_page(self, document_id: str, page_index: int, max_chars: int | None = None) -> dict | None:
+        """One page record (as ``read_pages`` gives them, without blocks), or None; with ``max_chars`` its
+        text is cut to that many characters in Postgres, and ``text_chars`` says how long it is."""
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
-                "SELECT document_id, version, page_index, page_label, text, summary, keywords, parser, mode, "
-                "image_key, run_id, width, height FROM pages WHERE document_id = %s AND page_index = %s",
-                (document_id, page_index),
+                "SELECT document_id, version, page_index, page_label, "
+                "CASE WHEN %s::int IS NULL THEN text ELSE left(text, %s::int) END AS text, length(text) AS text_chars, "
+                "summary, keywords, parser, mode, image_key, run_id, width, height FROM pages "
+                "WHERE document_id = %s AND page_index = %s",
+                (max_chars, max_chars, document_id, page_index),
             )
             row = cur.fetchone()
             return dict(row) if row else None
+
+    def chunk_document(self, chunk_id: str, knowledge_base_ids: list[str] | None = None) -> str | None:
+        """The document whose published version holds the chunk (``chunk_terms``, by its primary key), when
+        it is in one of these knowledge bases (None: any); else None."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute("SELECT c.document_id FROM chunk_terms c JOIN documents d USING (document_id) "
+                        "WHERE c.chunk_id = %s AND (%s::text[] IS NULL OR d.knowledge_base_id = ANY(%s::text[]))",
+                        (chunk_id, knowledge_base_ids, knowledge_base_ids))
+            row = cur.fetchone()
+            return row[0] if row else None
 
     def knowledge_base_counts(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
         """Per knowledge base (those named; None: all), its documents by status."""

@@ -19,6 +19,7 @@ from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
 
 
 MAX_TERM_CHARS = 200     # longer terms are not kept (a btree key holds at most ~2,700 bytes)
+READ_PAGES = ("pageindex_trees", "chunks", "embeddings", "milvus_collection")   # the steps after parsed_pages
 
 
 class CatalogWrites(CatalogConnection):
@@ -90,10 +91,26 @@ class CatalogWrites(CatalogConnection):
 
     def mark_failed(self, document_id: str, reason: str, run_id: str | None = None,
                     failed_step: str | None = None) -> None:
-        """Mark a document failed with the reason, the run and the step it failed at ("step@version")."""
-        with self.connect() as conn:
+        """Mark a document failed with the reason, the run and the step it failed at ("step@version").
+
+        A document that never published keeps nothing of what failed: its pages and PageIndex nodes are
+        removed in the same transaction. They must then be made again, so a failure at a step that reads
+        them is recorded at ``parsed_pages`` (where its retry starts; the reason says where it failed)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT published_version, step_versions FROM documents WHERE document_id = %s FOR UPDATE",
+                        (document_id,))
+            row = cur.fetchone()
+            removed = {}
+            if row is not None and row[0] is None:
+                cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
+                cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
+                if cur.rowcount:
+                    if failed_step and failed_step.partition("@")[0] in READ_PAGES:
+                        failed_step = f"parsed_pages@{(row[1] or {}).get('parsed_pages', '')}"
+                    self.record_step(conn, document_id, "parsed_pages", "", invalidate=("pageindex_trees",))
+                    removed = {"page_count": None}
             self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id,
-                                 failed_step=failed_step)
+                                 failed_step=failed_step, **removed)
 
     def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
         """Tombstone a deleted document (its pages and tree removed); True when another live document
