@@ -47,8 +47,8 @@ def distribution(values: list[int]) -> dict:
 
 
 def document_figures(doc, catalog, lake, store, model) -> dict:
-    from kb_assets.lineage import chunk_found_in_pages
-    from kb_assets.steps import pdf_outline
+    from kb_assets.pipeline.lineage import chunk_found_in_pages
+    from kb_assets.pipeline.steps import pdf_outline
     from kb_assets.structure.pageindex import build_document_tree
 
     chunks = lake.read("chunks", doc.document_id)

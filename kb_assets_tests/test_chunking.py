@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from kb_assets.chunking.chunker import MIN_CHARS, TARGET_CHARS, DocumentContext, chunk_document, chunk_with_fallback
 from kb_assets.lib.text import normalize_ws
-from kb_assets.lineage import chunk_found_in_pages
+from kb_assets.pipeline.lineage import chunk_found_in_pages
 
 MAX_TOKENS = 256   # all-MiniLM-L6-v2's window
 DOC = DocumentContext(document_id="doc-1", knowledge_base_id="kb", version="v1", title="Operations Manual",

@@ -177,7 +177,7 @@ def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
 
 
 def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, lake, milvus_client, settings):
-    from kb_assets.lineage import chunk_lineage
+    from kb_assets.pipeline.lineage import chunk_lineage
 
     doc = _docs(catalog)["platform-handbook.pdf"]
     chunk = lake.read("chunks", doc.document_id).filter(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb_assets.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
 from kb_assets.stores.lake import Lake
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from kb_assets import steps
+from kb_assets.pipeline import steps
 from kb_assets.lib.text import sha256_text
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     assert {k: (v.step, v.reason) for k, v in stale.items()} == {
         d.document_id: ("chunks", "chunker 1 -> test-2") for d in docs.values()}
 
-    original = steps.chunk_with_fallback
+    original = steps.chunks.chunk_with_fallback
 
     def revised_chunker(pages, context, *args):   # the "new chunker" changes one embedding input of beta
         frame, fallback = original(pages, context, *args)
@@ -80,7 +80,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
                 embedding_input_sha=pl.when(last).then(pl.lit(sha256_text(revised))).otherwise(pl.col("embedding_input_sha")))
         return frame, fallback
 
-    monkeypatch.setattr(steps, "chunk_with_fallback", revised_chunker)
+    monkeypatch.setattr(steps.chunks, "chunk_with_fallback", revised_chunker)
     report = ingest([folder], kb, new)
 
     assert not report.failures
@@ -109,7 +109,7 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     folder, kb, docs = corpus
     alpha, beta = docs["alpha.md"], docs["beta.md"]
     nodes_run = {d.document_id: catalog.read_nodes(d.document_id)[0]["run_id"] for d in docs.values()}
-    original = steps.parse_document
+    original = steps.sources.parse_document
 
     def revised_parser(path, name=None, options=None):   # the "new parser" reads beta's text differently
         parsed = original(path, name=name, options=options)
@@ -118,7 +118,7 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
                 page.blocks = [replace(b, text=b.text.replace("five minutes", "5 minutes")) for b in page.blocks]
         return parsed
 
-    monkeypatch.setattr(steps, "parse_document", revised_parser)
+    monkeypatch.setattr(steps.sources, "parse_document", revised_parser)
     report = ingest([folder], kb, bumped(settings, parse="test-2"))
 
     assert not report.failures

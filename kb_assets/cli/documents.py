@@ -94,7 +94,7 @@ def chunks(settings, document, as_json):
 @pass_settings
 def lineage(settings, chunk_id, as_json):
     """Which page of which version of which file a chunk came from, and which runs wrote it."""
-    from kb_assets.lineage import ChunkNotFound, chunk_lineage
+    from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
 
     stores = stores_of(settings)
     try:

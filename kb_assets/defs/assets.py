@@ -1,6 +1,6 @@
 """The document assets, one dynamic partition per document (or hash bucket), batched: a run handles a range of documents.
 
-Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.steps`` for each,
+Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.pipeline.steps`` for each,
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
 asset carries a blocking data-quality check (see ``checks.py``).
 
@@ -18,8 +18,7 @@ from typing import Callable
 
 import dagster as dg
 
-from kb_assets import steps
-from kb_assets.pipeline import planning
+from kb_assets.pipeline import planning, steps
 from kb_assets.defs import checks
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.pipeline.page_images import has_page_images, render_missing

@@ -13,7 +13,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.chunking.chunker import CHUNK_KINDS
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.lineage import chunk_found_in_pages
+from kb_assets.pipeline.lineage import chunk_found_in_pages
 from kb_assets.defs.quality import Violation, failed_documents, validate
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.lake import Lake

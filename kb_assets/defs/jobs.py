@@ -12,7 +12,7 @@ All run in-process: ``kb-assets`` launches them without a daemon; the sensors re
 
 import dagster as dg
 
-from kb_assets import steps
+from kb_assets.pipeline import steps
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.partitions import documents_partitions

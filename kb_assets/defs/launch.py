@@ -18,7 +18,7 @@ import dagster as dg
 
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
-from kb_assets.processes import process_alive, process_token
+from kb_assets.lib.processes import process_alive, process_token
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document

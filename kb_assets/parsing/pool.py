@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from kb_assets.processes import die_with_parent, process_token
+from kb_assets.lib.processes import die_with_parent, process_token
 
 _LOCK = threading.Lock()
 _POOL: ProcessPoolExecutor | None = None

@@ -26,7 +26,7 @@ from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge
 from kb_assets.retrieval.rows import ASSETS_PATH
 from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.retrieval.search import Searcher
-from kb_assets.retrieval.service import Service
+from kb_assets.service.handlers import Service
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores

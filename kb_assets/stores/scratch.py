@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kb_assets.processes import kill_process, process_alive, process_token
+from kb_assets.lib.processes import kill_process, process_alive, process_token
 
 WORKERS = "workers"
 _OWN: list[Path] = []     # the folders ``scratch_dir`` made for this process

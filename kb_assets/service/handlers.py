@@ -12,7 +12,7 @@ from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
 from kb_assets.pipeline.page_images import ensure_page_image
-from kb_assets.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
 from kb_assets.service.auth import ApiKeys, Caller
 from kb_assets.service.errors import check_id
 from kb_assets.service.healing import MilvusWatchdog

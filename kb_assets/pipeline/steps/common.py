@@ -1,0 +1,39 @@
+"""What every step shares: the failure a step raises for one document, and whether an output is current."""
+
+from __future__ import annotations
+
+
+import polars as pl
+
+from kb_assets.stores.catalog import Document
+from kb_assets.pipeline.versions import legacy_version
+
+
+
+
+class DocumentFailed(Exception):
+    """One document cannot go on; the message says why (shown to users as the document's error)."""
+
+
+def made_again(doc: Document) -> dict:
+    """What a step that records its run on a failed document it has just made again (a retry from
+    ``raw_files`` or ``parsed_pages``) sets too: pending, so that the run's next steps take it (they skip
+    documents that failed in this run) until it publishes or fails again."""
+    return {"status": "pending", "error": None, "failed_step": None} if doc.status == "failed" else {}
+
+
+
+
+def current(doc: Document, step: str, version: str) -> bool:
+    """Whether the document's index records ``step``'s output as made (or confirmed) by ``version``."""
+    made_by = (doc.step_versions or {}).get(step)
+    return (legacy_version(step, None) if made_by is None else made_by) == version
+
+
+
+
+def same_rows(stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...] = ("run_id", "pipeline_version")) -> bool:
+    """Whether fresh lake rows equal the stored ones but for who made them."""
+    if stored.height != fresh.height or not stored.height:
+        return False
+    return stored.drop(*ignore).equals(fresh.drop(*ignore))

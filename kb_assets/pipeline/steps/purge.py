@@ -1,0 +1,47 @@
+"""Purging documents whose files are gone from every store (Postgres keeps a tombstone row)."""
+
+from __future__ import annotations
+
+
+from pymilvus import MilvusClient
+
+from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.objects import ObjectStore
+from kb_assets.stores.vectors import (
+    collection_exists,
+    count_entities,
+    delete_document,
+    document_filter,
+)
+
+
+def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: Lake, client: MilvusClient,
+                   collections: list[str]) -> dict:
+    """Remove a deleted document from Milvus, the lake and the object store; keep a tombstone row.
+    Returns what was removed."""
+    removed = {}
+    for collection in collections:
+        removed[collection] = count_entities(client, collection, document_filter(doc.document_id))
+        delete_document(client, collection, doc.document_id)
+    rows = lake.read("chunks", doc.document_id).height
+    lake.delete("embeddings", doc.document_id)
+    lake.delete("chunks", doc.document_id)
+    shared = catalog.mark_deleted(doc.document_id, doc.object_key)
+    if doc.object_key and not shared:
+        store.delete(doc.object_key)
+    store.delete_prefix(f"pages/{doc.document_id}")      # page images and figure crops of every version
+    store.delete_prefix(f"figures/{doc.document_id}")
+    return {"documentId": doc.document_id, "knowledgeBaseId": doc.knowledge_base_id, "sourcePath": doc.source_path,
+            "sourceUri": doc.source_uri, "entitiesRemoved": removed, "chunkRowsRemoved": rows,
+            "original": (f"kept (shared with another document): {doc.object_key}" if shared
+                         else f"deleted {doc.object_key}") if doc.object_key else "none stored"}
+
+
+def purge_documents(gone: list[Document], catalog: Catalog, store: ObjectStore, lake: Lake,
+                    client: MilvusClient) -> list[dict]:
+    """Purge documents whose files are gone from every collection, the lake and the object store."""
+    if not gone:
+        return []
+    collections = [c["name"] for c in catalog.collections() if collection_exists(client, c["name"])]
+    return [purge_document(doc, catalog, store, lake, client, collections) for doc in gone]
