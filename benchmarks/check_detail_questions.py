@@ -103,7 +103,7 @@ def longest_shared_chars(query: str, page: str) -> int:
     best = 0
     for run in re.findall(CJK.pattern + "+", squeeze(query)):
         for i in range(len(run)):
-            while i + best < len(run) and run[i:i + best + 1] in p:
+            while i + best < len(run) and run[i : i + best + 1] in p:
                 best += 1
     return best
 
@@ -113,7 +113,7 @@ def check_row(row: dict, pages: list[str]) -> list[str]:
     first, last = row["pages"]
     if not (0 <= first <= last < len(pages)):
         return [f"pages {row['pages']} outside the document ({len(pages)} pages)"]
-    labelled = "\n".join(pages[first:last + 1])
+    labelled = "\n".join(pages[first : last + 1])
     answer = row["answer"]
     if not found(answer, labelled):
         problems.append(f"answer {answer!r} not on pages {row['pages']}")
@@ -144,8 +144,7 @@ def check_fields(rows: list[dict]) -> list[str]:
     problems += [f"duplicate id {i}" for i, n in ids.items() if n > 1]
     for r in rows:
         rid = r.get("id")
-        missing = [k for k in ("id", "kb", "file", "query", "lang", "kind", "pages", "answer", "split")
-                   if k not in r]
+        missing = [k for k in ("id", "kb", "file", "query", "lang", "kind", "pages", "answer", "split") if k not in r]
         if missing:
             problems.append(f"{rid}: missing {missing}")
             continue
@@ -176,8 +175,11 @@ def check_split(rows: list[dict]) -> list[str]:
 def report(rows: list[dict]) -> None:
     by = collections.Counter((r["kb"], r["lang"], r["kind"], r["split"]) for r in rows)
     keys = sorted({(kb, lang) for kb, lang, _, _ in by})
-    print(f"{'kb':10} {'lang':4} " + " ".join(f"{k + '/' + s:>14}" for k in sorted(KINDS) for s in sorted(SPLITS))
-          + f" {'total':>6}")
+    print(
+        f"{'kb':10} {'lang':4} "
+        + " ".join(f"{k + '/' + s:>14}" for k in sorted(KINDS) for s in sorted(SPLITS))
+        + f" {'total':>6}"
+    )
     for kb, lang in keys:
         cells = [by[(kb, lang, k, s)] for k in sorted(KINDS) for s in sorted(SPLITS)]
         print(f"{kb:10} {lang:4} " + " ".join(f"{c:>14}" for c in cells) + f" {sum(cells):>6}")
@@ -187,8 +189,10 @@ def report(rows: list[dict]) -> None:
     files = collections.Counter(Path(r["file"]).name for r in rows)
     print(f"total {len(rows)}; lang {dict(langs)}; kind {dict(kinds)}; split {dict(splits)}")
     print(f"per file {dict(files)}")
-    print(f"table+code share {(kinds['table'] + kinds['code']) / len(rows):.2f}; "
-          f"test share {splits['test'] / len(rows):.2f}")
+    print(
+        f"table+code share {(kinds['table'] + kinds['code']) / len(rows):.2f}; "
+        f"test share {splits['test'] / len(rows):.2f}"
+    )
 
 
 def reachable(rows: list[dict], home: Path) -> None:
@@ -197,13 +201,20 @@ def reachable(rows: list[dict], home: Path) -> None:
 
     from kb_assets.retrieval.evaluation import answer_in
 
-    chunks = pl.concat([pl.read_parquet(f, columns=["source_uri", "page_index", "page_end", "content"])
-                        for f in sorted((home / "lake" / "chunks").glob("*.parquet"))])
+    chunks = pl.concat(
+        [
+            pl.read_parquet(f, columns=["source_uri", "page_index", "page_end", "content"])
+            for f in sorted((home / "lake" / "chunks").glob("*.parquet"))
+        ]
+    )
     counts = collections.Counter()
     for row in rows:
         first, last = row["pages"]
-        on_pages = chunks.filter(pl.col("source_uri").str.ends_with("/" + Path(row["file"]).name)
-                                 & (pl.col("page_index") <= last) & (pl.col("page_end") >= first))
+        on_pages = chunks.filter(
+            pl.col("source_uri").str.ends_with("/" + Path(row["file"]).name)
+            & (pl.col("page_index") <= last)
+            & (pl.col("page_end") >= first)
+        )
         held = any(answer_in(row["answer"], text, row["lang"]) for text in on_pages["content"])
         counts[(row["lang"], row["split"], held)] += 1
         if not held:

@@ -42,8 +42,16 @@ def distribution(values: list[int]) -> dict:
         return {"n": 0}
     values = sorted(values)
     at = {q: values[min(len(values) - 1, int(q * len(values)))] for q in (0.10, 0.25, 0.50, 0.75, 0.90)}
-    return {"n": len(values), "mean": round(statistics.fmean(values)), "p10": at[0.10], "p25": at[0.25],
-            "p50": at[0.50], "p75": at[0.75], "p90": at[0.90], "max": values[-1]}
+    return {
+        "n": len(values),
+        "mean": round(statistics.fmean(values)),
+        "p10": at[0.10],
+        "p25": at[0.25],
+        "p50": at[0.50],
+        "p75": at[0.75],
+        "p90": at[0.90],
+        "max": values[-1],
+    }
 
 
 def document_figures(doc, catalog, lake, store, model) -> dict:
@@ -74,26 +82,30 @@ def document_figures(doc, catalog, lake, store, model) -> dict:
 
 
 def print_documents(figures: list[dict], model_window: int) -> None:
-    print(f"\n{'document':<34}{'pages':>6}{'chunks':>7}  {'len p10/p50/p90/max':<22}{'>window':>8}{'found':>9}"
-          f"{'spans':>6}  tree (source, nodes, depth)   toc pages")
+    print(
+        f"\n{'document':<34}{'pages':>6}{'chunks':>7}  {'len p10/p50/p90/max':<22}{'>window':>8}{'found':>9}"
+        f"{'spans':>6}  tree (source, nodes, depth)   toc pages"
+    )
     for f in figures:
         d = distribution(f["lengths"])
         found = f"{100 * f['found_in_pages'] / max(1, f['chunks']):.1f}%"
         toc = f["toc_pages"]
         toc_text = f"{len(toc)}: {toc[0]}-{toc[-1]}" if toc else "0"
-        print(f"{f['document'][:33]:<34}{f['pages']:>6}{f['chunks']:>7}  "
-              f"{d['p10']:>4}/{d['p50']:>4}/{d['p90']:>4}/{d['max']:>5}     {f['over_window']:>6}{found:>9}"
-              f"{f['spanning_pages']:>6}  {f['tree']['source']:<12}{f['tree']['nodes']:>5}{f['tree']['depth']:>4}"
-              f"         {toc_text}")
+        print(
+            f"{f['document'][:33]:<34}{f['pages']:>6}{f['chunks']:>7}  "
+            f"{d['p10']:>4}/{d['p50']:>4}/{d['p90']:>4}/{d['max']:>5}     {f['over_window']:>6}{found:>9}"
+            f"{f['spanning_pages']:>6}  {f['tree']['source']:<12}{f['tree']['nodes']:>5}{f['tree']['depth']:>4}"
+            f"         {toc_text}"
+        )
     print(f"(model window {model_window} tokens; lengths in characters of content)")
 
 
 def evaluate_retrieval(settings, catalog, model, kbs: list[str]) -> dict:
-    from kb_assets.service.api import make_searcher
     from kb_assets.retrieval.baseline import NaiveBaseline
     from kb_assets.retrieval.evaluation import evaluate, load_questions
     from kb_assets.retrieval.search import SearchRequest
     from kb_assets.retrieval.strategies import STRATEGIES
+    from kb_assets.service.api import make_searcher
 
     questions = [q for q in load_questions(QUESTIONS) if q["kb"] in kbs]
     searcher = make_searcher(settings)
@@ -101,16 +113,24 @@ def evaluate_retrieval(settings, catalog, model, kbs: list[str]) -> dict:
     for strategy in STRATEGIES:
         started = time.perf_counter()
         scores[strategy] = evaluate(
-            lambda q, strategy=strategy: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None,
-                                                                     strategy)).results, questions)
+            lambda q, strategy=strategy: (
+                searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results
+            ),
+            questions,
+        )
         print(f"  scored {strategy} in {time.perf_counter() - started:.0f} s", flush=True)
     started = time.perf_counter()
-    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri}, catalog.read_pages(d.document_id))
-                 for d in catalog.list_documents(kbs) if d.status == "published"]
+    documents = [
+        ({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri}, catalog.read_pages(d.document_id))
+        for d in catalog.list_documents(kbs)
+        if d.status == "published"
+    ]
     naive = NaiveBaseline(model, documents)
     scores["naive baseline"] = evaluate(lambda q: naive.search(q["query"], [q["kb"]], 10), questions)
-    print(f"  built and scored the naive baseline ({len(naive.rows)} windows) in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"  built and scored the naive baseline ({len(naive.rows)} windows) in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     return scores
 
 
@@ -140,10 +160,10 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
 
-    from kb_assets.stores import Stores
     from kb_assets.pipeline.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
+    from kb_assets.stores import Stores
 
     if args.fresh and home.exists():
         stop_milvus(home)
@@ -157,8 +177,11 @@ def main() -> None:
         for kb, files in KNOWLEDGE_BASES.items():
             started = time.perf_counter()
             result = ingest([cache / f for f in files], kb, settings, progress=lambda m: print(f"  {m}", flush=True))
-            report["ingest"][kb] = {**result.as_json()["documents"], "seconds": round(time.perf_counter() - started, 1),
-                                    "failures": result.failures}
+            report["ingest"][kb] = {
+                **result.as_json()["documents"],
+                "seconds": round(time.perf_counter() - started, 1),
+                "failures": result.failures,
+            }
             print(f"{kb}: {report['ingest'][kb]}", flush=True)
 
         stores = Stores(settings)
@@ -168,8 +191,10 @@ def main() -> None:
             report["documents"][kb] = [document_figures(d, catalog, lake, store, model) for d in docs]
         every = [f for figures in report["documents"].values() for f in figures]
         print_documents(every, model.max_tokens)
-        print(f"\n{'knowledge base':<14}{'chunks':>8}  length mean/p10/p25/p50/p75/p90/max   over window   found in pages"
-              "   spanning pages   kinds")
+        print(
+            f"\n{'knowledge base':<14}{'chunks':>8}  length mean/p10/p25/p50/p75/p90/max   over window   found in pages"
+            "   spanning pages   kinds"
+        )
         for kb, figures in [*report["documents"].items(), ("all", every)]:
             lengths = [n for f in figures for n in f["lengths"]]
             n = max(1, len(lengths))
@@ -180,10 +205,12 @@ def main() -> None:
             over = sum(f["over_window"] for f in figures)
             found = sum(f["found_in_pages"] for f in figures)
             spans = sum(f["spanning_pages"] for f in figures)
-            print(f"{kb:<14}{len(lengths):>8}  {d.get('mean', 0):>4}/{d.get('p10', 0)}/{d.get('p25', 0)}/"
-                  f"{d.get('p50', 0)}/{d.get('p75', 0)}/{d.get('p90', 0)}/{d.get('max', 0):<12}"
-                  f"{over:>5} ({100 * over / n:.2f}%)  {found:>6} ({100 * found / n:.2f}%)"
-                  f"  {spans:>6} ({100 * spans / n:.1f}%)   {dict(kinds.most_common())}")
+            print(
+                f"{kb:<14}{len(lengths):>8}  {d.get('mean', 0):>4}/{d.get('p10', 0)}/{d.get('p25', 0)}/"
+                f"{d.get('p50', 0)}/{d.get('p75', 0)}/{d.get('p90', 0)}/{d.get('max', 0):<12}"
+                f"{over:>5} ({100 * over / n:.2f}%)  {found:>6} ({100 * found / n:.2f}%)"
+                f"  {spans:>6} ({100 * spans / n:.1f}%)   {dict(kinds.most_common())}"
+            )
         if not args.no_eval:
             report["scores"] = evaluate_retrieval(settings, catalog, model, list(KNOWLEDGE_BASES))
             print_scores(report["scores"])

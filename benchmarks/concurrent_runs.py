@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 def ingest_once(cache: Path) -> dict:
     """Run inside the child: ingest every knowledge base, then again unchanged; figures as a dict."""
     from kb_assets.pipeline.ingest import ingest
+    from kb_assets.pipeline.verify import verify
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
-    from kb_assets.pipeline.verify import verify
 
     settings = Settings.from_env()
     try:
@@ -50,11 +50,15 @@ def ingest_once(cache: Path) -> dict:
         stores = Stores(settings)
         documents = stores.catalog.list_documents(list(KNOWLEDGE_BASES))
         report = verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
-        return {"full_s": full, "noop_s": noop, "failures": len(failures),
-                "documents": len(documents),
-                "pages": sum(d.page_count or 0 for d in documents),
-                "chunks": sum(d.chunk_count or 0 for d in documents),
-                "consistent": report["consistent"]}
+        return {
+            "full_s": full,
+            "noop_s": noop,
+            "failures": len(failures),
+            "documents": len(documents),
+            "pages": sum(d.page_count or 0 for d in documents),
+            "chunks": sum(d.chunk_count or 0 for d in documents),
+            "consistent": report["consistent"],
+        }
     finally:
         stop_milvus(settings.home)
         stop_postgres(settings.home)
@@ -79,19 +83,27 @@ def main() -> None:
         env = dict(os.environ, KB_HOME=str(home), KB_CONCURRENT_RUNS=str(runs), KB_RUN_BATCH_SIZE="1")
         env.pop("DAGSTER_HOME", None)
         load = os.getloadavg()[0]
-        child = subprocess.run([sys.executable, __file__, "--child", "--cache", str(cache)], env=env,
-                               capture_output=True, text=True, cwd=REPO)
+        child = subprocess.run(
+            [sys.executable, __file__, "--child", "--cache", str(cache)],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         if child.returncode:
             sys.exit(f"KB_CONCURRENT_RUNS={runs} failed:\n{child.stderr[-4000:]}")
         figures = json.loads(child.stdout.strip().splitlines()[-1])
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"KB_CONCURRENT_RUNS={runs}: {figures['documents']} documents, {figures['pages']} pages, "
-              f"{figures['chunks']} chunks in {figures['full_s']:.1f} s "
-              f"({figures['pages'] / figures['full_s']:.2f} pages/s, {figures['chunks'] / figures['full_s']:.1f} chunks/s), "
-              f"{figures['failures']} failed; no-op re-run {figures['noop_s']:.1f} s "
-              f"({100 * figures['noop_s'] / figures['full_s']:.1f}% of the full ingest); "
-              f"largest process peak {peak_mb:.0f} MB; verify consistent: {figures['consistent']}; "
-              f"load average at start {load:.2f}, at end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        print(
+            f"KB_CONCURRENT_RUNS={runs}: {figures['documents']} documents, {figures['pages']} pages, "
+            f"{figures['chunks']} chunks in {figures['full_s']:.1f} s "
+            f"({figures['pages'] / figures['full_s']:.2f} pages/s, "
+            f"{figures['chunks'] / figures['full_s']:.1f} chunks/s), "
+            f"{figures['failures']} failed; no-op re-run {figures['noop_s']:.1f} s "
+            f"({100 * figures['noop_s'] / figures['full_s']:.1f}% of the full ingest); "
+            f"largest process peak {peak_mb:.0f} MB; verify consistent: {figures['consistent']}; "
+            f"load average at start {load:.2f}, at end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        )
         shutil.rmtree(home, ignore_errors=True)
 
 

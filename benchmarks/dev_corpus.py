@@ -18,8 +18,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FETCH = REPO.parent / "shared" / "eval" / "fetch-corpus.sh"
 KNOWLEDGE_BASES = {
-    "r-manuals": ["usr/share/R/doc/manual/R-data.pdf", "usr/share/R/doc/manual/R-admin.pdf",
-                  "usr/share/R/doc/manual/R-lang.pdf"],
+    "r-manuals": [
+        "usr/share/R/doc/manual/R-data.pdf",
+        "usr/share/R/doc/manual/R-admin.pdf",
+        "usr/share/R/doc/manual/R-lang.pdf",
+    ],
     "debian-en": ["usr/share/debian-reference/debian-reference.en.pdf"],
     "edu-zh": ["usr/share/doc/debian-edu-doc-zh-cn/debian-edu-bookworm-manual.pdf"],
 }

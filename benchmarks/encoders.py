@@ -27,13 +27,13 @@ def passages(pdf: Path, count: int, words: int = 120) -> list[str]:
     document = pypdfium2.PdfDocument(str(pdf))
     text = " ".join(document[i].get_textpage().get_text_range() for i in range(len(document)))
     tokens = text.split()
-    out = [" ".join(tokens[i:i + words]) for i in range(0, len(tokens), words)]
+    out = [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
     # vary the lengths like real chunks do (headings, short paragraphs, full windows)
     return [p if n % 3 else " ".join(p.split()[: 8 + n % 40]) for n, p in enumerate(out)][:count]
 
 
 def timed(encode, texts: list[str]) -> tuple[np.ndarray, float]:
-    encode(texts[:8])   # warm up
+    encode(texts[:8])  # warm up
     started = time.perf_counter()
     vectors = encode(texts)
     return np.asarray(vectors, dtype=np.float32), time.perf_counter() - started
@@ -57,11 +57,13 @@ def main() -> None:
     print(f"torch (sentence-transformers, batch 32): {len(texts) / seconds:7.1f} passages/s")
     for model_id in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2+int8"):
         model = EmbeddingModel(model_id)
-        model.encode(["warm"])   # exports / quantizes once (cached)
+        model.encode(["warm"])  # exports / quantizes once (cached)
         vectors, seconds = timed(model.encode, texts)
         cosine = (vectors * reference).sum(axis=1)
-        print(f"{model.backend:<40}: {len(texts) / seconds:7.1f} passages/s; cosine to torch "
-              f"min {cosine.min():.5f} mean {cosine.mean():.5f}")
+        print(
+            f"{model.backend:<40}: {len(texts) / seconds:7.1f} passages/s; cosine to torch "
+            f"min {cosine.min():.5f} mean {cosine.mean():.5f}"
+        )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -67,10 +67,15 @@ def ingest_child(cache: Path) -> dict:
         ingest([cache / f for f in files], kb, settings)
     noop = time.perf_counter() - started
     documents = Stores(settings).catalog.list_documents(list(KNOWLEDGE_BASES))
-    return {"full_s": full, "noop_s": noop, "failures": [str(f) for f in failures],
-            "documents": len(documents), "pages": sum(d.page_count or 0 for d in documents),
-            "chunks": sum(d.chunk_count or 0 for d in documents),
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "full_s": full,
+        "noop_s": noop,
+        "failures": [str(f) for f in failures],
+        "documents": len(documents),
+        "pages": sum(d.page_count or 0 for d in documents),
+        "chunks": sum(d.chunk_count or 0 for d in documents),
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def pdf_paths(cache: Path) -> list[Path]:
@@ -130,10 +135,14 @@ def parse_figures(paths: list[Path]) -> None:
     from kb_assets.parsing.options import ParseOptions
     from kb_assets.parsing.render import render_page_images
 
-    parse_document(REPO / "examples" / "corpus" / "platform-handbook.pdf")   # docling set-up, not timed
+    parse_document(REPO / "examples" / "corpus" / "platform-handbook.pdf")  # docling set-up, not timed
     pages = 0
-    timings = {"docling native conversion (no images)": 0.0, "parse_document, no figure crops": 0.0,
-               "parse_document, figure crops (as parsed_pages)": 0.0, "page PNGs (page_images asset)": 0.0}
+    timings = {
+        "docling native conversion (no images)": 0.0,
+        "parse_document, no figure crops": 0.0,
+        "parse_document, figure crops (as parsed_pages)": 0.0,
+        "page PNGs (page_images asset)": 0.0,
+    }
     for path in paths:
         started = time.perf_counter()
         result = convert(path, path.name)
@@ -165,16 +174,21 @@ def encoder_figures(texts: list[str]) -> None:
     plain.encode(texts[:8])
     started = time.perf_counter()
     reference = np.asarray(plain.encode(texts, batch_size=32, normalize_embeddings=True), dtype=np.float32)
-    print(f"  {'torch (sentence-transformers, batch 32)':<48} {len(texts) / (time.perf_counter() - started):6.1f} passages/s")
+    print(
+        f"  {'torch (sentence-transformers, batch 32)':<48} "
+        f"{len(texts) / (time.perf_counter() - started):6.1f} passages/s"
+    )
     for model_id in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2+int8"):
         model = EmbeddingModel(model_id)
-        model.encode(["warm"])   # exports / quantizes once (cached)
+        model.encode(["warm"])  # exports / quantizes once (cached)
         started = time.perf_counter()
         vectors = np.asarray(model.encode(texts), dtype=np.float32)
         seconds = time.perf_counter() - started
         cosine = (vectors * reference).sum(axis=1)
-        print(f"  {model.backend:<48} {len(texts) / seconds:6.1f} passages/s; cosine to torch "
-              f"min {cosine.min():.5f} mean {cosine.mean():.5f}")
+        print(
+            f"  {model.backend:<48} {len(texts) / seconds:6.1f} passages/s; cosine to torch "
+            f"min {cosine.min():.5f} mean {cosine.mean():.5f}"
+        )
     print(f"  {load()}")
 
 
@@ -182,23 +196,46 @@ def ui_path_figures(settings, env: dict, cache: Path) -> None:
     from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.stores import Stores
 
-    doc = next(d for d in Stores(settings).catalog.list_documents(["r-manuals"]) if d.source_path.endswith("R-data.pdf"))
+    doc = next(
+        d for d in Stores(settings).catalog.list_documents(["r-manuals"]) if d.source_path.endswith("R-data.pdf")
+    )
     started = time.perf_counter()
-    subprocess.run([str(BIN / "dagster"), "asset", "materialize", "-m", "kb_assets.definitions",
-                    "--select", "group:knowledge_base", "--partition", doc.document_id],
-                   env=dict(env, DAGSTER_HOME=str(settings.dagster_home)), cwd=REPO, check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "kb_assets.definitions",
+            "--select",
+            "group:knowledge_base",
+            "--partition",
+            doc.document_id,
+        ],
+        env=dict(env, DAGSTER_HOME=str(settings.dagster_home)),
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     ui = time.perf_counter() - started
     stats = dagster_instance(settings).get_run_stats(dagster_instance(settings).get_runs(limit=1)[0].run_id)
     started = time.perf_counter()
-    subprocess.run([str(BIN / "kb-assets"), "ingest", str(cache / KNOWLEDGE_BASES["r-manuals"][0]), "--kb", "r-manuals"],
-                   env=env, cwd=REPO, check=True, capture_output=True)
+    subprocess.run(
+        [str(BIN / "kb-assets"), "ingest", str(cache / KNOWLEDGE_BASES["r-manuals"][0]), "--kb", "r-manuals"],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     cli = time.perf_counter() - started
     started = time.perf_counter()
     ingest([cache / KNOWLEDGE_BASES["r-manuals"][0]], "r-manuals", settings)
     warm = time.perf_counter() - started
-    print(f"  one unchanged partition (R-data): `dagster asset materialize` {ui:.1f} s (its run, in process: "
-          f"{stats.end_time - stats.start_time:.1f} s; the rest is the process and its code load); `kb-assets "
-          f"ingest` {cli:.1f} s (no run starts); ingest() in a warm process {warm:.1f} s {load()}")
+    print(
+        f"  one unchanged partition (R-data): `dagster asset materialize` {ui:.1f} s (its run, in process: "
+        f"{stats.end_time - stats.start_time:.1f} s; the rest is the process and its code load); `kb-assets "
+        f"ingest` {cli:.1f} s (no run starts); ingest() in a warm process {warm:.1f} s {load()}"
+    )
 
 
 def free_port() -> int:
@@ -210,8 +247,13 @@ def free_port() -> int:
 def serve_figures(env: dict) -> None:
     questions = [json.loads(line) for line in (REPO / "benchmarks" / "detail_questions.jsonl").open()]
     port = free_port()
-    server = subprocess.Popen([str(BIN / "kb-assets"), "serve", "--port", str(port)], env=env, cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(BIN / "kb-assets"), "serve", "--port", str(port)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -227,8 +269,10 @@ def serve_figures(env: dict) -> None:
             request = urllib.request.Request(base + "/v1/kb/search", body, {"Content-Type": "application/json"})
             urllib.request.urlopen(request, timeout=60).read()
         after = rss_mb(server.pid)
-        print(f"  kb-assets serve: {started_mb:.0f} MB resident when up, {after['VmRSS']:.0f} MB after 100 "
-              f"searches (peak {after['VmHWM']:.0f} MB); torch imported: {torch_loaded(server.pid)}")
+        print(
+            f"  kb-assets serve: {started_mb:.0f} MB resident when up, {after['VmRSS']:.0f} MB after 100 "
+            f"searches (peak {after['VmHWM']:.0f} MB); torch imported: {torch_loaded(server.pid)}"
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -273,17 +317,22 @@ def main() -> None:
     print(f"{os.cpu_count()} cores {load()}")
 
     print("1. full ingest of the dev corpus (embedded defaults)")
-    child = subprocess.run([sys.executable, __file__, "--child", "--cache", str(cache)], env=env,
-                           capture_output=True, text=True, cwd=REPO)
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", "--cache", str(cache)], env=env, capture_output=True, text=True, cwd=REPO
+    )
     if child.returncode:
         sys.exit(f"ingest failed:\n{child.stderr[-4000:]}")
     ingest_figures = json.loads(child.stdout.strip().splitlines()[-1])
     full = ingest_figures["full_s"]
-    print(f"  {ingest_figures['documents']} documents, {ingest_figures['pages']} pages, {ingest_figures['chunks']} "
-          f"chunks in {full:.1f} s ({ingest_figures['pages'] / full:.2f} pages/s); failures: {ingest_figures['failures']}")
-    print(f"  no-op re-run {ingest_figures['noop_s']:.1f} s ({100 * ingest_figures['noop_s'] / full:.1f}% of the "
-          f"full ingest); peak RSS: the ingesting process {ingest_figures['peak_mb']:.0f} MB, the largest of it "
-          f"and its workers {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB {load()}")
+    print(
+        f"  {ingest_figures['documents']} documents, {ingest_figures['pages']} pages, {ingest_figures['chunks']} "
+        f"chunks in {full:.1f} s ({ingest_figures['pages'] / full:.2f} pages/s); failures: {ingest_figures['failures']}"
+    )
+    print(
+        f"  no-op re-run {ingest_figures['noop_s']:.1f} s ({100 * ingest_figures['noop_s'] / full:.1f}% of the "
+        f"full ingest); peak RSS: the ingesting process {ingest_figures['peak_mb']:.0f} MB, the largest of it "
+        f"and its workers {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB {load()}"
+    )
 
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
@@ -295,17 +344,26 @@ def main() -> None:
         pages, text_s = pdfium_text_seconds(pdf_paths(cache))
         encode_s = bare_encode_seconds(texts)
         bare = text_s + encode_s
-        print(f"  warm (this process, model loaded): pypdfium2 text, {pages} pages: {text_s:.1f} s; encode "
-              f"{len(texts)} inputs: {encode_s:.1f} s; bare work {bare:.1f} s; the ingest costs {full / bare:.2f}x that")
+        print(
+            f"  warm (this process, model loaded): pypdfium2 text, {pages} pages: {text_s:.1f} s; encode "
+            f"{len(texts)} inputs: {encode_s:.1f} s; bare work {bare:.1f} s; the ingest costs {full / bare:.2f}x that"
+        )
         with tempfile.NamedTemporaryFile("w", suffix=".json") as inputs:
             json.dump(texts, inputs)
             inputs.flush()
             started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--bare-child", inputs.name, "--cache", str(cache)],
-                           env=env, cwd=REPO, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, __file__, "--bare-child", inputs.name, "--cache", str(cache)],
+                env=env,
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+            )
             cold = time.perf_counter() - started
-        print(f"  cold (a fresh process, as the ingest's: imports, model load, text, encode): {cold:.1f} s; "
-              f"the ingest costs {full / cold:.2f}x that {load()}")
+        print(
+            f"  cold (a fresh process, as the ingest's: imports, model load, text, encode): {cold:.1f} s; "
+            f"the ingest costs {full / cold:.2f}x that {load()}"
+        )
 
         print("3. parsing alone, every PDF page")
         parse_figures(pdf_paths(cache))

@@ -30,10 +30,10 @@ def main() -> None:
     os.environ["KB_HOME"] = str(work / "home")
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.stores import Stores
     from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
+    from kb_assets.stores import Stores
 
     settings = Settings.from_env()
     try:
@@ -43,9 +43,11 @@ def main() -> None:
         catalog_docs = Stores(settings).catalog.list_documents(["bench"])
         pages = sum(d.page_count or 0 for d in catalog_docs)
         chunks = sum(d.chunk_count or 0 for d in catalog_docs)
-        print(f"first ingest: {len(catalog_docs)} documents, {pages} pages, {chunks} chunks in {first:.1f} s "
-              f"({len(catalog_docs) / first:.2f} docs/s, {pages / first:.1f} pages/s, {chunks / first:.1f} chunks/s), "
-              f"{len(report.run_ids)} runs, {len(report.failures)} failed")
+        print(
+            f"first ingest: {len(catalog_docs)} documents, {pages} pages, {chunks} chunks in {first:.1f} s "
+            f"({len(catalog_docs) / first:.2f} docs/s, {pages / first:.1f} pages/s, {chunks / first:.1f} chunks/s), "
+            f"{len(report.run_ids)} runs, {len(report.failures)} failed"
+        )
         instance = dagster_instance(settings)
         for run_id in report.run_ids:
             for step in instance.get_run_step_stats(run_id):

@@ -30,7 +30,7 @@ one thread each (onnxruntime ``intra_op_num_threads=1``), CPU seconds a page, lo
 13.9 (English) / 16.6 (Chinese), tesseract 2.6 / 5.6. On a quiet machine (load < 1) rapidocr took
 7.8-7.9 s for R-data page 9 alone with both cores (detection 1.7 s, recognition 6.2 s). These three
 were measured with throwaway scripts, not this one.
-"""
+"""  # noqa: E501 (the table of figures: one row a line)
 
 from __future__ import annotations
 
@@ -58,8 +58,10 @@ def main() -> None:
     from kb_assets.parsing.ocr import ocr_unavailable
 
     parse_document(REPO / "examples" / "corpus" / "platform-handbook.pdf")  # docling set-up, not timed
-    print("| engine | English recall mean / worst page | s/page (CPU s) | load | Chinese recall mean / worst page "
-          "| s/page (CPU s) | load |")
+    print(
+        "| engine | English recall mean / worst page | s/page (CPU s) | load | Chinese recall mean / worst page "
+        "| s/page (CPU s) | load |"
+    )
     print("|---|---|---|---|---|---|---|")
     for engine in args.engines.split(","):
         reason = ocr_unavailable(engine, "eng+chi_sim")

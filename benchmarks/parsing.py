@@ -88,7 +88,7 @@ def bench_pdf(path: Path) -> dict:
     no_images_s = time.perf_counter() - started
 
     shares = []
-    for page, reference_text in zip(doc.pages, texts):
+    for page, reference_text in zip(doc.pages, texts, strict=False):
         reference = words(reference_text)
         for line in page.removed:
             reference -= words(line)
@@ -148,7 +148,7 @@ def bench_ocr(source: Path, pages: list[int], chinese: bool = False, engine: str
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         load_after = _load()
     recalls = []
-    for page, reference_text in zip(doc.pages, texts):
+    for page, reference_text in zip(doc.pages, texts, strict=False):
         if chinese:
             reference, found = Counter(_CJK.findall(reference_text)), Counter(_CJK.findall(page.text))
         else:

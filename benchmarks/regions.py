@@ -27,11 +27,27 @@ def chunk_pdf(path: Path, model) -> list[dict]:
     from kb_assets.parsing import ParseOptions, parse_document
 
     parsed = parse_document(path, options=ParseOptions(images=False))
-    pages = [{"page_index": p.page_index, "page_label": p.label, "text": p.text,
-              "blocks": [{k: v for k, v in dataclasses.asdict(b).items() if v is not None and k != "image_png"}
-                         for b in p.blocks]} for p in parsed.pages]
-    context = DocumentContext(document_id="bench", knowledge_base_id="bench", version="v", title=parsed.title,
-                              source_uri=str(path), source_kind="pdf", mime="application/pdf", run_id="bench")
+    pages = [
+        {
+            "page_index": p.page_index,
+            "page_label": p.label,
+            "text": p.text,
+            "blocks": [
+                {k: v for k, v in dataclasses.asdict(b).items() if v is not None and k != "image_png"} for b in p.blocks
+            ],
+        }
+        for p in parsed.pages
+    ]
+    context = DocumentContext(
+        document_id="bench",
+        knowledge_base_id="bench",
+        version="v",
+        title=parsed.title,
+        source_uri=str(path),
+        source_kind="pdf",
+        mime="application/pdf",
+        run_id="bench",
+    )
     return chunk_document(pages, context, model.count_tokens, model.max_tokens).to_dicts()
 
 
@@ -57,11 +73,15 @@ def main() -> int:
         result = measure(path, chunks)
         passed = result["mean"] >= 0.95 and result["min"] >= 0.7 and not result["outside_page"]
         ok &= passed
-        print(f"{path.name}: {result['chunks']} chunks ({result['scored']} aligned), mean {result['mean']:.3f}, "
-              f"min {result['min']:.3f}, without regions {result['without_regions']}, outside their page "
-              f"{result['outside_page']}  [{'ok' if passed else 'FAIL'}]  {time.perf_counter() - started:.1f} s")
-        print(f"    control: against the regions of the chunk 3 before, mean {result['control_mean']:.3f}; "
-              f"a region covers {result['area_share']:.1%} of its page on average")
+        print(
+            f"{path.name}: {result['chunks']} chunks ({result['scored']} aligned), mean {result['mean']:.3f}, "
+            f"min {result['min']:.3f}, without regions {result['without_regions']}, outside their page "
+            f"{result['outside_page']}  [{'ok' if passed else 'FAIL'}]  {time.perf_counter() - started:.1f} s"
+        )
+        print(
+            f"    control: against the regions of the chunk 3 before, mean {result['control_mean']:.3f}; "
+            f"a region covers {result['area_share']:.1%} of its page on average"
+        )
         for score, page, text in result["worst"][:3]:
             print(f"    worst {score:.3f} page {page + 1}: {text!r}")
     return 0 if ok else 1

@@ -11,7 +11,7 @@ strategy locates pages as it does on real documents. A second, small knowledge b
 select something. Queries are 3-5 vocabulary words; the service embeds them with the real model.
 
 The service runs as ``kb-assets serve`` in its own process. Raw figures are what the Milvus searches
-the service makes take, called directly (``stores.vectors.search_dense``/``search_bm25``, one pymilvus
+the service makes take, called directly (``stores.vector_search.search_dense``/``search_bm25``, one pymilvus
 call each) with the same filters, query vectors computed beforehand:
 ``hybrid`` = dense + BM25 (knowledge-base filter), one after the other; ``pageindex`` = those plus
 BM25 filtered to the pages the catalog locates (the locate query itself is not in the raw
@@ -57,10 +57,12 @@ def kb_names(size: int) -> tuple[str, str]:
 def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, words: list[str]) -> str:
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
     from kb_assets.lib.lexical import chunk_terms
-    from kb_assets.stores.vectors import EmbeddingSpec, clear, count_entities, ensure_collection, flush, insert, publish
+    from kb_assets.stores.entities import clear, count_entities, insert
+    from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, flush, publish
 
-    spec = EmbeddingSpec(model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",),
-                         short_name=f"synthetic{size // 1000}k")
+    spec = EmbeddingSpec(
+        model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",), short_name=f"synthetic{size // 1000}k"
+    )
     alias = f"bench_{size // 1000}k"
     collection = ensure_collection(client, spec)
     publish(client, alias, collection)
@@ -80,15 +82,34 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
         document_id = f"synthetic-{size}-{doc}"
         text = " ".join(rng.choice(words, size=WORDS_PER_CHUNK, p=probabilities))
         vector = rng.standard_normal(dimension).astype(np.float32)
-        title = f"Section {doc}.{page + 1} {words[(doc * 31 + page * 7) % 800 + 50]} {words[(doc * 17 + page) % 800 + 50]}"
-        documents.setdefault((kb, document_id), {}).setdefault(page, {"title": title, "chunks": []})["chunks"].append(text)
+        title = (
+            f"Section {doc}.{page + 1} {words[(doc * 31 + page * 7) % 800 + 50]} {words[(doc * 17 + page) % 800 + 50]}"
+        )
+        documents.setdefault((kb, document_id), {}).setdefault(page, {"title": title, "chunks": []})["chunks"].append(
+            text
+        )
         contents.setdefault(document_id, []).append((f"{document_id}-{page}-{chunk}", f"{title}\n{text}"))
-        rows.append({"chunk_id": f"{document_id}-{page}-{chunk}", "knowledge_base_id": kb, "document_id": document_id,
-                     "document_version": "v1", "document_title": f"Synthetic document {doc}",
-                     "source_uri": f"synthetic/{document_id}.txt", "section_title": title, "page_label": str(page + 1),
-                     "kind": "text", "source_kind": "text", "mime": "text/plain", "image_key": "",
-                     "page_index": page, "page_end": page, "chunk_index": rest, "content": f"{title}\n{text}",
-                     "dense": (vector / np.linalg.norm(vector)).tolist()})
+        rows.append(
+            {
+                "chunk_id": f"{document_id}-{page}-{chunk}",
+                "knowledge_base_id": kb,
+                "document_id": document_id,
+                "document_version": "v1",
+                "document_title": f"Synthetic document {doc}",
+                "source_uri": f"synthetic/{document_id}.txt",
+                "section_title": title,
+                "page_label": str(page + 1),
+                "kind": "text",
+                "source_kind": "text",
+                "mime": "text/plain",
+                "image_key": "",
+                "page_index": page,
+                "page_end": page,
+                "chunk_index": rest,
+                "content": f"{title}\n{text}",
+                "dense": (vector / np.linalg.norm(vector)).tolist(),
+            }
+        )
         if len(rows) == 2000:
             insert(client, collection, rows)
             rows = []
@@ -100,25 +121,73 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
     started = time.perf_counter()
     with catalog.connect() as conn:
         for (kb, document_id), pages in documents.items():
-            catalog.register_document(conn, document_id=document_id, knowledge_base_id=kb, source_root="synthetic",
-                                      source_path=f"{document_id}.txt", source_uri=f"synthetic/{document_id}.txt",
-                                      version="v1", size_bytes=0)
-            catalog.update_document(conn, document_id, status="published", title=document_id, published_version="v1",
-                                    page_count=len(pages), chunk_count=sum(len(p["chunks"]) for p in pages.values()))
+            catalog.register_document(
+                conn,
+                document_id=document_id,
+                knowledge_base_id=kb,
+                source_root="synthetic",
+                source_path=f"{document_id}.txt",
+                source_uri=f"synthetic/{document_id}.txt",
+                version="v1",
+                size_bytes=0,
+            )
+            catalog.update_document(
+                conn,
+                document_id,
+                status="published",
+                title=document_id,
+                published_version="v1",
+                page_count=len(pages),
+                chunk_count=sum(len(p["chunks"]) for p in pages.values()),
+            )
             catalog.replace_chunk_terms(conn, document_id, chunk_terms(contents[document_id]))
-            page_rows, nodes = [], [{"node_id": "n0", "parent_id": None, "ordinal": 0, "title": document_id,
-                                     "depth": 0, "start_page": 0, "end_page": len(pages) - 1}]
+            page_rows, nodes = (
+                [],
+                [
+                    {
+                        "node_id": "n0",
+                        "parent_id": None,
+                        "ordinal": 0,
+                        "title": document_id,
+                        "depth": 0,
+                        "start_page": 0,
+                        "end_page": len(pages) - 1,
+                    }
+                ],
+            )
             for index, page in sorted(pages.items()):
                 text = page["title"] + "\n" + "\n".join(page["chunks"])
                 keywords = sorted(set(text.split()[3:]), key=text.count, reverse=True)[:4]
-                page_rows.append({"page_index": index, "text": text, "blocks": [], "summary": text[:160],
-                                  "keywords": keywords, "parser": "synthetic", "mode": "synthetic"})
-                nodes.append({"node_id": f"n{index + 1}", "parent_id": "n0", "ordinal": index + 1,
-                              "title": page["title"], "depth": 1, "start_page": index, "end_page": index,
-                              "summary": text[:160], "keywords": keywords})
+                page_rows.append(
+                    {
+                        "page_index": index,
+                        "text": text,
+                        "blocks": [],
+                        "summary": text[:160],
+                        "keywords": keywords,
+                        "parser": "synthetic",
+                        "mode": "synthetic",
+                    }
+                )
+                nodes.append(
+                    {
+                        "node_id": f"n{index + 1}",
+                        "parent_id": "n0",
+                        "ordinal": index + 1,
+                        "title": page["title"],
+                        "depth": 1,
+                        "start_page": index,
+                        "end_page": index,
+                        "summary": text[:160],
+                        "keywords": keywords,
+                    }
+                )
             catalog.replace_pages(conn, document_id, "v1", page_rows, "synthetic")
             catalog.replace_nodes(conn, document_id, "v1", nodes, "synthetic")
-    print(f"  catalog: {len(documents)} documents with pages, nodes and BM25 statistics in {time.perf_counter() - started:.0f} s")
+    print(
+        f"  catalog: {len(documents)} documents with pages, nodes and BM25 statistics in "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     return alias
 
 
@@ -149,7 +218,8 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
     import httpx
 
     from kb_assets.retrieval.query import query_terms
-    from kb_assets.stores.vectors import alias_target, in_filter, pages_filter, search_bm25, search_dense
+    from kb_assets.stores.vector_search import search_bm25, search_dense
+    from kb_assets.stores.vectors import alias_target, in_filter, pages_filter
 
     collection = alias_target(client, alias)
     KB = kb_names(size)[0]
@@ -165,23 +235,29 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
 
     def raw(q: str, flt: str, dense: bool = True) -> None:
         if dense:
-            search_dense(client, collection, vectors[q], flt, 50)       # ef 100, as the service asks
+            search_dense(client, collection, vectors[q], flt, 50)  # ef 100, as the service asks
         search_bm25(client, collection, q, flt, 50)
 
     def raw_call(strategy: str, encode: bool = False):
         def call(q: str) -> None:
-            if encode:                      # what a text query costs before its dense search
+            if encode:  # what a text query costs before its dense search
                 model.encode([q])
             raw(q, kb_filter)
             if strategy == "pageindex" and page_filters[q]:
                 raw(q, page_filters[q], dense=False)
+
         return call
 
     port = free_port()
     env = {**os.environ, "KB_MILVUS_ALIAS": alias, "KB_API_KEYS": ""}
     log = open(Path(os.environ["KB_HOME"]) / f"serve-{size}.log", "wb")
-    server = subprocess.Popen([str(Path(sys.executable).parent / "kb-assets"), "serve", "--port", str(port)], env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "kb-assets"), "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -198,13 +274,16 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
 
         def service_call(strategy: str):
             def call(q: str) -> None:
-                response = http.post(f"{url}/v1/kb/search", json={"query": q, "knowledgeBaseIds": [KB],
-                                                                  "strategy": strategy, "limit": 10})
+                response = http.post(
+                    f"{url}/v1/kb/search",
+                    json={"query": q, "knowledgeBaseIds": [KB], "strategy": strategy, "limit": 10},
+                )
                 response.raise_for_status()
                 assert response.json()["results"], response.json()["warnings"]
+
             return call
 
-        for q in queries[:3]:                               # warm the server, the model and the KB filter
+        for q in queries[:3]:  # warm the server, the model and the KB filter
             service_call("hybrid")(q)
             raw_call("hybrid")(q)
         result = {}
@@ -213,7 +292,7 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
             timings: dict[str, list[float]] = {"service": [], "raw": [], "rawWithEncode": []}
             for i, q in enumerate(queries[3:]):
                 order = [("service", service), ("raw", direct), ("rawWithEncode", encoded)]
-                for name, call in (order if i % 2 == 0 else order[::-1]):
+                for name, call in order if i % 2 == 0 else order[::-1]:
                     started = time.perf_counter()
                     call(q)
                     timings[name].append((time.perf_counter() - started) * 1000)
@@ -225,11 +304,13 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
             measured["ratioP50WithEncode"] = round(measured["service"]["p50Ms"] / measured["rawWithEncode"]["p50Ms"], 2)
             result[strategy] = measured
             s, r, e = measured["service"], measured["raw"], measured["rawWithEncode"]
-            print(f"  {size:>7} {strategy:<10} service p50 {s['p50Ms']:>6} ms  p95 {s['p95Ms']:>6} ms  "
-                  f"{s['requestsPerS']:>5} req/s | raw p50 {r['p50Ms']:>6} ms  p95 {r['p95Ms']:>6} ms  "
-                  f"{r['requestsPerS']:>5} req/s | service/raw p50 {measured['ratioP50']}x  p95 {measured['ratioP95']}x"
-                  f" | raw + query embedding p50 {e['p50Ms']} ms: service/that {measured['ratioP50WithEncode']}x",
-                  flush=True)
+            print(
+                f"  {size:>7} {strategy:<10} service p50 {s['p50Ms']:>6} ms  p95 {s['p95Ms']:>6} ms  "
+                f"{s['requestsPerS']:>5} req/s | raw p50 {r['p50Ms']:>6} ms  p95 {r['p95Ms']:>6} ms  "
+                f"{r['requestsPerS']:>5} req/s | service/raw p50 {measured['ratioP50']}x  p95 {measured['ratioP95']}x"
+                f" | raw + query embedding p50 {e['p50Ms']} ms: service/that {measured['ratioP50WithEncode']}x",
+                flush=True,
+            )
         http.close()
         return result
     finally:
@@ -255,11 +336,11 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     os.environ.pop("KB_API_KEYS", None)
 
-    from kb_assets.stores import Stores
     from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
+    from kb_assets.stores import Stores
 
-    settings = one_thread_per_query(Settings.from_env())   # the raw side embeds queries as kb-assets serve does
+    settings = one_thread_per_query(Settings.from_env())  # the raw side embeds queries as kb-assets serve does
     stores = Stores(settings)
     client, catalog, model = stores.milvus, stores.catalog, stores.model()
     rng = np.random.default_rng(7)

@@ -79,12 +79,13 @@ def config_overrides(pairs: list[str], config):
 def _override(config, path: list[str], value, pair: str):
     fields = {f.name for f in dataclasses.fields(config)}
     if path[0] not in fields:
-        raise SystemExit(f"--set {pair}: {type(config).__name__} has no field {path[0]!r} "
-                         f"(fields: {', '.join(sorted(fields))})")
+        raise SystemExit(
+            f"--set {pair}: {type(config).__name__} has no field {path[0]!r} (fields: {', '.join(sorted(fields))})"
+        )
     current = getattr(config, path[0])
     if len(path) > 1:
         value = _override(current, path[1:], value, pair)
-    elif dataclasses.is_dataclass(current) and isinstance(value, dict):   # weights={"dense": 0.7, ...}
+    elif dataclasses.is_dataclass(current) and isinstance(value, dict):  # weights={"dense": 0.7, ...}
         value = replace(current, **value)
     return replace(config, **{path[0]: value})
 
@@ -98,8 +99,9 @@ def main() -> None:
     parser.add_argument("--sets", default="titles,paraphrases,details")
     parser.add_argument("--splits", default="dev,test", help="detail splits to score (tune on dev only)")
     parser.add_argument("--strategies", default="pageindex,hybrid,naive", help="naive: the chunk-RAG baseline")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a SearchConfig field (repeatable)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a SearchConfig field (repeatable)"
+    )
     parser.add_argument("--language-policies", action="store_true", help="also compare the language policies")
     parser.add_argument("--chinese-kb", default="edu-zh", help="knowledge base for the language-policy runs")
     parser.add_argument("--dump", help="write per-question ranks and top 5 results (JSON lines) to this file")
@@ -109,14 +111,14 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
 
     from kb_assets.cli.search import naive_baseline
-    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate, first_answer_rank, first_hit_rank, load_questions
     from kb_assets.retrieval.query import LANGUAGE_POLICIES
     from kb_assets.retrieval.search import SearchRequest
     from kb_assets.retrieval.strategies import STRATEGIES
+    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
 
-    settings = one_thread_per_query(Settings.from_env())   # as kb-assets serve and eval do
+    settings = one_thread_per_query(Settings.from_env())  # as kb-assets serve and eval do
     sets = question_sets(args, load_questions)
     searcher = make_searcher(settings, config_overrides(args.set, settings.search))
     default = searcher.config.strategy
@@ -128,23 +130,44 @@ def main() -> None:
         def run_one(question: dict) -> list[dict]:
             results = search(question)
             if dump:
-                dump.write(json.dumps({
-                    "set": set_name, "strategy": label, "id": question.get("id"), "query": question["query"],
-                    "answer": question.get("answer"), "pages": question["pages"],
-                    "pageRank": first_hit_rank(results, question),
-                    "answerRank": first_answer_rank(results, question) if question.get("answer") else None,
-                    "top": [{"page": r["pageIndex"], "file": Path(r.get("sourceUri") or "").name,
-                             "chunk": r.get("chunkIndex"), "score": r.get("score"), "scores": r.get("scores"),
-                             "text": (r.get("context") or r.get("content") or "")[:400]} for r in results[:5]],
-                }, ensure_ascii=False) + "\n")
+                dump.write(
+                    json.dumps(
+                        {
+                            "set": set_name,
+                            "strategy": label,
+                            "id": question.get("id"),
+                            "query": question["query"],
+                            "answer": question.get("answer"),
+                            "pages": question["pages"],
+                            "pageRank": first_hit_rank(results, question),
+                            "answerRank": first_answer_rank(results, question) if question.get("answer") else None,
+                            "top": [
+                                {
+                                    "page": r["pageIndex"],
+                                    "file": Path(r.get("sourceUri") or "").name,
+                                    "chunk": r.get("chunkIndex"),
+                                    "score": r.get("score"),
+                                    "scores": r.get("scores"),
+                                    "text": (r.get("context") or r.get("content") or "")[:400],
+                                }
+                                for r in results[:5]
+                            ],
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
             return results
+
         return run_one
 
     def run(config, questions, label="", set_name=""):
         variant = type(searcher)(searcher.client, searcher.catalog, searcher.alias, searcher.load_model, config)
         try:
-            return evaluate(recorded(label, set_name, lambda q: variant.search(
-                SearchRequest(q["query"], [q["kb"]], 10)).results), questions)
+            return evaluate(
+                recorded(label, set_name, lambda q: variant.search(SearchRequest(q["query"], [q["kb"]], 10)).results),
+                questions,
+            )
         finally:
             variant.close()
 
@@ -160,8 +183,9 @@ def main() -> None:
         runs = {}
         for strategy in strategies:
             if strategy == "naive":
-                runs["naive baseline"] = evaluate(recorded("naive", name, lambda q: baseline.search(
-                    q["query"], [q["kb"]], 10)), questions)
+                runs["naive baseline"] = evaluate(
+                    recorded("naive", name, lambda q: baseline.search(q["query"], [q["kb"]], 10)), questions
+                )
             else:
                 label = f"{strategy} (default)" if strategy == default else strategy
                 runs[label] = run(replace(searcher.config, strategy=strategy), questions, strategy, name)
@@ -188,12 +212,18 @@ def main() -> None:
         for lang in ("en", "zh"):
             scores = report["sets"].get(f"details {lang} {split}", {}).get(f"{default} (default)", {}).get("overall")
             if scores:
-                goals[f"details {lang} {split}"] = (scores["hit@5"] >= 0.95 and scores["hit@1"] >= 0.85
-                                                     and scores["answer@5"] >= 0.90 and scores["maxReturnedChars"] <= 800)
+                goals[f"details {lang} {split}"] = (
+                    scores["hit@5"] >= 0.95
+                    and scores["hit@1"] >= 0.85
+                    and scores["answer@5"] >= 0.90
+                    and scores["maxReturnedChars"] <= 800
+                )
     report["goals"] = goals
     if goals:
-        print("\ngoals (hit@5 >= 0.95, hit@1 >= 0.85, answer@5 >= 0.90, <= 800 chars a result; default strategy): "
-              + "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in goals.items()))
+        print(
+            "\ngoals (hit@5 >= 0.95, hit@1 >= 0.85, answer@5 >= 0.90, <= 800 chars a result; default strategy): "
+            + "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in goals.items())
+        )
     searcher.close()
     if dump:
         dump.close()
@@ -205,7 +235,7 @@ def print_table(runs: dict, rows: list[str], answers: bool) -> None:
     """One line per knowledge base: hit@1 / hit@5 / MRR [answer@1 / answer@5 chars] p50 / p95 ms."""
     width = 52 if answers else 36
     head = "h@1 / h@5 / MRR" + (" | a@1 / a@5 chars" if answers else "") + " | p50/p95 ms"
-    print(f"  {'':<11}" + "".join(f"{name[:width - 2]:>{width}}" for name in runs))
+    print(f"  {'':<11}" + "".join(f"{name[: width - 2]:>{width}}" for name in runs))
     print(f"  {'':<11}" + "".join(f"{head:>{width}}" for _ in runs))
     for kb in rows:
         cells = []

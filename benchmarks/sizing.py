@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEV_CORPUS = REPO / "corpus-cache" / "usr" / "share" / "R" / "doc" / "manual"   # benchmarks/dev_corpus.py
+DEV_CORPUS = REPO / "corpus-cache" / "usr" / "share" / "R" / "doc" / "manual"  # benchmarks/dev_corpus.py
 DEV_FILES = ("R-data.pdf", "R-admin.pdf", "R-intro.pdf")
-HNSW_M = 16                     # kb_assets/stores/vectors.py: ensure_collection
+HNSW_M = 16  # kb_assets/stores/vectors.py: ensure_collection
 SIZES = (10_000, 1_000_000, 100_000_000)
 DOCS_PER_ASSET_LIMIT = 100_000  # FIELD-NOTES: per-document partitions work to ~100k documents
 
@@ -85,11 +85,17 @@ def store_sizes(home: Path, catalog) -> dict[str, int]:
     """Bytes in each store of the embedded profile (and Postgres rows), to difference around an ingest."""
     tables = catalog.table_sizes()
     objects = home / "objects"
-    return {"lake": folder_bytes(home / "lake"), "objects": folder_bytes(objects),
-            "originals": folder_bytes(objects / "originals"), "renders": folder_bytes(objects / "pages"),
-            "figures": folder_bytes(objects / "figures"), "milvus_lite": folder_bytes(home / "milvus"),
-            "pg_bytes": sum(size for _, size in tables.values()), "pg_rows": sum(rows for rows, _ in tables.values()),
-            **{f"rows:{t}": rows for t, (rows, _) in tables.items()}}
+    return {
+        "lake": folder_bytes(home / "lake"),
+        "objects": folder_bytes(objects),
+        "originals": folder_bytes(objects / "originals"),
+        "renders": folder_bytes(objects / "pages"),
+        "figures": folder_bytes(objects / "figures"),
+        "milvus_lite": folder_bytes(home / "milvus"),
+        "pg_bytes": sum(size for _, size in tables.values()),
+        "pg_rows": sum(rows for rows, _ in tables.values()),
+        **{f"rows:{t}": rows for t, (rows, _) in tables.items()},
+    }
 
 
 def sparse_terms(texts: list[str]) -> float:
@@ -101,12 +107,17 @@ def sparse_terms(texts: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", action="append", type=Path, help="folders or files to measure on "
-                        "(default: examples/corpus and the R manuals of the dev corpus)")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        help="folders or files to measure on (default: examples/corpus and the R manuals of the dev corpus)",
+    )
     parser.add_argument("--encode", type=int, default=256, help="chunks to encode for the encoder figures")
     args = parser.parse_args()
-    sources = args.corpus or [REPO / "examples" / "corpus"] + [DEV_CORPUS / f for f in DEV_FILES
-                                                                if (DEV_CORPUS / f).exists()]
+    sources = args.corpus or [REPO / "examples" / "corpus"] + [
+        DEV_CORPUS / f for f in DEV_FILES if (DEV_CORPUS / f).exists()
+    ]
     work = Path(tempfile.mkdtemp(prefix="kb-bench-sizing-"))
     work.chmod(0o755)
     corpus = work / "corpus"
@@ -121,7 +132,8 @@ def main() -> None:
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
-    from kb_assets.stores.vectors import SCALAR_FIELDS, count_entities
+    from kb_assets.stores.entities import count_entities
+    from kb_assets.stores.vectors import SCALAR_FIELDS
 
     settings = Settings.from_env()
     stores = Stores(settings)
@@ -152,15 +164,18 @@ def main() -> None:
         texts = lake_chunks["embedding_input"].to_list()
         model = stores.model()
         dim = model.dimension
-        scalar_bytes = sum(lake_chunks[name].fill_null("").str.len_bytes().mean() or 0
-                           for name in SCALAR_FIELDS if name in lake_chunks.columns)
+        scalar_bytes = sum(
+            lake_chunks[name].fill_null("").str.len_bytes().mean() or 0
+            for name in SCALAR_FIELDS
+            if name in lake_chunks.columns
+        )
         content_bytes = lake_chunks["content"].str.len_bytes().mean()
         terms = sparse_terms(lake_chunks["content"].to_list())
-        entity_stored = 64 + scalar_bytes + 3 * 4 + content_bytes + 4 * dim + 8 * terms   # pk, scalars, ints, vectors
-        entity_memory = 4 * dim + 2 * HNSW_M * 4 + 8 * terms     # HNSW (vector + level-0 links) + BM25 postings
+        entity_stored = 64 + scalar_bytes + 3 * 4 + content_bytes + 4 * dim + 8 * terms  # pk, scalars, ints, vectors
+        entity_memory = 4 * dim + 2 * HNSW_M * 4 + 8 * terms  # HNSW (vector + level-0 links) + BM25 postings
 
         parse_pages, parse_wall, parse_cpu = measure_parse(sorted(p for p in corpus.rglob("*") if p.is_file()))
-        sample = (texts * (args.encode // max(1, len(texts)) + 1))[:args.encode]
+        sample = (texts * (args.encode // max(1, len(texts)) + 1))[: args.encode]
         _, encode_wall, encode_cpu = one_core(model.encode, sample)
         started = time.perf_counter()
         model.encode(sample)
@@ -172,30 +187,49 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     per = dict(
-        chunks_per_page=chunks / pages, pages_per_doc=pages / len(docs),
-        parse_pps=parse_pages / parse_cpu, encode_cps=len(sample) / encode_cpu,
-        lake_per_chunk=grown["lake"] / chunks, objects_per_page=grown["objects"] / pages,
-        pg_per_page=grown["pg_bytes"] / pages, pg_rows_per_page=grown["pg_rows"] / pages,
+        chunks_per_page=chunks / pages,
+        pages_per_doc=pages / len(docs),
+        parse_pps=parse_pages / parse_cpu,
+        encode_cps=len(sample) / encode_cpu,
+        lake_per_chunk=grown["lake"] / chunks,
+        objects_per_page=grown["objects"] / pages,
+        pg_per_page=grown["pg_bytes"] / pages,
+        pg_rows_per_page=grown["pg_rows"] / pages,
         cpu_per_page=cpu_seconds / pages,
     )
-    print(f"corpus: {len(docs)} documents, {pages} pages, {chunks} chunks, {entities} entities "
-          f"({len(report.failures)} failed); ingest {wall:.0f} s wall, {cpu_seconds:.0f} s CPU in this process")
+    print(
+        f"corpus: {len(docs)} documents, {pages} pages, {chunks} chunks, {entities} entities "
+        f"({len(report.failures)} failed); ingest {wall:.0f} s wall, {cpu_seconds:.0f} s CPU in this process"
+    )
     print(f"load average: {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} cores")
-    print(f"parse on one core: {per['parse_pps']:.1f} pages per CPU-second ({parse_pages / parse_wall:.1f} pages/s "
-          f"wall: {parse_pages} pages in {parse_wall:.1f} s)")
-    print(f"encoder ({model.model_id}, {dim}-d) on one core: {per['encode_cps']:.1f} chunks per CPU-second "
-          f"({len(sample) / encode_wall:.1f}/s wall); on {os.cpu_count()} cores: {len(sample) / encode_all:.1f} chunks/s wall")
+    print(
+        f"parse on one core: {per['parse_pps']:.1f} pages per CPU-second ({parse_pages / parse_wall:.1f} pages/s "
+        f"wall: {parse_pages} pages in {parse_wall:.1f} s)"
+    )
+    print(
+        f"encoder ({model.model_id}, {dim}-d) on one core: {per['encode_cps']:.1f} chunks per CPU-second "
+        f"({len(sample) / encode_wall:.1f}/s wall); "
+        f"on {os.cpu_count()} cores: {len(sample) / encode_all:.1f} chunks/s wall"
+    )
     print(f"chunks a page: {per['chunks_per_page']:.2f}; pages a document: {per['pages_per_doc']:.1f}")
     print(f"lake: {human(per['lake_per_chunk'])} a chunk (chunks + embeddings Parquet, one file each a document)")
-    print(f"object store: {human(per['objects_per_page'])} a page (originals {human(grown['originals'])}, "
-          f"page renders {human(grown['renders'])}, figures {human(grown['figures'])})")
-    print(f"Postgres: {human(per['pg_per_page'])} and {per['pg_rows_per_page']:.2f} rows a page; rows: "
-          + ", ".join(f"{k[5:]} {v}" for k, v in grown.items() if k.startswith("rows:") and v))
-    print(f"Milvus entity: stored ~{human(entity_stored)} (content {content_bytes:.0f} B, scalars {scalar_bytes:.0f} B, "
-          f"dense {4 * dim} B, BM25 ~{terms:.0f} terms), index memory ~{human(entity_memory)}; "
-          f"Milvus Lite folder grew {human(grown['milvus_lite'] / max(1, entities))} an entity")
-    print(f"CPU: {per['cpu_per_page']:.2f} s a page for the whole ingest in this process (models loaded before); "
-          f"run worker peak RSS {human(peak_rss)}")
+    print(
+        f"object store: {human(per['objects_per_page'])} a page (originals {human(grown['originals'])}, "
+        f"page renders {human(grown['renders'])}, figures {human(grown['figures'])})"
+    )
+    print(
+        f"Postgres: {human(per['pg_per_page'])} and {per['pg_rows_per_page']:.2f} rows a page; rows: "
+        + ", ".join(f"{k[5:]} {v}" for k, v in grown.items() if k.startswith("rows:") and v)
+    )
+    print(
+        f"Milvus entity: stored ~{human(entity_stored)} (content {content_bytes:.0f} B, scalars {scalar_bytes:.0f} B, "
+        f"dense {4 * dim} B, BM25 ~{terms:.0f} terms), index memory ~{human(entity_memory)}; "
+        f"Milvus Lite folder grew {human(grown['milvus_lite'] / max(1, entities))} an entity"
+    )
+    print(
+        f"CPU: {per['cpu_per_page']:.2f} s a page for the whole ingest in this process (models loaded before); "
+        f"run worker peak RSS {human(peak_rss)}"
+    )
     print()
     print(table(per, entity_stored, entity_memory, peak_rss))
 
@@ -206,7 +240,7 @@ def table(per: dict, entity_stored: float, entity_memory: float, peak_rss: int) 
     def row(label, value):
         rows.append(f"| {label} | " + " | ".join(value(p) for p in SIZES) + " |")
 
-    chunks = lambda p: p * per["chunks_per_page"]                                    # noqa: E731
+    chunks = lambda p: p * per["chunks_per_page"]  # noqa: E731
     row("documents (at the measured pages a document)", lambda p: f"{p / per['pages_per_doc']:,.0f}")
     row("chunks = Milvus entities", lambda p: f"{chunks(p):,.0f}")
     row("Postgres (pages, trees, documents)", lambda p: human(p * per["pg_per_page"]))
@@ -219,8 +253,12 @@ def table(per: dict, entity_stored: float, entity_memory: float, peak_rss: int) 
     row("CPU-hours: whole ingest (run workers)", lambda p: f"{p * per['cpu_per_page'] / 3600:,.1f}")
     row("hours with 20 run pods of 2 cores", lambda p: f"{p * per['cpu_per_page'] / 3600 / 40:,.1f}")
     row("memory a run worker (peak RSS)", lambda p: human(peak_rss))
-    row("partitions", lambda p: "per document" if p / per["pages_per_doc"] <= DOCS_PER_ASSET_LIMIT
-        else "hash buckets of document ids")
+    row(
+        "partitions",
+        lambda p: (
+            "per document" if p / per["pages_per_doc"] <= DOCS_PER_ASSET_LIMIT else "hash buckets of document ids"
+        ),
+    )
     return "\n".join(rows)
 
 

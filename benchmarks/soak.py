@@ -34,8 +34,13 @@ def main() -> int:
 
     use_offline_model_libraries()
     try:
-        report = run_soak(Settings.from_env(), home, duration_s=args.seconds, max_requests=args.requests,
-                          kill_milvus_at_s=args.kill_at)
+        report = run_soak(
+            Settings.from_env(),
+            home,
+            duration_s=args.seconds,
+            max_requests=args.requests,
+            kill_milvus_at_s=args.kill_at,
+        )
         print(report.summary())
         print(f"requests {report.requests}  errors {len(report.errors)}  p95 {report.p95_ms():.0f} ms")
         for error in report.errors[:10]:

@@ -44,8 +44,10 @@ def phase(name: str, settings, cache: Path, kbs: list[str], baseline: float | No
                 if event.asset_key.to_user_string() == "milvus_collection" and "entities_written" in metadata:
                     written += metadata["entities_written"].value
     share = f" ({100 * seconds / baseline:.1f}% of the full ingest)" if baseline else ""
-    print(f"{name}: {seconds:.1f} s{share}; {len(run_ids)} runs from {sorted(starts) or 'none'}; "
-          f"{encoded} chunks encoded, {written} entities written")
+    print(
+        f"{name}: {seconds:.1f} s{share}; {len(run_ids)} runs from {sorted(starts) or 'none'}; "
+        f"{encoded} chunks encoded, {written} entities written"
+    )
     return seconds
 
 

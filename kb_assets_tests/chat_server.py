@@ -29,8 +29,12 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                record = {"path": self.path, "auth": self.headers.get("Authorization"), "body": body,
-                          "started": time.monotonic()}
+                record = {
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "body": body,
+                    "started": time.monotonic(),
+                }
                 with lock:
                     outer.requests.append(record)
                     in_flight.append(record)

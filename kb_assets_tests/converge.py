@@ -15,9 +15,15 @@ def converge(settings) -> list[str]:
 
     catalog = Stores(settings).catalog
     docs = [d for d in catalog.list_documents() if d.status == "published"]
-    stale = stale_documents(docs, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()},
-                            migrating=False)
+    stale = stale_documents(
+        docs, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()}, migrating=False
+    )
     instance = dagster_instance(settings)
-    plans = plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name),
-                      settings.run_batch_size, retry_failed=False)
+    plans = plan_runs(
+        docs,
+        stale,
+        instance.get_dynamic_partitions(documents_partitions.name),
+        settings.run_batch_size,
+        retry_failed=False,
+    )
     return run_plans(make_definitions(settings), instance, catalog, plans)

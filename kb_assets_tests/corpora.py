@@ -10,25 +10,30 @@ EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 RETRIEVAL_CORPUS = {
     "alpha": {
         "backups.md": "# Backup handbook\n\n## Retention\n\nNightly backups of the orders database are kept for "
-                      "35 days in the cold tier. Restores of the backups are tested every quarter by the "
-                      "platform team.\n\n## Encryption\n\nBackup archives are encrypted with a key stored in "
-                      "the vault. The encryption key rotates every 90 days.\n\n## Snapshots\n\nVolume snapshots "
-                      "are taken every hour and preserved for five weeks before they expire.\n",
+        "35 days in the cold tier. Restores of the backups are tested every quarter by the "
+        "platform team.\n\n## Encryption\n\nBackup archives are encrypted with a key stored in "
+        "the vault. The encryption key rotates every 90 days.\n\n## Snapshots\n\nVolume snapshots "
+        "are taken every hour and preserved for five weeks before they expire.\n",
         "oncall.md": "# On-call guide\n\n## Rotation\n\nThe on-call rotation changes every Monday at 09:00. The "
-                     "primary engineer carries the pager for the week.\n\n## Escalation\n\nIf the primary does "
-                     "not answer within 15 minutes, the secondary engineer is paged.\n",
+        "primary engineer carries the pager for the week.\n\n## Escalation\n\nIf the primary does "
+        "not answer within 15 minutes, the secondary engineer is paged.\n",
     },
     "beta": {
         "warehouse.md": "# Analytics warehouse\n\n## Retention\n\nBackups of the analytics warehouse are kept "
-                        "for 90 days. Raw event tables are kept for 13 months.\n\n## Loading\n\nEvent data "
-                        "is loaded every 15 minutes by the ingestion service.\n",
+        "for 90 days. Raw event tables are kept for 13 months.\n\n## Loading\n\nEvent data "
+        "is loaded every 15 minutes by the ingestion service.\n",
         "数据平台.md": "# 数据平台手册\n\n## 数据备份\n\n数据平台的备份每天执行一次，备份保留三十五天。恢复演练每季度"
-                   "进行一次。\n\n## 访问权限\n\n新员工入职后第三天获得生产环境的只读权限。\n",
+        "进行一次。\n\n## 访问权限\n\n新员工入职后第三天获得生产环境的只读权限。\n",
     },
 }
 # knowledge-base ids that would widen a search if they became filter syntax
-INJECTIONS = ['x" or 1==1 or "', "x' or 1==1 or '", 'alpha" or knowledge_base_id == "beta',
-              'alpha\\" or 1==1 or \\"', 'x"] or knowledge_base_id not in ["']
+INJECTIONS = [
+    'x" or 1==1 or "',
+    "x' or 1==1 or '",
+    'alpha" or knowledge_base_id == "beta',
+    'alpha\\" or 1==1 or \\"',
+    'x"] or knowledge_base_id not in ["',
+]
 
 
 def ensure_retrieval_corpus(kb_home: Path, settings) -> None:

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _WORD = re.compile(r"\w+")
-TOLERANCE = 2.0   # points a word centre may lie outside a region (rounding of boxes)
-MIN_RUN = 3       # aligned runs shorter than this (common words matched elsewhere) are not counted
+TOLERANCE = 2.0  # points a word centre may lie outside a region (rounding of boxes)
+MIN_RUN = 3  # aligned runs shorter than this (common words matched elsewhere) are not counted
 
 
 @dataclass
 class Word:
     text: str
     page_index: int
-    x: float          # box centre, top-left origin, PDF points
+    x: float  # box centre, top-left origin, PDF points
     y: float
-    n: int = 0        # position in the document's word sequence
+    n: int = 0  # position in the document's word sequence
 
 
 def pdf_words(path: Path) -> tuple[dict[int, list[Word]], dict[int, tuple[float, float]]]:
@@ -66,14 +66,17 @@ def align(chunk: dict, words: dict[int, list[Word]], after: int = -1) -> list[Wo
     content = chunk["content"]
     header = chunk.get("table_header")
     if header and content.startswith(header):
-        content = content[len(header):]
+        content = content[len(header) :]
     tokens = [t.lower() for t in _WORD.findall(content)]
-    page_words = [w for p in range(chunk["page_index"], chunk["page_end"] + 1) for w in words.get(p, [])
-                  if w.n > after]
+    page_words = [w for p in range(chunk["page_index"], chunk["page_end"] + 1) for w in words.get(p, []) if w.n > after]
     matcher = difflib.SequenceMatcher(None, tokens, [w.text for w in page_words], autojunk=False)
     minimum = min(MIN_RUN, len(tokens))
-    return [page_words[block.b + k] for block in matcher.get_matching_blocks() if block.size >= minimum
-            for k in range(block.size)]
+    return [
+        page_words[block.b + k]
+        for block in matcher.get_matching_blocks()
+        if block.size >= minimum
+        for k in range(block.size)
+    ]
 
 
 def share_inside(chunk: dict, aligned: list[Word]) -> float | None:
@@ -81,9 +84,16 @@ def share_inside(chunk: dict, aligned: list[Word]) -> float | None:
     if not aligned:
         return None
     regions = chunk["regions"] or []
-    inside = sum(1 for w in aligned if any(
-        r["page_index"] == w.page_index and r["l"] - TOLERANCE <= w.x <= r["r"] + TOLERANCE
-        and r["t"] - TOLERANCE <= w.y <= r["b"] + TOLERANCE for r in regions))
+    inside = sum(
+        1
+        for w in aligned
+        if any(
+            r["page_index"] == w.page_index
+            and r["l"] - TOLERANCE <= w.x <= r["r"] + TOLERANCE
+            and r["t"] - TOLERANCE <= w.y <= r["b"] + TOLERANCE
+            for r in regions
+        )
+    )
     return inside / len(aligned)
 
 
@@ -131,13 +141,18 @@ def measure(path: Path, chunks: list[dict]) -> dict:
 
 
 def _control(chunks: list[dict], words: dict[int, list[Word]]) -> float:
-    scores = [share_inside({**chunk, "regions": other["regions"]}, align(chunk, words))
-              for other, chunk in zip(chunks, chunks[3:])]
+    scores = [
+        share_inside({**chunk, "regions": other["regions"]}, align(chunk, words))
+        for other, chunk in zip(chunks, chunks[3:], strict=False)
+    ]
     scores = [s for s in scores if s is not None]
     return sum(scores) / len(scores) if scores else 0.0
 
 
 def _area_share(chunks: list[dict], sizes: dict[int, tuple[float, float]]) -> float:
-    shares = [(r["r"] - r["l"]) * (r["b"] - r["t"]) / (sizes[r["page_index"]][0] * sizes[r["page_index"]][1])
-              for c in chunks for r in c["regions"] or []]
+    shares = [
+        (r["r"] - r["l"]) * (r["b"] - r["t"]) / (sizes[r["page_index"]][0] * sizes[r["page_index"]][1])
+        for c in chunks
+        for r in c["regions"] or []
+    ]
     return sum(shares) / len(shares) if shares else 0.0

@@ -32,7 +32,6 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-
 def free_ports(count: int) -> list[int]:
     """``count`` distinct ports in [PORT_LOW, PORT_HIGH] that are free, with port + 10000 free too."""
     import random
@@ -129,7 +128,7 @@ class SeaweedS3:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 
-    def start(self) -> "SeaweedS3":
+    def start(self) -> SeaweedS3:
         if self.process is not None:
             return self
         if self.binary is None:
@@ -141,23 +140,32 @@ class SeaweedS3:
         s3_port, master_port, volume_port, filer_port, admin_port = free_ports(5)
         self.port = s3_port
         command = [
-            self.binary, "mini",
+            self.binary,
+            "mini",
             f"-dir={data_dir}",
-            "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
             f"-s3.port={s3_port}",
             f"-master.port={master_port}",
             f"-volume.port={volume_port}",
             f"-filer.port={filer_port}",
             f"-admin.port={admin_port}",  # the admin server listens even with -admin.ui=false
-            "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-webdav=false", "-admin.ui=false", "-master.telemetry=false",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-webdav=false",
+            "-admin.ui=false",
+            "-master.telemetry=false",
             f"-bucket={self.bucket}",
         ]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            command, cwd=self.directory, env=env,
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            command,
+            cwd=self.directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so stop() reaches any children
         )
         try:
@@ -174,7 +182,8 @@ class SeaweedS3:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"weed mini exited with {self.process.returncode} during startup; log tail:\n{self.log_tail()}")
+                    f"weed mini exited with {self.process.returncode} during startup; log tail:\n{self.log_tail()}"
+                )
             try:
                 client.head_bucket(Bucket=self.bucket)
                 client.list_objects_v2(Bucket=self.bucket, MaxKeys=1)
@@ -184,7 +193,8 @@ class SeaweedS3:
             time.sleep(0.2)
         raise RuntimeError(
             f"SeaweedFS S3 at {self.endpoint_url} not ready after {self.startup_timeout:.0f} s "
-            f"(last error: {last_error!r}); log tail:\n{self.log_tail()}")
+            f"(last error: {last_error!r}); log tail:\n{self.log_tail()}"
+        )
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM the server's process group, SIGKILL it if it has not exited within ``grace`` seconds."""
@@ -211,7 +221,7 @@ class SeaweedS3:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def __enter__(self) -> "SeaweedS3":
+    def __enter__(self) -> SeaweedS3:
         return self.start()
 
     def __exit__(self, *exc) -> None:

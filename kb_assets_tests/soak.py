@@ -25,12 +25,18 @@ from pathlib import Path
 import httpx
 
 STABLE = {
-    "backups.md": ("# Backup handbook\n\n## Retention\n\nNightly backups of the billing database are kept for 35 days "
-                   "in the cold tier. Restores are rehearsed every quarter.\n", "How long are billing backups kept?",
-                   "35 days"),
-    "oncall.md": ("# On-call guide\n\n## Rotation\n\nThe pager rotation changes every Monday at 09:00 and the "
-                  "secondary engineer is paged after 15 minutes.\n", "When does the pager rotation change?",
-                  "Monday"),
+    "backups.md": (
+        "# Backup handbook\n\n## Retention\n\nNightly backups of the billing database are kept for 35 days "
+        "in the cold tier. Restores are rehearsed every quarter.\n",
+        "How long are billing backups kept?",
+        "35 days",
+    ),
+    "oncall.md": (
+        "# On-call guide\n\n## Rotation\n\nThe pager rotation changes every Monday at 09:00 and the "
+        "secondary engineer is paged after 15 minutes.\n",
+        "When does the pager rotation change?",
+        "Monday",
+    ),
 }
 KEY = "soak-key"
 
@@ -38,15 +44,15 @@ KEY = "soak-key"
 @dataclass
 class SoakReport:
     requests: int = 0
-    errors: list[str] = field(default_factory=list)        # 5xx and wrong answers
+    errors: list[str] = field(default_factory=list)  # 5xx and wrong answers
     fallbacks: int = 0
-    gone: int = 0                                           # 404 for a churned document
+    gone: int = 0  # 404 for a churned document
     latencies_ms: list[float] = field(default_factory=list)
     ingests: int = 0
     ingest_failures: list[str] = field(default_factory=list)
     milvus_killed_at_s: float | None = None
-    milvus_restarts: int = 0                                # by the service's watchdog
-    milvus_back: bool = False                               # a new server by the end (watchdog or an ingest)
+    milvus_restarts: int = 0  # by the service's watchdog
+    milvus_back: bool = False  # a new server by the end (watchdog or an ingest)
     verify: dict | None = None
     seconds: float = 0.0
 
@@ -56,12 +62,14 @@ class SoakReport:
         return statistics.quantiles(self.latencies_ms, n=20)[-1]
 
     def summary(self) -> str:
-        return (f"{self.requests} requests in {self.seconds:.0f} s, {len(self.errors)} errors, "
-                f"{self.fallbacks} fallback answers, {self.gone} gone (404), p95 {self.p95_ms():.0f} ms; "
-                f"{self.ingests} ingests ({len(self.ingest_failures)} with failed documents), Milvus killed at "
-                f"{self.milvus_killed_at_s} s, back: {self.milvus_back} (the service restarted it "
-                f"{self.milvus_restarts}x); verify consistent: "
-                f"{(self.verify or {}).get('consistent')}")
+        return (
+            f"{self.requests} requests in {self.seconds:.0f} s, {len(self.errors)} errors, "
+            f"{self.fallbacks} fallback answers, {self.gone} gone (404), p95 {self.p95_ms():.0f} ms; "
+            f"{self.ingests} ingests ({len(self.ingest_failures)} with failed documents), Milvus killed at "
+            f"{self.milvus_killed_at_s} s, back: {self.milvus_back} (the service restarted it "
+            f"{self.milvus_restarts}x); verify consistent: "
+            f"{(self.verify or {}).get('consistent')}"
+        )
 
 
 def _free_port() -> int:
@@ -83,22 +91,31 @@ def _prepare(home: Path, settings):
 
 
 def _churn_text(n: int) -> str:
-    return (f"# Churn note {n}\n\n## Body\n\nThis note {n} records that the warehouse load {n} finished at "
-            f"{n % 24:02d}:00 and that {n * 7} rows were checked.\n")
+    return (
+        f"# Churn note {n}\n\n## Body\n\nThis note {n} records that the warehouse load {n} finished at "
+        f"{n % 24:02d}:00 and that {n * 7} rows were checked.\n"
+    )
 
 
-def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int = 2000,
-             kill_milvus_at_s: float | None = 20.0, clients: int = 4, seed: int = 7,
-             min_ingests: int = 0) -> SoakReport:
+def run_soak(
+    settings,
+    home: Path,
+    duration_s: float = 60.0,
+    max_requests: int = 2000,
+    kill_milvus_at_s: float | None = 20.0,
+    clients: int = 4,
+    seed: int = 7,
+    min_ingests: int = 0,
+) -> SoakReport:
     """``min_ingests``: go on past ``duration_s`` (up to four times it) until that many ingests ran, so a
     loaded machine still churns the documents the clients read."""
     import uvicorn
 
     from kb_assets.pipeline.ingest import ingest
+    from kb_assets.pipeline.verify import verify
     from kb_assets.service.api import create_app
     from kb_assets.services import milvus_status
     from kb_assets.stores import Stores, open_milvus
-    from kb_assets.pipeline.verify import verify
 
     _prepare(home, settings)
     stores = Stores(settings)
@@ -158,17 +175,28 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
                     if kind == "search":
                         name = rng.choice(list(STABLE))
                         _, question, expected = STABLE[name]
-                        r = http.post("/v1/kb/search", json={"query": question, "knowledgeBaseIds": ["soak-stable"],
-                                                             "limit": 3})
+                        r = http.post(
+                            "/v1/kb/search", json={"query": question, "knowledgeBaseIds": ["soak-stable"], "limit": 3}
+                        )
                         ms = (time.perf_counter() - t0) * 1000
                         body = r.json() if r.status_code == 200 else {}
                         rows = body.get("results") or []
-                        fallback = bool(rows) and all(x["retrievalSource"] == "fallback_pages" and x["score"] is None
-                                                      for x in rows)
-                        right = bool(rows) and (fallback or any(
-                            x["documentId"] == stable_docs[name].document_id and expected in x["content"] for x in rows))
-                        record(r.status_code == 200 and right, f"search {question!r}: {r.status_code} {str(body)[:200]}",
-                               ms, fallback=fallback)
+                        fallback = bool(rows) and all(
+                            x["retrievalSource"] == "fallback_pages" and x["score"] is None for x in rows
+                        )
+                        right = bool(rows) and (
+                            fallback
+                            or any(
+                                x["documentId"] == stable_docs[name].document_id and expected in x["content"]
+                                for x in rows
+                            )
+                        )
+                        record(
+                            r.status_code == 200 and right,
+                            f"search {question!r}: {r.status_code} {str(body)[:200]}",
+                            ms,
+                            fallback=fallback,
+                        )
                     elif kind == "page":
                         name = rng.choice(list(STABLE))
                         doc = stable_docs[name]
@@ -180,17 +208,26 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
                         chunk = rng.choice(stable_chunks)
                         r = http.get(f"/v1/chunks/{chunk}/lineage")
                         ms = (time.perf_counter() - t0) * 1000
-                        record(r.status_code == 200 and r.json()["verified"], f"lineage {chunk}: {r.status_code} "
-                               f"{r.text[:200]}", ms)
+                        record(
+                            r.status_code == 200 and r.json()["verified"],
+                            f"lineage {chunk}: {r.status_code} {r.text[:200]}",
+                            ms,
+                        )
                     else:
-                        r = http.post("/v1/kb/search", json={"query": "warehouse load rows checked",
-                                                             "knowledgeBaseIds": ["soak-churn"], "limit": 5})
+                        r = http.post(
+                            "/v1/kb/search",
+                            json={
+                                "query": "warehouse load rows checked",
+                                "knowledgeBaseIds": ["soak-churn"],
+                                "limit": 5,
+                            },
+                        )
                         ms = (time.perf_counter() - t0) * 1000
                         rows = r.json().get("results", []) if r.status_code == 200 else []
                         fallback = bool(rows) and all(x["retrievalSource"] == "fallback_pages" for x in rows)
                         right = r.status_code == 200 and all(x["knowledgeBaseId"] == "soak-churn" for x in rows)
                         gone = False
-                        if right and rows and rng.random() < 0.5:   # then its page: there, or gone meanwhile
+                        if right and rows and rng.random() < 0.5:  # then its page: there, or gone meanwhile
                             p = http.get(f"/v1/documents/{rows[0]['documentId']}/pages/{rows[0]['pageIndex']}")
                             gone = p.status_code == 404
                             right = p.status_code == 200 or gone
@@ -216,9 +253,9 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
             try:
                 result = ingest([churn], "soak-churn", settings)
                 failures = str(result.failures)[:300] if result.failures else None
-            except Exception as error:   # Milvus died under this ingest: a later one (a new process) retries
+            except Exception as error:  # Milvus died under this ingest: a later one (a new process) retries
                 failures = f"{type(error).__name__}: {str(error)[:300]}"
-                open_milvus.cache_clear()   # what a new `kb-assets ingest` process would do: find the server again
+                open_milvus.cache_clear()  # what a new `kb-assets ingest` process would do: find the server again
             with lock:
                 report.ingests += 1
                 if failures:
@@ -237,7 +274,10 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
 
     killed: list[int] = []
     threads = [threading.Thread(target=client_loop, args=(i,), name=f"soak-client-{i}") for i in range(clients)]
-    threads += [threading.Thread(target=churn_loop, name="soak-ingest"), threading.Thread(target=killer, name="soak-kill")]
+    threads += [
+        threading.Thread(target=churn_loop, name="soak-ingest"),
+        threading.Thread(target=killer, name="soak-kill"),
+    ]
     try:
         for t in threads:
             t.start()
@@ -252,7 +292,7 @@ def run_soak(settings, home: Path, duration_s: float = 60.0, max_requests: int =
         server.should_exit = True
         thread.join(timeout=30)
     # once the service healed Milvus, the last ingest converges and the stores agree
-    if not milvus_status(settings.home)["running"]:   # nothing healed it (the test fails on milvus_back)
+    if not milvus_status(settings.home)["running"]:  # nothing healed it (the test fails on milvus_back)
         from kb_assets.services import ensure_milvus
 
         ensure_milvus(settings.home)

@@ -18,10 +18,24 @@ from kb_assets.retrieval.search import Searcher
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 LOCAL = ("127.0.0.1", 50000)
-BASE_URL = "http://localhost"      # a Host the service answers (not TestClient's "testserver")
-RESULT_FIELDS = {"chunkId", "documentId", "knowledgeBaseId", "documentTitle", "sourceUri", "pageIndex", "pageEnd",
-                 "chunkIndex", "sectionTitle", "content", "score", "scores", "retrievalSource", "pageImageUrl",
-                 "figureImageUrl"}
+BASE_URL = "http://localhost"  # a Host the service answers (not TestClient's "testserver")
+RESULT_FIELDS = {
+    "chunkId",
+    "documentId",
+    "knowledgeBaseId",
+    "documentTitle",
+    "sourceUri",
+    "pageIndex",
+    "pageEnd",
+    "chunkIndex",
+    "sectionTitle",
+    "content",
+    "score",
+    "scores",
+    "retrievalSource",
+    "pageImageUrl",
+    "figureImageUrl",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +68,16 @@ def keyed_app(settings, api_searcher):
 
 
 def test_search_results_carry_every_contract_field(open_client):
-    response = open_client.post("/v1/kb/search", json={"query": "How long are backups kept?",
-                                                       "knowledgeBaseIds": ["alpha"], "limit": 3})
+    response = open_client.post(
+        "/v1/kb/search", json={"query": "How long are backups kept?", "knowledgeBaseIds": ["alpha"], "limit": 3}
+    )
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"results", "warnings"} and 1 <= len(body["results"]) <= 3
     for row in body["results"]:
         assert RESULT_FIELDS <= set(row)
         assert row["retrievalSource"] == "hybrid" and isinstance(row["score"], float)
-        assert {"dense", "lexical", "exactBoost"} <= set(row["scores"])      # + the rerank parts (pageindex)
+        assert {"dense", "lexical", "exactBoost"} <= set(row["scores"])  # + the rerank parts (pageindex)
         assert row["content"].strip()[:40] in row["context"] and len(row["context"]) <= 800
         assert row["knowledgeBaseId"] == "alpha" and row["sourceUri"].endswith(".md")
         assert isinstance(row["pageIndex"], int) and row["pageEnd"] >= row["pageIndex"]
@@ -75,14 +90,17 @@ def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searc
 
     app = create_app(replace(settings, api_keys=""), api_searcher)
     for host in ("10.1.2.3", "testclient"):
-        remote = TestClient(app, client=(host, 40000), base_url=BASE_URL).post("/v1/kb/search",
-                                                                               json={"query": "backups"})
+        remote = TestClient(app, client=(host, 40000), base_url=BASE_URL).post(
+            "/v1/kb/search", json={"query": "backups"}
+        )
         assert remote.status_code == 403 and "127.0.0.1" in remote.json()["detail"]
     assert open_client.get("/healthz").json()["status"] == "ok"
 
 
 def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
-    client = TestClient(keyed_app, client=("10.1.2.3", 40000), base_url=BASE_URL)   # with keys, remote callers are allowed
+    client = TestClient(
+        keyed_app, client=("10.1.2.3", 40000), base_url=BASE_URL
+    )  # with keys, remote callers are allowed
     query = {"query": "How long are backups kept?", "limit": 20}
     assert client.post("/v1/kb/search", json=query).status_code == 401
     assert client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer nope"}).status_code == 401
@@ -94,9 +112,11 @@ def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
     assert scoped and {r["knowledgeBaseId"] for r in scoped} == {"alpha"}
     everything = client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer all-key"}).json()
     assert {"alpha", "beta"} <= {r["knowledgeBaseId"] for r in everything["results"]}
-    for injected in INJECTIONS:             # not a knowledge-base name: refused before any filter is built
-        assert client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": [injected]},
-                           headers=alpha).status_code == 422
+    for injected in INJECTIONS:  # not a knowledge-base name: refused before any filter is built
+        assert (
+            client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": [injected]}, headers=alpha).status_code
+            == 422
+        )
 
 
 def test_injection_attempts_and_control_characters_in_knowledge_base_ids_are_refused(open_client):
@@ -107,9 +127,17 @@ def test_injection_attempts_and_control_characters_in_knowledge_base_ids_are_ref
     assert nul.status_code == 422
 
 
-@pytest.mark.parametrize("body", [{"query": ""}, {"query": "x", "limit": 0}, {"query": "x", "limit": 101},
-                                  {"query": "x", "strategy": "bogus"}, {"query": "x", "knowledgeBaseIds": [""]},
-                                  {"limit": 3}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": ""},
+        {"query": "x", "limit": 0},
+        {"query": "x", "limit": 101},
+        {"query": "x", "strategy": "bogus"},
+        {"query": "x", "knowledgeBaseIds": [""]},
+        {"limit": 3},
+    ],
+)
 def test_invalid_requests_are_422(open_client, body):
     assert open_client.post("/v1/kb/search", json=body).status_code == 422
 
@@ -117,14 +145,20 @@ def test_invalid_requests_are_422(open_client, body):
 def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher, frozen_milvus_client):
     from kb_assets.service.api import create_app
 
-    down = Searcher(frozen_milvus_client, api_searcher.catalog, api_searcher.alias, api_searcher.load_model,
-                    replace(api_searcher.config, milvus_timeout_s=0.5))
+    down = Searcher(
+        frozen_milvus_client,
+        api_searcher.catalog,
+        api_searcher.alias,
+        api_searcher.load_model,
+        replace(api_searcher.config, milvus_timeout_s=0.5),
+    )
     client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL, base_url=BASE_URL)
     response = client.post("/v1/kb/search", json={"query": "数据备份", "knowledgeBaseIds": ["beta"]})
     assert response.status_code == 200
     body = response.json()
-    assert body["results"] and all(r["retrievalSource"] == "fallback_pages" and r["score"] is None
-                                   for r in body["results"])
+    assert body["results"] and all(
+        r["retrievalSource"] == "fallback_pages" and r["score"] is None for r in body["results"]
+    )
     assert any("chunk search failed" in w for w in body["warnings"])
 
 
@@ -142,8 +176,11 @@ def test_a_real_uvicorn_server_on_loopback_answers_search_over_http(settings, ap
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(replace(settings, api_keys=""), api_searcher),
-                                           host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(replace(settings, api_keys=""), api_searcher), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -151,9 +188,16 @@ def test_a_real_uvicorn_server_on_loopback_answers_search_over_http(settings, ap
         while not server.started:
             assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
             time.sleep(0.05)
-        response = httpx.post(f"http://127.0.0.1:{port}/v1/kb/search", timeout=30,
-                              json={"query": "When does the on-call rotation change?", "knowledgeBaseIds": ["alpha"],
-                                    "strategy": "hybrid", "limit": 2})
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/v1/kb/search",
+            timeout=30,
+            json={
+                "query": "When does the on-call rotation change?",
+                "knowledgeBaseIds": ["alpha"],
+                "strategy": "hybrid",
+                "limit": 2,
+            },
+        )
         assert response.status_code == 200
         assert "Monday" in response.json()["results"][0]["content"]
     finally:
@@ -182,11 +226,14 @@ def test_assets_are_served_only_to_keys_that_may_read_their_document(keyed_app, 
     allowed = client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer all-key"})
     assert allowed.status_code == 200 and allowed.content == b"\x89PNG test image"
     assert client.get(f"/v1/assets/{key}", headers={"Authorization": "Bearer alpha-key"}).status_code == 404
-    assert client.get("/v1/assets/pages/../../etc/passwd", headers={"Authorization": "Bearer all-key"}).status_code == 404
+    assert (
+        client.get("/v1/assets/pages/../../etc/passwd", headers={"Authorization": "Bearer all-key"}).status_code == 404
+    )
 
 
-def test_lineage_is_scoped_before_any_lookup_and_ids_never_become_filter_syntax(keyed_app, lake, catalog,
-                                                                                   corpus_for_api):
+def test_lineage_is_scoped_before_any_lookup_and_ids_never_become_filter_syntax(
+    keyed_app, lake, catalog, corpus_for_api
+):
     """A key scoped to alpha cannot test conditions on beta's content through a chunk id, nor learn
     beta's document ids from an error; its own chunks' lineage is served."""
     client = TestClient(keyed_app, client=LOCAL, base_url=BASE_URL)
@@ -196,9 +243,12 @@ def test_lineage_is_scoped_before_any_lookup_and_ids_never_become_filter_syntax(
     alpha_doc = next(d for d in catalog.list_documents(["alpha"]) if d.status == "published")
     alpha_chunk = lake.read("chunks", alpha_doc.document_id)["chunk_id"][0]
     word = "备份"
-    probes = [f"x'] or (knowledge_base_id == 'beta' and content like '%{word}%') or chunk_id in ['y",
-              f'x"] or (knowledge_base_id == "beta" and content like "%{word}%") or chunk_id in ["y',
-              f'{beta_chunk}" or chunk_id != "', beta_chunk]
+    probes = [
+        f"x'] or (knowledge_base_id == 'beta' and content like '%{word}%') or chunk_id in ['y",
+        f'x"] or (knowledge_base_id == "beta" and content like "%{word}%") or chunk_id in ["y',
+        f'{beta_chunk}" or chunk_id != "',
+        beta_chunk,
+    ]
     beta_ids = {d.document_id for d in catalog.list_documents(["beta"])}
     for probe in probes:
         answer = client.get(f"/v1/chunks/{probe}/lineage", headers=alpha_key)

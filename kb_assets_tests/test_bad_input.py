@@ -103,7 +103,9 @@ def test_decompression_bombs_and_size_limits_are_refused(tmp_path, docx_bytes):
     from PIL import Image
 
     Image.new("L", (400, 300), 255).save(tmp_path / "huge.png")
-    with pytest.raises(DocumentParseError, match=r"^huge\.png: image of 400x300 pixels is over the limit of 1000 pixels"):
+    with pytest.raises(
+        DocumentParseError, match=r"^huge\.png: image of 400x300 pixels is over the limit of 1000 pixels"
+    ):
         parse_document(tmp_path / "huge.png", options=ParseOptions(max_image_pixels=1000))
     # the limits come before anything that depends on the machine: also where OCR cannot run
     with pytest.raises(DocumentParseError, match=r"^huge\.png: image of 400x300 pixels is over the limit"):
@@ -128,7 +130,9 @@ def test_non_utf8_markdown_csv_and_html_are_decoded(tmp_path):
     assert any(w.startswith("not UTF-8") for w in doc.warnings)
 
     html = tmp_path / "page.html"
-    html.write_bytes('<html><head><meta charset="gbk"><title>说明</title></head><body><h1>存储</h1>'
-                     "<p>数据备份保留三十五天。</p></body></html>".encode("gbk"))
+    html.write_bytes(
+        '<html><head><meta charset="gbk"><title>说明</title></head><body><h1>存储</h1>'
+        "<p>数据备份保留三十五天。</p></body></html>".encode("gbk")
+    )
     doc = parse_document(html)
     assert "数据备份保留三十五天。" in doc.pages[0].text

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from kb_assets.settings import DENSE_INDEXES, Settings
-from kb_assets.stores import vectors
+from kb_assets.stores import vector_search, vectors
 
 
 def test_every_dense_index_setting_has_build_and_search_parameters():
@@ -18,7 +18,7 @@ def test_every_dense_index_setting_has_build_and_search_parameters():
     with pytest.raises(ValueError, match="KB_MILVUS_DENSE_INDEX='ivf_pq': expected one of hnsw, hnsw_sq"):
         Settings.from_env({"KB_MILVUS_DENSE_INDEX": "ivf_pq"})
     for name, (index_type, _) in vectors.DENSE_INDEXES.items():
-        assert vectors.dense_search_params(index_type, 10), name
+        assert vector_search.dense_search_params(index_type, 10), name
 
 
 @pytest.mark.parametrize("dense_index", ["hnsw_sq", "ivf_sq8"])
@@ -29,15 +29,21 @@ def test_a_quantized_dense_index_builds_and_finds_the_nearest_chunk(milvus_clien
         entities = []
         for i in range(40):
             angle = i * math.pi / 40
-            entity = {"chunk_id": f"c{i}", "content": f"chunk {i}", "dense": [math.cos(angle), math.sin(angle)] + [0.1] * 6}
+            entity = {
+                "chunk_id": f"c{i}",
+                "content": f"chunk {i}",
+                "dense": [math.cos(angle), math.sin(angle)] + [0.1] * 6,
+            }
             entity.update({name: "" for name in vectors.SCALAR_FIELDS} | {"knowledge_base_id": "index-test"})
             entity.update({name: 0 for name in vectors.INT_FIELDS})
             entities.append(entity)
-        vectors.insert(milvus_client, collection, entities)
+        entities.insert(milvus_client, collection, entities)
         vectors.flush(milvus_client, collection)
 
-        assert vectors.dense_index_type(milvus_client, collection) == vectors.DENSE_INDEXES[dense_index][0]
-        hits = vectors.search_dense(milvus_client, collection, entities[17]["dense"], 'knowledge_base_id == "index-test"', 3)
+        assert vector_search.dense_index_type(milvus_client, collection) == vectors.DENSE_INDEXES[dense_index][0]
+        hits = vector_search.search_dense(
+            milvus_client, collection, entities[17]["dense"], 'knowledge_base_id == "index-test"', 3
+        )
         assert hits[0].id == "c17" and {h.id for h in hits} <= {"c16", "c17", "c18", "c15", "c19"}
     finally:
         milvus_client.drop_collection(collection)

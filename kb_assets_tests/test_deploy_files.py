@@ -55,9 +55,15 @@ def dockerfile() -> list[tuple[str, str]]:
 # -- every file parses --------------------------------------------------------------------------------
 def test_every_file_of_deploy_parses():
     files = sorted(p.relative_to(DEPLOY).as_posix() for p in DEPLOY.rglob("*") if p.is_file())
-    assert {"README.md", "Dockerfile", "single-host/dagster.yaml", "kubernetes/dagster.yaml",
-            "kubernetes/workspace.yaml", "kubernetes/values-dagster.yaml",
-            "kubernetes/values-milvus.yaml"} <= set(files)
+    assert {
+        "README.md",
+        "Dockerfile",
+        "single-host/dagster.yaml",
+        "kubernetes/dagster.yaml",
+        "kubernetes/workspace.yaml",
+        "kubernetes/values-dagster.yaml",
+        "kubernetes/values-milvus.yaml",
+    } <= set(files)
     for name in files:
         if name.endswith(".yaml"):
             assert list(yaml.safe_load_all((DEPLOY / name).read_text())), f"{name} is empty"
@@ -89,7 +95,7 @@ def test_the_single_host_instance_queues_runs_on_postgres(dagster_database, tmp_
         assert queue.tag_concurrency_limits[0]["key"] == "kb/knowledge_base_id"
         instance.add_dynamic_partitions("deploy_files", ["single-host"])
         assert "single-host" in instance.get_dynamic_partitions("deploy_files")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagster.yaml"]   # runs and events went to Postgres
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagster.yaml"]  # runs and events went to Postgres
 
 
 def test_the_kubernetes_instance_loads_its_k8s_run_launcher(dagster_database, tmp_path, monkeypatch):
@@ -108,10 +114,16 @@ def test_the_kubernetes_instance_loads_its_k8s_run_launcher(dagster_database, tm
     monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(account / "token"))
     monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(account / "ca.crt"))
     server = urlsplit(dagster_database)
-    for name, value in {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443",
-                        "DAGSTER_PG_HOST": server.hostname, "DAGSTER_PG_PORT": str(server.port),
-                        "DAGSTER_PG_USER": server.username, "DAGSTER_PG_PASSWORD": server.password or "",
-                        "DAGSTER_PG_DB": server.path.lstrip("/"), "AWS_REGION": "eu-west-1"}.items():
+    for name, value in {
+        "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "443",
+        "DAGSTER_PG_HOST": server.hostname,
+        "DAGSTER_PG_PORT": str(server.port),
+        "DAGSTER_PG_USER": server.username,
+        "DAGSTER_PG_PASSWORD": server.password or "",
+        "DAGSTER_PG_DB": server.path.lstrip("/"),
+        "AWS_REGION": "eu-west-1",
+    }.items():
         monkeypatch.setenv(name, value)
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -136,13 +148,13 @@ def test_the_image_serves_the_code_location_of_pyproject():
     (cmd,) = [json.loads(args) for keyword, args in steps if keyword == "CMD"]
     assert cmd[:3] == ["dagster", "api", "grpc"]
     assert cmd[cmd.index("-m") + 1] == MODULE and cmd[cmd.index("--location-name") + 1] == LOCATION
-    assert not any(keyword == "ENTRYPOINT" for keyword, _ in steps)   # Kubernetes args replace CMD only
+    assert not any(keyword == "ENTRYPOINT" for keyword, _ in steps)  # Kubernetes args replace CMD only
     runs = [args for keyword, args in steps if keyword == "RUN"]
     assert any("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in r for r in runs)
     install = next(r for r in runs if "kb_assets-*.whl" in r)
     assert "-e " not in install and "[k8s]" in install and "-c /tmp/constraints.txt" in install
     assert PYPROJECT["project"]["optional-dependencies"]["k8s"] == ["dagster-k8s==0.29.27"]
-    assert any('load_model("all-MiniLM-L6-v2")' in r and "ocr_lines" in r for r in runs)   # caches baked in
+    assert any('load_model("all-MiniLM-L6-v2")' in r and "ocr_lines" in r for r in runs)  # caches baked in
 
 
 def test_workspaces_and_helm_values_name_the_same_code_location_and_settings():
@@ -163,13 +175,21 @@ def test_workspaces_and_helm_values_name_the_same_code_location_and_settings():
     # the run pods get what the chart renders from the values, and what deploy/kubernetes/dagster.yaml says
     launcher, k8s = values["runLauncher"]["config"]["k8sRunLauncher"], instance["run_launcher"]["config"]
     assert values["runLauncher"]["type"] == "K8sRunLauncher" and instance["run_launcher"]["class"] == "K8sRunLauncher"
-    assert [s["name"] for s in launcher["envSecrets"]] == k8s["env_secrets"] == \
-        [s["name"] for s in deployment["envSecrets"]]
-    assert [c["name"] for c in launcher["envConfigMaps"]] == k8s["env_config_maps"] == \
-        [c["name"] for c in deployment["envConfigMaps"]]
+    assert (
+        [s["name"] for s in launcher["envSecrets"]]
+        == k8s["env_secrets"]
+        == [s["name"] for s in deployment["envSecrets"]]
+    )
+    assert (
+        [c["name"] for c in launcher["envConfigMaps"]]
+        == k8s["env_config_maps"]
+        == [c["name"] for c in deployment["envConfigMaps"]]
+    )
     assert launcher["resources"] == k8s["resources"] and "resources" not in deployment
-    assert launcher["runK8sConfig"]["jobSpecConfig"]["ttlSecondsAfterFinished"] == \
-        k8s["run_k8s_config"]["job_spec_config"]["ttl_seconds_after_finished"]
+    assert (
+        launcher["runK8sConfig"]["jobSpecConfig"]["ttlSecondsAfterFinished"]
+        == k8s["run_k8s_config"]["job_spec_config"]["ttl_seconds_after_finished"]
+    )
     queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     coordinator = instance["run_coordinator"]["config"]
     assert queued["maxConcurrentRuns"] == coordinator["max_concurrent_runs"]
@@ -177,11 +197,15 @@ def test_workspaces_and_helm_values_name_the_same_code_location_and_settings():
     assert values["postgresql"]["postgresqlScheme"] == instance["storage"]["postgres"]["postgres_db"]["scheme"]
     assert values["global"]["postgresqlSecretName"] == k8s["postgres_password_secret"]
     assert values["global"]["dagsterHome"] == k8s["dagster_home"]
-    assert values["computeLogManager"]["config"]["s3ComputeLogManager"]["bucket"] == instance["compute_logs"]["config"]["bucket"]
+    assert (
+        values["computeLogManager"]["config"]["s3ComputeLogManager"]["bucket"]
+        == instance["compute_logs"]["config"]["bucket"]
+    )
 
     config_map, secret, _ = load_yaml("kubernetes/config.example.yaml")
     # a UI backfill is cut into runs (run pods) of as many documents as ingest and the sensor put in one
     from kb_assets.defs.assets import ASSETS
+
     assert {a.backfill_policy.max_partitions_per_run for a in ASSETS} == {int(config_map["data"]["KB_RUN_BATCH_SIZE"])}
     assert {config_map["metadata"]["name"]} == set(k8s["env_config_maps"])
     assert {secret["metadata"]["name"]} == set(k8s["env_secrets"])
@@ -196,14 +220,14 @@ def test_milvus_values_deploy_a_cluster_that_has_what_the_collection_schema_uses
 
     values = load_yaml("kubernetes/values-milvus.yaml")
     major, minor, _ = (int(part) for part in values["image"]["all"]["tag"].lstrip("v").split("."))
-    assert (major, minor) >= (2, 5)          # BM25 function, jieba analyzer, SPARSE_INVERTED_INDEX/BM25
+    assert (major, minor) >= (2, 5)  # BM25 function, jieba analyzer, SPARSE_INVERTED_INDEX/BM25
     assert BM25_ANALYZER["tokenizer"] == "jieba"
     assert values["cluster"]["enabled"] is True and values["minio"]["enabled"] is False
     assert values["externalS3"]["enabled"] is True
     overrides = yaml.safe_load(values["extraConfigFiles"]["user.yaml"])
     assert overrides["queryNode"]["mmap"]["vectorField"] is True
     config_map = load_yaml("kubernetes/config.example.yaml")[0]
-    assert urlsplit(config_map["data"]["KB_MILVUS_URI"]).port == 19530   # the chart's proxy Service port
+    assert urlsplit(config_map["data"]["KB_MILVUS_URI"]).port == 19530  # the chart's proxy Service port
 
 
 # -- every variable is read by Settings or documented where it is used --------------------------------
@@ -220,11 +244,11 @@ def variables_used(relative: str) -> set[str]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "env" and isinstance(value, str):
-                    names.add(value)                                   # a Dagster config value {env: NAME}
-                elif key == "env" and isinstance(value, list):         # a container's env list
+                    names.add(value)  # a Dagster config value {env: NAME}
+                elif key == "env" and isinstance(value, list):  # a container's env list
                     names.update(item["name"] for item in value if isinstance(item, dict) and "name" in item)
                 elif key in ("env", "data", "stringData") and isinstance(value, dict):
-                    names.update(value)                                # a chart's env map; ConfigMap/Secret keys
+                    names.update(value)  # a chart's env map; ConfigMap/Secret keys
                 walk(value)
         elif isinstance(node, list):
             for item in node:
@@ -270,8 +294,14 @@ def test_every_variable_in_deploy_is_read_by_settings_or_documented_where_it_is_
                 assert variable in read, f"deploy/{name}: {variable} is not a setting of kb_assets/settings.py"
             else:
                 assert re.search(rf"\b{variable}\b", comments), f"deploy/{name}: {variable} is not documented there"
-    assert {"KB_MILVUS_URI", "KB_POSTGRES_URL", "DAGSTER_POSTGRES_URL", "DAGSTER_PG_PASSWORD",
-            "HF_HUB_OFFLINE", "AWS_SECRET_ACCESS_KEY"} <= seen   # the extraction finds what the files name
+    assert {
+        "KB_MILVUS_URI",
+        "KB_POSTGRES_URL",
+        "DAGSTER_POSTGRES_URL",
+        "DAGSTER_PG_PASSWORD",
+        "HF_HUB_OFFLINE",
+        "AWS_SECRET_ACCESS_KEY",
+    } <= seen  # the extraction finds what the files name
     readme = (DEPLOY / "README.md").read_text()
     unknown = sorted(set(re.findall(r"\bKB_[A-Z0-9_]+\b", readme)) - read)
     assert not unknown, f"deploy/README.md names settings that do not exist: {unknown}"

@@ -38,14 +38,14 @@ def test_readable_keys_are_short_normalised_and_unique():
     long = readable_key("hb", "/srv/docs", "x" * 300 + "/end-of-name.md", "doc-3")
     assert len(long) <= MAX_KEY_CHARS and long.split("~")[0].endswith("end-of-name.md")
     assert readable_key("hb", "/srv/docs", "a.md", "doc-4", taken={"hb/docs/a.md"}) != "hb/docs/a.md"
-    assert readable_key("知识", "/srv/文档", "说明.md", "doc-5") == "知识/文档/说明.md"   # any script stays readable
+    assert readable_key("知识", "/srv/文档", "说明.md", "doc-5") == "知识/文档/说明.md"  # any script stays readable
 
 
 def test_a_path_is_placed_in_the_root_that_holds_it_and_a_folder_holding_roots_is_refused():
     roots = ["/srv/ov", "/srv/other"]
     assert place("/srv/ov", "kb", roots) == ("/srv/ov", "")
     assert place("/srv/ov/sub", "kb", roots) == ("/srv/ov", "sub")
-    assert place("/srv/ov2", "kb", roots) == ("/srv/ov2", "")          # a sibling with a common prefix
+    assert place("/srv/ov2", "kb", roots) == ("/srv/ov2", "")  # a sibling with a common prefix
     with pytest.raises(OverlappingRoots, match="kb-assets relocate"):
         place("/srv", "kb", roots)
 
@@ -61,10 +61,12 @@ def test_two_folders_with_the_same_relative_path_are_two_documents(tmp_path, set
     assert counts(ingest([tmp_path / "ov2"], kb, settings))["new"] == 1
     again = [counts(ingest([folder], kb, settings)) for folder in (tmp_path / "ov", tmp_path / "ov2")]
 
-    assert all(c["unchanged"] == 1 and c["changed"] == 0 and c["deleted"] == 0 for c in again)   # no flip
+    assert all(c["unchanged"] == 1 and c["changed"] == 0 and c["deleted"] == 0 for c in again)  # no flip
     docs = catalog.list_documents([kb])
-    assert {(d.source_root, d.status) for d in docs} == {(str((tmp_path / "ov").resolve()), "published"),
-                                                        (str((tmp_path / "ov2").resolve()), "published")}
+    assert {(d.source_root, d.status) for d in docs} == {
+        (str((tmp_path / "ov").resolve()), "published"),
+        (str((tmp_path / "ov2").resolve()), "published"),
+    }
     assert len({d.partition_key for d in docs}) == 2 and all(d.partition_key.startswith(f"{kb}/ov") for d in docs)
 
 
@@ -77,17 +79,22 @@ def test_a_sub_folder_is_ingested_inside_its_root_and_purges_only_under_it(tmp_p
     write(ov, "sub/two.md", "Sub note two: the attic fan is loud.")
     assert counts(ingest([ov], kb, settings))["new"] == 3
 
-    assert counts(ingest([ov / "sub"], kb, settings)) == {"new": 0, "changed": 0, "unchanged": 2, "deleted": 0,
-                                                         "failed": 0}
+    assert counts(ingest([ov / "sub"], kb, settings)) == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": 2,
+        "deleted": 0,
+        "failed": 0,
+    }
     (ov / "sub" / "two.md").unlink()
-    (ov / "top.md").unlink()                              # outside the scanned scope: not purged by it
+    (ov / "top.md").unlink()  # outside the scanned scope: not purged by it
     assert counts(ingest([ov / "sub"], kb, settings))["deleted"] == 1
     statuses = {d.source_path: d.status for d in catalog.list_documents([kb])}
     assert statuses == {"top.md": "published", "sub/one.md": "published", "sub/two.md": "deleted"}
     assert {d.source_root for d in catalog.list_documents([kb])} == {str(ov.resolve())}
 
-    assert counts(ingest([ov / "sub" / "one.md"], kb, settings))["unchanged"] == 1   # a file: the same document
-    assert counts(ingest([ov], kb, settings))["deleted"] == 1                         # the root's own ingest purges
+    assert counts(ingest([ov / "sub" / "one.md"], kb, settings))["unchanged"] == 1  # a file: the same document
+    assert counts(ingest([ov], kb, settings))["deleted"] == 1  # the root's own ingest purges
 
 
 def test_a_folder_that_holds_a_root_of_the_knowledge_base_is_refused(tmp_path, settings, catalog):
@@ -101,10 +108,14 @@ def test_a_folder_that_holds_a_root_of_the_knowledge_base_is_refused(tmp_path, s
     with pytest.raises(OverlappingRoots) as refused:
         ingest([ov], kb, settings)
     assert str((ov / "sub").resolve()) in str(refused.value)
-    assert [d.status for d in catalog.list_documents([kb])] == ["published"]       # nothing touched
+    assert [d.status for d in catalog.list_documents([kb])] == ["published"]  # nothing touched
 
-    cli = subprocess.run([sys.executable, "-m", "kb_assets.cli", "ingest", str(ov), "--kb", kb],
-                         capture_output=True, text=True, env=os.environ.copy())
+    cli = subprocess.run(
+        [sys.executable, "-m", "kb_assets.cli", "ingest", str(ov), "--kb", kb],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
     assert cli.returncode == 1 and "Traceback" not in cli.stderr and "relocate" in cli.stderr
 
 
@@ -118,8 +129,12 @@ def test_concurrent_ingests_of_a_folder_and_its_sub_folder_lose_nothing(tmp_path
     assert counts(ingest([ov], kb, settings))["new"] == 6
     write(ov, "sub/inner-new.md", "A new inner note about the forklift charger.")
     command = [sys.executable, "-m", "kb_assets.cli", "ingest", "--kb", kb, "--json"]
-    children = [subprocess.Popen([*command, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=os.environ.copy()) for path in (ov, ov / "sub")]
+    children = [
+        subprocess.Popen(
+            [*command, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+        )
+        for path in (ov, ov / "sub")
+    ]
     reports = [json.loads(child.communicate(timeout=600)[0]) for child in children]
 
     assert all(r["documents"]["deleted"] == 0 and r["documents"]["failed"] == 0 for r in reports)
@@ -137,18 +152,25 @@ def test_a_moved_root_is_relocated_and_nothing_is_processed_again(tmp_path, sett
     before = {d.source_path: d for d in catalog.list_documents([kb])}
     old.rename(new)
 
-    moved = subprocess.run([sys.executable, "-m", "kb_assets.cli", "relocate", str(old), str(new), "--kb", kb, "--json"],
-                           capture_output=True, text=True, env=os.environ.copy())
+    moved = subprocess.run(
+        [sys.executable, "-m", "kb_assets.cli", "relocate", str(old), str(new), "--kb", kb, "--json"],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
     assert moved.returncode == 0, moved.stderr
     assert json.loads(moved.stdout)["documents"] == 2
     report = ingest([new], kb, settings)
 
     assert counts(report) == {"new": 0, "changed": 0, "unchanged": 2, "deleted": 0, "failed": 0}
-    assert report.run_ids == []                                                   # nothing ran again
+    assert report.run_ids == []  # nothing ran again
     after = {d.source_path: d for d in catalog.list_documents([kb])}
     for path, doc in after.items():
-        assert (doc.document_id, doc.partition_key, doc.version) == \
-            (before[path].document_id, before[path].partition_key, before[path].version)
+        assert (doc.document_id, doc.partition_key, doc.version) == (
+            before[path].document_id,
+            before[path].partition_key,
+            before[path].version,
+        )
         assert doc.source_root == str(new.resolve()) and doc.source_uri == f"{new.resolve()}/{path}"
 
 
@@ -168,15 +190,14 @@ def test_a_knowledge_base_made_before_roots_and_readable_keys_migrates_once(tmp_
     # make it look as an earlier version left it
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute("ALTER TABLE documents ALTER COLUMN source_root DROP NOT NULL")
-        cur.execute("UPDATE documents SET source_root = NULL, partition_key = NULL WHERE knowledge_base_id = %s",
-                    (kb,))
+        cur.execute("UPDATE documents SET source_root = NULL, partition_key = NULL WHERE knowledge_base_id = %s", (kb,))
     for doc in docs:
         instance.delete_dynamic_partition("documents", doc.partition_key)
     instance.add_dynamic_partitions("documents", [doc.document_id for doc in docs])
     for doc in docs:
         instance.report_runless_asset_event(dg.AssetMaterialization("milvus_collection", partition=doc.document_id))
 
-    Catalog(catalog.dsn).ensure_schema()                     # what the next start of any command does
+    Catalog(catalog.dsn).ensure_schema()  # what the next start of any command does
     report = ingest([folder], kb, settings)
 
     assert counts(report)["unchanged"] == 2 and report.run_ids == []

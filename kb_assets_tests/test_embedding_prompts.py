@@ -32,7 +32,7 @@ def test_a_prompted_model_reads_passages_and_queries_after_their_prompts(models)
     assert (prompted.passage_prompt, prompted.query_prompt) == ("passage: ", "query: ")
     assert _cosine(prompted.encode([passage]), plain.encode(["passage: " + passage])) > 0.9999
     assert _cosine(prompted.encode_queries([query]), plain.encode(["query: " + query])) > 0.9999
-    assert _cosine(prompted.encode_queries([query]), plain.encode([query])) < 0.999     # the prompt reached the model
+    assert _cosine(prompted.encode_queries([query]), plain.encode([query])) < 0.999  # the prompt reached the model
     assert prompted.count_tokens([passage]) == plain.count_tokens(["passage: " + passage])  # chunks fit with it
 
 

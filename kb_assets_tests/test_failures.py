@@ -23,14 +23,17 @@ GOOD = "# Boilers\n\nThe boiler room key hangs in the janitor's office behind th
 
 
 def partition_status(instance, step: str, key: str):
-    return instance.get_status_by_partition(dg.AssetKey(step), [key],
-                                            dg.DynamicPartitionsDefinition(name="documents")).get(key)
+    return instance.get_status_by_partition(
+        dg.AssetKey(step), [key], dg.DynamicPartitionsDefinition(name="documents")
+    ).get(key)
 
 
-def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path, settings, catalog, lake, milvus_client):
+def test_failed_document_shows_failed_and_its_last_good_version_serves(
+    tmp_path, settings, catalog, lake, milvus_client
+):
     from kb_assets.pipeline.ingest import dagster_instance, ingest
-    from kb_assets.service.api import make_searcher
     from kb_assets.pipeline.verify import verify
+    from kb_assets.service.api import make_searcher
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -46,14 +49,15 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(tmp_path,
     assert partition_status(instance, "milvus_collection", broken.partition_key) != dg.AssetPartitionStatus.MATERIALIZED
     assert partition_status(instance, "milvus_collection", good.partition_key) == dg.AssetPartitionStatus.MATERIALIZED
 
-    (folder / "boilers.md").write_text("")      # the new file fails; the last good version keeps serving
+    (folder / "boilers.md").write_text("")  # the new file fails; the last good version keeps serving
     assert ingest([folder], "failures", settings).failures
     good = catalog.get_document(good.document_id)
     assert good.status == "failed" and good.published_version != good.version
     answer = make_searcher(settings).search(SearchRequest("Where is the boiler room key?", ["failures"], limit=1))
     assert "blue cabinet" in answer.results[0]["content"] and "last good version" in answer.results[0]["versionNotice"]
     assert any("last good version" in w for w in answer.warnings)
-    from kb_assets.service.schemas import SearchAnswer     # what the API answers keeps the notice
+    from kb_assets.service.schemas import SearchAnswer  # what the API answers keeps the notice
+
     api = SearchAnswer.model_validate({"results": answer.results, "warnings": answer.warnings})
     assert "last good version" in api.results[0].versionNotice
     notices = verify(catalog, lake, milvus_client, settings.alias)["notices"]
@@ -64,9 +68,10 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
     from kb_assets.definitions import make_definitions
     from kb_assets.defs.launch import repair
     from kb_assets.pipeline.ingest import dagster_instance, ingest
-    from kb_assets.service.api import make_searcher
-    from kb_assets.stores.vectors import chunk_entities, published_collection
     from kb_assets.pipeline.verify import verify
+    from kb_assets.service.api import make_searcher
+    from kb_assets.stores.entities import chunk_entities
+    from kb_assets.stores.vectors import published_collection
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -76,8 +81,17 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
     collection = published_collection(milvus_client, settings.alias)
     # what a run killed during its Milvus upsert leaves: part of the new version's entities
     (entity,) = chunk_entities(lake.read("chunks", doc.document_id), lake.read("embeddings", doc.document_id))[:1]
-    milvus_client.upsert(collection, [{**entity, "chunk_id": entity["chunk_id"] + "-next", "document_version": "next",
-                                       "content": "The boiler room key now hangs in the red cabinet."}])
+    milvus_client.upsert(
+        collection,
+        [
+            {
+                **entity,
+                "chunk_id": entity["chunk_id"] + "-next",
+                "document_version": "next",
+                "content": "The boiler room key now hangs in the red cabinet.",
+            }
+        ],
+    )
     milvus_client.flush(collection)
 
     answer = make_searcher(settings).search(SearchRequest("boiler room key cabinet", ["strays"], limit=5))
@@ -87,14 +101,17 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
     assert "1 stray entities" in stray["problem"]
 
     instance = dagster_instance(settings)
-    repaired = repair(make_definitions(settings), instance)      # verify --repair is a run
+    repaired = repair(make_definitions(settings), instance)  # verify --repair is a run
 
     assert any(p["documentId"] == doc.document_id and p["repaired"] for p in repaired["problems"])
     run = instance.get_run_by_id(repaired["runId"])
     assert run.job_name == "repair_stores" and run.status == dg.DagsterRunStatus.SUCCESS
     assert run.tags["kb/store_change"] == "repair"
-    assert not [p for p in verify(catalog, lake, milvus_client, settings.alias)["problems"]
-                if p["documentId"] == doc.document_id]
+    assert not [
+        p
+        for p in verify(catalog, lake, milvus_client, settings.alias)["problems"]
+        if p["documentId"] == doc.document_id
+    ]
 
 
 def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes(tmp_path, settings, corpus_dir):
@@ -105,14 +122,21 @@ def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes
     shutil.copy(corpus_dir / "platform-handbook.pdf", folder / "handbook-copy.pdf")
     instance = dagster_instance(settings)
     before = {r.run_id for r in instance.get_runs()}
-    process = subprocess.Popen([sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "killed"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "killed"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
     scratch = settings.scratch_root
     deadline, mine = time.monotonic() + 240, []
     try:
         while time.monotonic() < deadline and process.poll() is None:
-            started = [r for r in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
-                       if r.run_id not in before]
+            started = [
+                r
+                for r in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+                if r.run_id not in before
+            ]
             mine = [p for p in scratch.glob(f"{process.pid}.*")] if scratch.is_dir() else []
             if started and mine:
                 break

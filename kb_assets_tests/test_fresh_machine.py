@@ -31,8 +31,9 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DA
 
 
 def _run(cmd, cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env or CLEAN_ENV, capture_output=True,
-                            text=True, timeout=timeout)
+    result = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env or CLEAN_ENV, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, f"{cmd}: exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     return result
 
@@ -43,16 +44,23 @@ def wheel_python(tmp_path_factory) -> Path:
     environment through a .pth file (the same pinned packages; reinstalling torch and docling would
     only cost minutes), and that environment's editable install of kb_assets is not visible there."""
     root = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist",
-          REPO], cwd=root, env=os.environ.copy())
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", REPO],
+        cwd=root,
+        env=os.environ.copy(),
+    )
     wheel = next((root / "dist").glob("kb_assets-*.whl"))
     venv.create(root / "venv", with_pip=False)
     python = root / "venv" / "bin" / "python"
-    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                        cwd=root).stdout.strip())
+    purelib = Path(
+        _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip()
+    )
     (purelib / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel],
-         cwd=root, env=os.environ.copy())
+    _run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel],
+        cwd=root,
+        env=os.environ.copy(),
+    )
     return python
 
 
@@ -60,33 +68,47 @@ def wheel_python(tmp_path_factory) -> Path:
 def fresh_root(wheel_python):
     """A repository root as a fresh clone has it (dagster.yaml, workspace.yaml), with a docs folder;
     its embedded services are stopped at the end."""
-    root = Path(tempfile.mkdtemp(prefix="kb-test-fresh-root-"))   # outside pytest's 0700 basetemp (see conftest)
+    root = Path(tempfile.mkdtemp(prefix="kb-test-fresh-root-"))  # outside pytest's 0700 basetemp (see conftest)
     root.chmod(0o755)
     for name in ("dagster.yaml", "workspace.yaml"):
         shutil.copy(REPO / name, root / name)
     (root / "docs").mkdir()
     (root / "docs" / "note.md").write_text("# Warm tier\n\nRestored copies stay in the warm tier for seven days.\n")
     yield root
-    subprocess.run([wheel_python.parent / "kb-assets", "services", "down"], cwd=root, env=CLEAN_ENV,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [wheel_python.parent / "kb-assets", "services", "down"],
+        cwd=root,
+        env=CLEAN_ENV,
+        capture_output=True,
+        timeout=120,
+    )
     shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
 def test_a_wheel_install_ingests_with_the_schema_it_carries(wheel_python, fresh_root):
-    where = _run([wheel_python, "-c", "import kb_assets, kb_assets.stores.catalog as c; "
-                                      "print(kb_assets.__file__); print(c.SCHEMA_FILE.is_file())"], cwd=fresh_root)
+    where = _run(
+        [
+            wheel_python,
+            "-c",
+            "import kb_assets, kb_assets.stores.catalog as c; "
+            "print(kb_assets.__file__); print(c.SCHEMA_FILE.is_file())",
+        ],
+        cwd=fresh_root,
+    )
     module, schema_found = where.stdout.split()
     assert Path(module).is_relative_to(wheel_python.parents[1]) and schema_found == "True"
 
-    report = json.loads(_run([wheel_python.parent / "kb-assets", "ingest", "docs", "--kb", "fresh", "--json"],
-                             cwd=fresh_root).stdout)
+    report = json.loads(
+        _run([wheel_python.parent / "kb-assets", "ingest", "docs", "--kb", "fresh", "--json"], cwd=fresh_root).stdout
+    )
     assert report["documents"]["new"] == 1 and report["failures"] == []
     assert (fresh_root / ".kb" / "dagster").is_dir()
 
     # every DOC argument takes what ingest took: a relative path, an absolute path, the source path, the id
-    chunks = json.loads(_run([wheel_python.parent / "kb-assets", "chunks", "docs/note.md", "--json"],
-                             cwd=fresh_root).stdout)
+    chunks = json.loads(
+        _run([wheel_python.parent / "kb-assets", "chunks", "docs/note.md", "--json"], cwd=fresh_root).stdout
+    )
     assert "seven days" in chunks["chunks"][0]["content"]
     for doc in (str(fresh_root / "docs" / "note.md"), "note.md", chunks["documentId"]):
         pages = json.loads(_run([wheel_python.parent / "kb-assets", "pages", doc, "--json"], cwd=fresh_root).stdout)
@@ -101,9 +123,14 @@ def test_dagster_at_the_root_needs_no_environment_and_shows_the_ingest_runs(whee
     assert "All code locations passed validation" in validated.stdout + validated.stderr
 
     port = _free_port()
-    server = subprocess.Popen([str(DAGSTER), "dev", "-w", "workspace.yaml", "-p", str(port)], cwd=fresh_root,
-                              env=CLEAN_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [str(DAGSTER), "dev", "-w", "workspace.yaml", "-p", str(port)],
+        cwd=fresh_root,
+        env=CLEAN_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         runs = _graphql_runs(port, server)
     finally:

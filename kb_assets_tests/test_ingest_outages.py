@@ -17,14 +17,22 @@ pytestmark = pytest.mark.slow
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kb_assets.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "kb_assets.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
 
 
-@pytest.mark.parametrize("env, kind", [
-    ({"KB_POSTGRES_URL": "postgresql://kb:kb@127.0.0.1:9/kb"}, "postgres_unavailable"),
-    ({"KB_MILVUS_URI": "http://127.0.0.1:9"}, "milvus_unavailable"),
-])
+@pytest.mark.parametrize(
+    "env, kind",
+    [
+        ({"KB_POSTGRES_URL": "postgresql://kb:kb@127.0.0.1:9/kb"}, "postgres_unavailable"),
+        ({"KB_MILVUS_URI": "http://127.0.0.1:9"}, "milvus_unavailable"),
+    ],
+)
 def test_a_store_that_stays_down_is_one_line_and_a_json_error(tmp_path, env, kind):
     (tmp_path / "a.md").write_text("# A\n\nThe canteen opens at noon.\n")
 
@@ -37,7 +45,7 @@ def test_a_store_that_stays_down_is_one_line_and_a_json_error(tmp_path, env, kin
     assert as_json.returncode == 3 and json.loads(as_json.stdout)["error"]["kind"] == kind
     assert "Traceback" not in as_json.stderr
     debug = cli("--debug", "ingest", str(tmp_path), "--kb", "outage", env=env)
-    assert "Traceback" in debug.stderr                                    # the traceback, when asked for
+    assert "Traceback" in debug.stderr  # the traceback, when asked for
 
 
 def test_an_ingest_waits_out_a_postgres_restart(tmp_path, kb_home, settings, catalog):
@@ -67,7 +75,7 @@ def test_a_second_identical_ingest_waits_for_the_first_and_skips_what_it_finishe
     reports = [json.loads(child.communicate(timeout=600)[0]) for child in (first, second)]
 
     worked = [r for r in reports if r["runIds"]]
-    assert len(worked) == 1 and worked[0]["documents"]["new"] == 4      # one of them did the work ...
+    assert len(worked) == 1 and worked[0]["documents"]["new"] == 4  # one of them did the work ...
     (idle,) = [r for r in reports if not r["runIds"]]
-    assert idle["documents"] == {"new": 0, "changed": 0, "unchanged": 4, "deleted": 0, "failed": 0}   # ... once
+    assert idle["documents"] == {"new": 0, "changed": 0, "unchanged": 4, "deleted": 0, "failed": 0}  # ... once
     assert all(d.status == "published" for d in catalog.list_documents(["twice"]))

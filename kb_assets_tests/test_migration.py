@@ -13,14 +13,16 @@ import dagster as dg
 import pytest
 
 from kb_assets.retrieval.search import SearchRequest
+from kb_assets.stores.entities import count_entities
+from kb_assets.stores.vectors import published_collection
 from kb_assets_tests.converge import converge
-from kb_assets.stores.vectors import count_entities, published_collection
 
 pytestmark = pytest.mark.slow
 
 
 def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
-        handbook, settings, catalog, milvus_client, tmp_path, corpus_dir):
+    handbook, settings, catalog, milvus_client, tmp_path, corpus_dir
+):
     from kb_assets.definitions import make_definitions
     from kb_assets.pipeline.ingest import QUIET_RUN_CONFIG, dagster_instance, ingest
     from kb_assets.pipeline.migration import rollback
@@ -36,19 +38,23 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     new = replace(settings, embedding_model="all-MiniLM-L6-v2@256")
     instance = dagster_instance(settings)
 
-    defs = make_definitions(new)      # the sensor sees the spec differ and requests the backfill
-    requests = defs.get_sensor_def("collection_migration_sensor")(dg.build_sensor_context(instance=instance, resources=defs.resources))
+    defs = make_definitions(new)  # the sensor sees the spec differ and requests the backfill
+    requests = defs.get_sensor_def("collection_migration_sensor")(
+        dg.build_sensor_context(instance=instance, resources=defs.resources)
+    )
     assert requests and {r.job_name for r in requests} == {"ingest_documents"}
-    assert all({k.to_user_string() for k in r.asset_selection} == {"embeddings", "milvus_collection"}
-               for r in requests)                                                   # from the lake: no parse
+    assert all(
+        {k.to_user_string() for k in r.asset_selection} == {"embeddings", "milvus_collection"} for r in requests
+    )  # from the lake: no parse
     job = defs.resolve_job_def("ingest_documents")
     for request in requests:
-        assert job.execute_in_process(instance=instance, tags=request.tags, asset_selection=request.asset_selection,
-                                      run_config=QUIET_RUN_CONFIG).success
-    assert published_collection(milvus_client, settings.alias) == before            # validated and swapped later
+        assert job.execute_in_process(
+            instance=instance, tags=request.tags, asset_selection=request.asset_selection, run_config=QUIET_RUN_CONFIG
+        ).success
+    assert published_collection(milvus_client, settings.alias) == before  # validated and swapped later
 
     note.write_text("# Parking\n\nVisitors park on level five of the west garage and sign in at the desk.\n")
-    edited = ingest([folder], "edits", replace(new, auto_migrate=False))   # written into both collections
+    edited = ingest([folder], "edits", replace(new, auto_migrate=False))  # written into both collections
     assert not edited.failures and edited.migration is None
     assert any("KB_AUTO_MIGRATE=0" in w for w in edited.warnings)
 
@@ -66,7 +72,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     thread = threading.Thread(target=search_meanwhile)
     thread.start()
     try:
-        report = ingest([folder], "edits", new)        # the next ingest launches the rest of the migration
+        report = ingest([folder], "edits", new)  # the next ingest launches the rest of the migration
     finally:
         stop.set()
         thread.join()
@@ -74,9 +80,11 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     assert not errors and not empty and done, (errors, empty)
     migration = report.migration
     assert migration["status"] == "published", migration
-    assert migration["collection"] == "kb_chunks__minilm_l6__d256__v1" == published_collection(milvus_client, "kb_chunks")
+    assert (
+        migration["collection"] == "kb_chunks__minilm_l6__d256__v1" == published_collection(milvus_client, "kb_chunks")
+    )
     assert migration["entities"] == migration["chunkRows"] >= before_count
-    assert migration["quality"]["published"] >= 0.8      # chunk search, not the page fallback, was measured
+    assert migration["quality"]["published"] >= 0.8  # chunk search, not the page fallback, was measured
     assert migration["quality"]["new"] >= migration["quality"]["published"] - 0.05
     (publish,) = instance.get_runs(filters=dg.RunsFilter(job_name="publish_collection"), limit=1)
     assert publish.status == dg.DagsterRunStatus.SUCCESS and publish.tags["kb/store_change"] == "migration"
@@ -87,10 +95,10 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     assert answer.results[0]["sourceUri"].endswith("platform-handbook.pdf")
     parking = searcher.search(SearchRequest("Where do visitors park?", ["edits"], limit=1))
     assert "level five" in parking.results[0]["content"]
-    assert milvus_client.has_collection(before)                   # kept for rollback
+    assert milvus_client.has_collection(before)  # kept for rollback
     states = {c["name"]: c["state"] for c in catalog.collections()}
     assert states[before] == "retired" and states[migration["collection"]] == "published"
-    assert ingest([folder], "edits", new).migration is None       # nothing left to migrate
+    assert ingest([folder], "edits", new).migration is None  # nothing left to migrate
 
     rolled = rollback(catalog, milvus_client, settings.alias)
 

@@ -11,8 +11,8 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -39,7 +39,7 @@ def stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             pass
     try:
-        os.killpg(process.pid, signal.SIGKILL)      # stragglers of the group (run workers)
+        os.killpg(process.pid, signal.SIGKILL)  # stragglers of the group (run workers)
     except ProcessLookupError:
         pass
     process.wait()
@@ -70,23 +70,38 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
 
     folder = tmp_path / "daemon-notes"
     folder.mkdir()
-    (folder / "bikes.md").write_text("# Bicycles\n\nBicycles are stored in the locked cage behind the north loading dock.\n")
-    (folder / "badges.md").write_text("# Badges\n\nLost badges are replaced by the security office on the ground floor.\n")
+    (folder / "bikes.md").write_text(
+        "# Bicycles\n\nBicycles are stored in the locked cage behind the north loading dock.\n"
+    )
+    (folder / "badges.md").write_text(
+        "# Badges\n\nLost badges are replaced by the security office on the ground floor.\n"
+    )
     assert not ingest([folder], "daemon-notes", settings).failures
     before = published_collection(milvus_client, settings.alias)
     assert {c["name"]: c["model"] for c in catalog.collections()}[before] != SPEC
-    instance = dagster_instance(settings)           # the session's: it knows every document's partition
-    started = datetime.now(timezone.utc)
+    instance = dagster_instance(settings)  # the session's: it knows every document's partition
+    started = datetime.now(UTC)
 
     (tmp_path / "workspace.yaml").write_text(
         f"load_from:\n  - python_module:\n      module_name: kb_assets.definitions\n"
-        f"      working_directory: {REPO_ROOT}\n")
-    env = {**dagster_child_environment(settings), "KB_EMBEDDING_MODEL": SPEC, "KB_WATCH_INTERVAL_SECONDS": "5",
-           "PYTHONPATH": str(REPO_ROOT), "DAGSTER_DISABLE_TELEMETRY": "1"}
+        f"      working_directory: {REPO_ROOT}\n"
+    )
+    env = {
+        **dagster_child_environment(settings),
+        "KB_EMBEDDING_MODEL": SPEC,
+        "KB_WATCH_INTERVAL_SECONDS": "5",
+        "PYTHONPATH": str(REPO_ROOT),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
     log = (tmp_path / "daemon.log").open("w")
-    daemon = subprocess.Popen([str(Path(sys.executable).with_name("dagster-daemon")), "run",
-                               "-w", str(tmp_path / "workspace.yaml")],
-                              cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(Path(sys.executable).with_name("dagster-daemon")), "run", "-w", str(tmp_path / "workspace.yaml")],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     published = before
     try:
         deadline = time.monotonic() + WAIT_S
@@ -102,7 +117,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         backfills = [run for run in runs if run.job_name == "ingest_documents"]
         publishes = [run for run in runs if run.job_name == "publish_collection"]
         assert backfills and publishes, [(run.job_name, run.status) for run in runs]
-        for _ in range(20):                   # the alias swap precedes the end of the publish run
+        for _ in range(20):  # the alias swap precedes the end of the publish run
             if all(instance.get_run_by_id(run.run_id).is_finished for run in runs):
                 break
             time.sleep(1)
@@ -112,14 +127,15 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         assert all(run.tags["kb/store_change"] == "migration" for run in runs if run.job_name == "publish_collection")
 
         answer = make_searcher(replace(settings, embedding_model=SPEC)).search(
-            SearchRequest("Where are bicycles stored?", ["daemon-notes"], limit=1))
+            SearchRequest("Where are bicycles stored?", ["daemon-notes"], limit=1)
+        )
         assert "locked cage" in answer.results[0]["content"]
     finally:
         stop(daemon)
         stop_log_tails(settings.dagster_home)
         log.close()
-        instance.wipe_daemon_heartbeats()     # no later ingest takes the stopped daemon for a live one
+        instance.wipe_daemon_heartbeats()  # no later ingest takes the stopped daemon for a live one
         if published_collection(milvus_client, settings.alias) != before:
             rollback(catalog, milvus_client, settings.alias)
-            converge(settings)    # every backfilled document re-encodes from the lake for the published spec
+            converge(settings)  # every backfilled document re-encodes from the lake for the published spec
     assert published_collection(milvus_client, settings.alias) == before

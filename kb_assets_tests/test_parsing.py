@@ -69,7 +69,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
         encoding="utf-8",
     )
     out["zh"] = root / "简介.md"
-    out["zh"].write_text("# 数据平台简介\n\n介绍。\n\n## 存储\n\n数据备份保留 35 天。\n\n## 检索\n\n向量检索服务基于 Milvus 构建。\n")
+    out["zh"].write_text(
+        "# 数据平台简介\n\n介绍。\n\n## 存储\n\n数据备份保留 35 天。\n\n## 检索\n\n向量检索服务基于 Milvus 构建。\n"
+    )
     out["py"] = root / "tool.py"
     out["py"].write_text(
         "\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(40)) + "\nprint('end of tool')\n"
@@ -144,8 +146,12 @@ def _make_pptx(path: Path) -> Path:
     import pptx
 
     deck = pptx.Presentation()
-    for i, (title, bullet, note) in enumerate(
-        [("Quarterly Review", "Northwind", None), ("Performance", "Latency dropped to 180 ms", "Cache win."), ("Cost", "Spend fell 12%", None)]
+    for _i, (title, bullet, note) in enumerate(
+        [
+            ("Quarterly Review", "Northwind", None),
+            ("Performance", "Latency dropped to 180 ms", "Cache win."),
+            ("Cost", "Spend fell 12%", None),
+        ]
     ):
         slide = deck.slides.add_slide(deck.slide_layouts[1])
         slide.shapes.title.text = title
@@ -193,8 +199,13 @@ def test_pdf_pages_headings_and_running_lines(parsed):
         assert headings == [(1, f"{p + 1} Chapter {p + 1}"), (2, f"{p + 1}.1 Object Storage")]
         assert _page_with(doc, f"Fact {p + 1}: the chapter closes here.") == [p]
         # the wrapped body lines are one paragraph
-        assert any(b.kind == "paragraph" and b.text.startswith(f"Body line 0 of page {p + 1}") and "Body line 3" in b.text for b in page.blocks)
-        assert any(b.kind == "list" and b.text == "\u2022 first bullet item\n\u2022 second bullet item" for b in page.blocks)
+        assert any(
+            b.kind == "paragraph" and b.text.startswith(f"Body line 0 of page {p + 1}") and "Body line 3" in b.text
+            for b in page.blocks
+        )
+        assert any(
+            b.kind == "list" and b.text == "\u2022 first bullet item\n\u2022 second bullet item" for b in page.blocks
+        )
         # running header (digits differ per page) and footer are gone
         assert "ACME Handbook" not in page.text and "Internal use" not in page.text and "Page " not in page.text
 
@@ -422,7 +433,10 @@ def test_sample_corpus():
             (1, "Notes: The latency win came mostly from the new result cache in the query router."),
             (3, "Storage spend fell 12% after enabling the archive tier"),
         ],
-        "cost-report.xlsx": [(0, "| Search | 2024-08 | 41200 | 18420 |"), (1, "| Analytics | 2024-09 | Archive | 310 | 1240 |")],
+        "cost-report.xlsx": [
+            (0, "| Search | 2024-08 | 41200 | 18420 |"),
+            (1, "| Analytics | 2024-09 | Archive | 310 | 1240 |"),
+        ],
         "service-catalog.csv": [(0, "| vector-search | Search | 1 | #oncall-search |")],
     }
     for path in sorted(CORPUS.iterdir()):

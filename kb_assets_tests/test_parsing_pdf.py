@@ -97,8 +97,8 @@ def scanned_pdf(tmp_path_factory) -> Path:
     """Two pages as 300-dpi images wrapped in an image-only PDF (a scan): English with a heading,
     drawn by reportlab and rendered by pdfium (its built-in Helvetica), then Chinese, drawn by PIL with
     Noto Sans SC from the ``pylopdf-fonts-zh-cn`` wheel (dev extra): no system font is needed."""
-    import pypdfium2 as pdfium
     import pylopdf_fonts_zh_cn
+    import pypdfium2 as pdfium
     from PIL import Image, ImageDraw, ImageFont
     from reportlab.pdfgen import canvas
 
@@ -219,9 +219,15 @@ def test_table_rows_are_not_mixed_when_cells_run_together(tmp_path):
     c = canvas.Canvas(str(path), pagesize=(595.28, 841.89))
     c.setFont("Helvetica", 10)
     c.drawString(72, 780, "Some project leaders and the month they took office are listed below.")
-    rows = [("Ian", "Murdock August 1993"), ("Bruce Perens", "April 1996"), ("Ian", "Jackson January 1998"),
-            ("Wichert Akkerman January 1999", None), ("Ben", "Collins April 2001"),
-            ("Bdale", "Garbee April 2002"), ("Martin Michlmayr March 2003", None)]
+    rows = [
+        ("Ian", "Murdock August 1993"),
+        ("Bruce Perens", "April 1996"),
+        ("Ian", "Jackson January 1998"),
+        ("Wichert Akkerman January 1999", None),
+        ("Ben", "Collins April 2001"),
+        ("Bdale", "Garbee April 2002"),
+        ("Martin Michlmayr March 2003", None),
+    ]
     y = 750
     for left, right in rows:
         c.drawString(72, y, left)
@@ -240,16 +246,21 @@ def test_table_rows_are_not_mixed_when_cells_run_together(tmp_path):
     tables = [b for b in page.blocks if b.kind == "table"]
     assert len(tables) == 1
     table_rows = [tuple(cell for cell in row if cell) for row in tables[0].rows]
-    assert table_rows == [("Ian", "Murdock August 1993"), ("Bruce Perens", "April 1996 (second term)"),
-                          ("Ian", "Jackson January 1998"), ("Wichert Akkerman January 1999",),
-                          ("Ben", "Collins April 2001"), ("Bdale", "Garbee April 2002"),
-                          ("Martin Michlmayr March 2003",)]
+    assert table_rows == [
+        ("Ian", "Murdock August 1993"),
+        ("Bruce Perens", "April 1996 (second term)"),
+        ("Ian", "Jackson January 1998"),
+        ("Wichert Akkerman January 1999",),
+        ("Ben", "Collins April 2001"),
+        ("Bdale", "Garbee April 2002"),
+        ("Martin Michlmayr March 2003",),
+    ]
     code = [b for b in page.blocks if "awk" in b.text]
     assert len(code) == 1 and code[0].kind == "paragraph"
 
 
 def test_per_chapter_running_headers_are_removed_headings_kept(tmp_path):
-    """"Chapter 2: R Basics 4"-style headers change per chapter and carry the page number."""
+    """ "Chapter 2: R Basics 4"-style headers change per chapter and carry the page number."""
     from reportlab.pdfgen import canvas
 
     path = tmp_path / "manual.pdf"
@@ -282,15 +293,20 @@ def test_text_past_the_page_edge_is_kept(tmp_path):
     c = canvas.Canvas(str(path), pagesize=(595.28, 841.89))
     c.setFont("Helvetica", 10)
     c.drawString(72, 760, "The installer reads its settings from one file only.")
-    c.drawString(72, 740, "Add the boot parameter mirror/http/proxy=http://10.0.2.2:3128 and the "
-                          "/etc/network/interfaces.d/ fragments to use the proxy.")
+    c.drawString(
+        72,
+        740,
+        "Add the boot parameter mirror/http/proxy=http://10.0.2.2:3128 and the "
+        "/etc/network/interfaces.d/ fragments to use the proxy.",
+    )
     c.drawString(-40, 720, "leftover-prefix-token begins before the left edge of the page.")
     c.drawString(72, 700, "A last line stays inside the page.")
     c.showPage()
     c.save()
     text = _norm(parse_document(path, options=ParseOptions(images=False)).pages[0].text)
-    assert ("mirror/http/proxy=http://10.0.2.2:3128 and the /etc/network/interfaces.d/ fragments to use the proxy."
-            in text)
+    assert (
+        "mirror/http/proxy=http://10.0.2.2:3128 and the /etc/network/interfaces.d/ fragments to use the proxy." in text
+    )
     assert "leftover-prefix-token begins before the left edge of the page." in text
     assert text.count("3128") == 1 and text.count("fragments") == 1 and text.count("leftover") == 1
     order = [text.index(words) for words in ("reads its settings", "mirror/http", "leftover", "A last line")]
@@ -333,23 +349,33 @@ def test_pipeline_choice_follows_the_model_folder(tmp_path):
 @pytest.mark.slow  # OCR engines and docling models load: seconds, not a fast-tier test
 def test_broken_layout_model_falls_back_to_native_and_says_so(tmp_path, handbook):
     models = _fake_layout_model(tmp_path / "models")
-    doc = parse_document(CORPUS / "platform-handbook.pdf", options=ParseOptions(docling_artifacts_path=models, images=False))
+    doc = parse_document(
+        CORPUS / "platform-handbook.pdf", options=ParseOptions(docling_artifacts_path=models, images=False)
+    )
     assert {p.mode for p in doc.pages} == {"docling-native-pdf"}
     assert any(w.startswith("docling layout pipeline failed") and "native pipeline" in w for w in doc.warnings)
     assert [p.text for p in doc.pages] == [p.text for p in handbook.pages]
 
-    doc = parse_document(CORPUS / "platform-handbook.pdf", options=ParseOptions(docling_artifacts_path=tmp_path / "none"))
+    doc = parse_document(
+        CORPUS / "platform-handbook.pdf", options=ParseOptions(docling_artifacts_path=tmp_path / "none")
+    )
     assert any("has no docling-project--docling-layout-heron" in w for w in doc.warnings)
 
 
 def test_parse_options_from_settings():
     from kb_assets.settings import Settings
 
-    settings = Settings.from_env({
-        "KB_HOME": "/tmp/kb", "KB_PARSE_MAX_FILE_BYTES": "1000", "KB_PARSE_MAX_PAGES": "3",
-        "KB_PARSE_MAX_UNPACKED_BYTES": "5000", "KB_OCR_ENGINE": "tesseract", "KB_OCR_LANGUAGES": "eng",
-        "DOCLING_ARTIFACTS_PATH": "/models",
-    })
+    settings = Settings.from_env(
+        {
+            "KB_HOME": "/tmp/kb",
+            "KB_PARSE_MAX_FILE_BYTES": "1000",
+            "KB_PARSE_MAX_PAGES": "3",
+            "KB_PARSE_MAX_UNPACKED_BYTES": "5000",
+            "KB_OCR_ENGINE": "tesseract",
+            "KB_OCR_LANGUAGES": "eng",
+            "DOCLING_ARTIFACTS_PATH": "/models",
+        }
+    )
     options = settings.parse
     assert (options.max_file_bytes, options.max_pages, options.max_unpacked_bytes) == (1000, 3, 5000)
     assert (options.ocr_engine, options.ocr_languages) == ("tesseract", "eng")

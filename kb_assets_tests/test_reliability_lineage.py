@@ -45,10 +45,11 @@ def trap_lake(root, catalog, lake: Lake, keep: str | None = None) -> Lake:
     return trap
 
 
-def test_unknown_chunk_id_is_not_found_without_reading_the_lake(tmp_path, published, catalog, lake, milvus_client,
-                                                                settings):
+def test_unknown_chunk_id_is_not_found_without_reading_the_lake(
+    tmp_path, published, catalog, lake, milvus_client, settings
+):
     trap = trap_lake(tmp_path / "lake", catalog, lake)
-    with pytest.raises(Exception, match="Parquet|parquet"):     # the trap is armed: reading any file raises
+    with pytest.raises(Exception, match="Parquet|parquet"):  # the trap is armed: reading any file raises
         trap.read("chunks", published["pumps.md"].document_id)
     for client in (milvus_client, None):
         with pytest.raises(ChunkNotFound, match="is in no document you may read"):
@@ -59,7 +60,7 @@ def test_known_chunk_reads_only_its_own_document_from_the_lake(tmp_path, publish
     doc = published["pumps.md"]
     chunk_id = lake.read("chunks", doc.document_id)["chunk_id"][0]
     trap = trap_lake(tmp_path / "lake", catalog, lake, keep=doc.document_id)
-    found = chunk_lineage(chunk_id, catalog, trap, None, settings.alias)     # Milvus not asked: the catalog knows
+    found = chunk_lineage(chunk_id, catalog, trap, None, settings.alias)  # Milvus not asked: the catalog knows
     assert found["document"]["documentId"] == doc.document_id and found["verified"] is True
-    with pytest.raises(ChunkNotFound):      # a chunk of another knowledge base is not found, nothing read
+    with pytest.raises(ChunkNotFound):  # a chunk of another knowledge base is not found, nothing read
         chunk_lineage(chunk_id, catalog, trap, None, settings.alias, scope={"handbook"})

@@ -17,7 +17,8 @@ LOCAL = ("127.0.0.1", 50000)
 MANUAL = "# Pump manual\n\n" + "\n\n".join(
     f"## Pump {n}\n\nPump {n} is primed with {n} litres of water before the valve {n} opens; its seal is checked "
     f"every {n + 2} weeks by the plant team, who log the pressure reading in the maintenance book."
-    for n in range(1, 25))
+    for n in range(1, 25)
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_document_refused_for_its_chunk_count_keeps_no_pages_and_serves_none(tmp
     assert "has no published version (failed: " in answer.json()["detail"]
     assert "KB_MAX_CHUNKS_PER_DOCUMENT" in answer.json()["detail"]
 
-    assert not ingest([folder], "refused-chunks", settings).failures     # the budget lifted: parsed again
+    assert not ingest([folder], "refused-chunks", settings).failures  # the budget lifted: parsed again
     doc = the_document(catalog, "refused-chunks")
     assert doc.status == "published" and doc.published_version == doc.version
     page = client.get(f"/v1/documents/{doc.document_id}/pages/0").json()
@@ -94,9 +95,10 @@ def test_a_long_page_is_cut_with_a_flag_in_the_page_and_the_lineage(tmp_path, se
     assert not ingest([folder], "long-page", settings).failures
     doc = the_document(catalog, "long-page")
     long_text = catalog.read_pages(doc.document_id)[0]["text"] + "\n\n" + "x" * (MAX_PAGE_CHARS + 50_000)
-    with catalog.connect() as conn, conn.cursor() as cur:   # a page as long as a 30 MB log's
-        cur.execute("UPDATE pages SET text = %s WHERE document_id = %s AND page_index = 0",
-                    (long_text, doc.document_id))
+    with catalog.connect() as conn, conn.cursor() as cur:  # a page as long as a 30 MB log's
+        cur.execute(
+            "UPDATE pages SET text = %s WHERE document_id = %s AND page_index = 0", (long_text, doc.document_id)
+        )
 
     page = client.get(f"/v1/documents/{doc.document_id}/pages/0").json()
     assert page["truncated"] is True and page["textChars"] == len(long_text)
@@ -104,4 +106,4 @@ def test_a_long_page_is_cut_with_a_flag_in_the_page_and_the_lineage(tmp_path, se
     chunk_id = lake.read("chunks", doc.document_id)["chunk_id"][0]
     lineage = client.get(f"/v1/chunks/{chunk_id}/lineage").json()
     assert lineage["pages"][0]["truncated"] is True and len(lineage["pages"][0]["text"]) == MAX_PAGE_CHARS
-    assert lineage["verification"]["contentFoundInPages"]        # verified against the whole text
+    assert lineage["verification"]["contentFoundInPages"]  # verified against the whole text

@@ -31,13 +31,14 @@ def test_latin1_cp1252_and_utf16_text_still_read_exactly(tmp_path):
     (tmp_path / "cafe.txt").write_bytes(FRENCH.encode("latin-1"))
     doc = parse_document(tmp_path / "cafe.txt")
     assert doc.pages[0].text == FRENCH.strip()
-    assert [w for w in doc.warnings if w.startswith("not UTF-8")] == \
-        ["not UTF-8: decoded as cp1252 (detected by charset-normalizer)"]
+    assert [w for w in doc.warnings if w.startswith("not UTF-8")] == [
+        "not UTF-8: decoded as cp1252 (detected by charset-normalizer)"
+    ]
 
     (tmp_path / "baeckerei.md").write_bytes(GERMAN.encode("cp1252"))
     assert GERMAN.strip() in parse_document(tmp_path / "baeckerei.md").pages[0].text
 
-    (tmp_path / "wide.txt").write_bytes(FRENCH.encode("utf-16"))     # with its byte order mark
+    (tmp_path / "wide.txt").write_bytes(FRENCH.encode("utf-16"))  # with its byte order mark
     doc = parse_document(tmp_path / "wide.txt")
     assert doc.pages[0].text == FRENCH.strip() and "not UTF-8: decoded as utf-16 (byte order mark)" in doc.warnings
 

@@ -70,8 +70,12 @@ def long_pdf(path: Path, pages: int) -> None:
     for page in range(pages):
         c.drawString(72, 760, f"Chapter {page + 1}: maintenance of the cooling plant")
         for line in range(30):
-            c.drawString(72, 730 - 20 * line, f"Step {line + 1} of chapter {page + 1}: check valve {page * 30 + line} "
-                                              "and record the pressure in the plant log.")
+            c.drawString(
+                72,
+                730 - 20 * line,
+                f"Step {line + 1} of chapter {page + 1}: check valve {page * 30 + line} "
+                "and record the pressure in the plant log.",
+            )
         c.showPage()
     c.save()
 
@@ -79,18 +83,22 @@ def long_pdf(path: Path, pages: int) -> None:
 def test_killed_ingest_leaves_no_parse_worker_alive(tmp_path, catalog):
     folder = tmp_path / "docs"
     folder.mkdir()
-    long_pdf(folder / "plant-manual.pdf", 40)        # over POOL_MIN_PAGES: parsed by the pool
+    long_pdf(folder / "plant-manual.pdf", 40)  # over POOL_MIN_PAGES: parsed by the pool
     scratch = tmp_path / "scratch"
     env = {**os.environ, "KB_PARSE_WORKERS": "2", "KB_SCRATCH_DIR": str(scratch)}
-    process = subprocess.Popen([sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "orphans"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "orphans"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     helpers: dict[int, tuple[str, str]] = {}
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and process.poll() is None:
             helpers = {pid: found for pid, found in descendants(process.pid).items() if "multiprocessing" in found[1]}
             spawned = {pid for pid, (_, cmdline) in helpers.items() if "spawn_main" in cmdline}
-            if len(spawned) >= 2 and spawned <= recorded(scratch, process.pid):    # up and recorded: parsing
+            if len(spawned) >= 2 and spawned <= recorded(scratch, process.pid):  # up and recorded: parsing
                 break
             time.sleep(0.2)
     finally:
@@ -116,8 +124,8 @@ def test_cleanup_kills_a_surviving_worker_of_a_killed_process_and_only_that_proc
     parent_token = token(parent.pid)
     parent.kill()
     parent.wait()
-    survivor = subprocess.Popen(["sleep", "60"])          # a worker whose parent is gone, still running
-    bystander = subprocess.Popen(["sleep", "60"])         # a later process that got a recorded worker's pid
+    survivor = subprocess.Popen(["sleep", "60"])  # a worker whose parent is gone, still running
+    bystander = subprocess.Popen(["sleep", "60"])  # a later process that got a recorded worker's pid
     try:
         records = tmp_path / "scratch" / parent_token / WORKERS
         records.mkdir(parents=True)

@@ -16,9 +16,15 @@ from pymilvus import DataType, Function, FunctionType
 from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.retrieval.evaluation import answer_in, returned_text
 from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
-from kb_assets.retrieval.search import SearchRequest, SearchResponse, Searcher
-from kb_assets.stores.vectors import (BM25_ANALYZER, INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, SPEC_PROPERTY,
-                                      collection_spec)
+from kb_assets.retrieval.search import Searcher, SearchRequest, SearchResponse
+from kb_assets.stores.vectors import (
+    BM25_ANALYZER,
+    INT_FIELDS,
+    OUTPUT_FIELDS,
+    SCALAR_FIELDS,
+    SPEC_PROPERTY,
+    collection_spec,
+)
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 
@@ -38,8 +44,13 @@ def kb_searcher(settings, corpus):
 
 def _variant(searcher: Searcher, **changes) -> Searcher:
     """A searcher on the same client, catalog and alias with other settings."""
-    return Searcher(searcher.client, searcher.catalog, changes.pop("alias", searcher.alias), searcher.load_model,
-                    replace(searcher.config, **changes))
+    return Searcher(
+        searcher.client,
+        searcher.catalog,
+        changes.pop("alias", searcher.alias),
+        searcher.load_model,
+        replace(searcher.config, **changes),
+    )
 
 
 def _formula(row: dict, weights: Weights, dense_share: float = 1.0) -> float:
@@ -55,11 +66,11 @@ def test_hybrid_score_is_weighted_dense_plus_normalized_bm25_plus_exact_boost(kb
     assert rows and response.warnings == []
     for row in rows:
         assert row["retrievalSource"] == "hybrid"
-        assert row["scores"]["dense"] is not None                  # BM25-only hits get it from their vector
+        assert row["scores"]["dense"] is not None  # BM25-only hits get it from their vector
         assert row["scores"]["lexical"] is not None and 0.0 <= row["scores"]["lexical"] <= 1.0
         assert row["scores"]["exactBoost"] in (0.0, 0.05)
         assert row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
-    assert max(r["scores"]["lexical"] for r in rows) == 1.0        # normalized by the best BM25 score
+    assert max(r["scores"]["lexical"] for r in rows) == 1.0  # normalized by the best BM25 score
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
 
     weights = Weights(dense=0.5, lexical=0.5, exact_boost=0.2)
@@ -81,17 +92,32 @@ def test_a_candidate_found_by_one_search_only_gets_the_other_score_computed_or_s
     # with Milvus's BM25 scores (the statistics kept in Postgres give every candidate one: test_lexical_statistics)
     narrow = _variant(kb_searcher, candidates=2, kept_bm25_statistics=False)
     rows = narrow.candidates(SearchRequest(query, ["alpha"], limit=2), SearchResponse())
-    bm25_ids = {h.id for h in milvus_client.search(collection, data=[query], anns_field="sparse", limit=2, filter=flt,
-                                                   search_params={"metric_type": "BM25"})[0]}
-    dense_ids = {h.id for h in milvus_client.search(collection, data=[vector.tolist()], anns_field="dense", limit=2,
-                                                    filter=flt, search_params={"metric_type": "COSINE"})[0]}
+    bm25_ids = {
+        h.id
+        for h in milvus_client.search(
+            collection, data=[query], anns_field="sparse", limit=2, filter=flt, search_params={"metric_type": "BM25"}
+        )[0]
+    }
+    dense_ids = {
+        h.id
+        for h in milvus_client.search(
+            collection,
+            data=[vector.tolist()],
+            anns_field="dense",
+            limit=2,
+            filter=flt,
+            search_params={"metric_type": "COSINE"},
+        )[0]
+    }
     assert len(bm25_ids) == 2 and {r["chunkId"] for r in rows} == bm25_ids | dense_ids
-    stored = {r["chunk_id"]: np.asarray(r["dense"], dtype=np.float32)
-              for r in milvus_client.get(collection, ids=list(bm25_ids | dense_ids), output_fields=["dense"])}
+    stored = {
+        r["chunk_id"]: np.asarray(r["dense"], dtype=np.float32)
+        for r in milvus_client.get(collection, ids=list(bm25_ids | dense_ids), output_fields=["dense"])
+    }
     for row in rows:
-        if row["chunkId"] not in dense_ids:     # BM25 only: dense computed from the stored vector
+        if row["chunkId"] not in dense_ids:  # BM25 only: dense computed from the stored vector
             assert row["scores"]["dense"] == pytest.approx(float(stored[row["chunkId"]] @ vector), abs=1e-5)
-        if row["chunkId"] not in bm25_ids:      # dense only, BM25 cut off at 2 hits: not computed
+        if row["chunkId"] not in bm25_ids:  # dense only, BM25 cut off at 2 hits: not computed
             assert row["scores"]["lexical"] is None
 
     kept = _variant(kb_searcher, candidates=2).candidates(SearchRequest(query, ["alpha"], limit=2), SearchResponse())
@@ -100,9 +126,13 @@ def test_a_candidate_found_by_one_search_only_gets_the_other_score_computed_or_s
 
     milvus = _variant(kb_searcher, kept_bm25_statistics=False)
     wide = milvus.candidates(SearchRequest(query, ["alpha"], limit=10), SearchResponse())
-    all_bm25 = {h.id for h in milvus_client.search(collection, data=[query], anns_field="sparse", limit=50, filter=flt,
-                                                   search_params={"metric_type": "BM25"})[0]}
-    assert len(all_bm25) < 50                   # BM25 exhausted: every other chunk shares no word, lexical 0
+    all_bm25 = {
+        h.id
+        for h in milvus_client.search(
+            collection, data=[query], anns_field="sparse", limit=50, filter=flt, search_params={"metric_type": "BM25"}
+        )[0]
+    }
+    assert len(all_bm25) < 50  # BM25 exhausted: every other chunk shares no word, lexical 0
     assert all(r["scores"]["lexical"] == 0.0 for r in wide if r["chunkId"] not in all_bm25)
 
 
@@ -121,7 +151,7 @@ def test_limit_is_one_global_top_k_over_knowledge_bases_searched_each_and_dedupe
     merged = kb_searcher.search(SearchRequest(query, ["alpha", "beta"], limit=50)).results
     assert {r["knowledgeBaseId"] for r in merged} == {"alpha", "beta"}
     assert len({r["chunkId"] for r in merged}) == len(merged)
-    for kb in ("alpha", "beta"):                # each knowledge base searched on its own, then merged
+    for kb in ("alpha", "beta"):  # each knowledge base searched on its own, then merged
         alone = kb_searcher.search(SearchRequest(query, [kb], limit=50)).results
         assert {r["chunkId"] for r in merged if r["knowledgeBaseId"] == kb} == {r["chunkId"] for r in alone}
 
@@ -144,9 +174,17 @@ def test_injection_attempts_in_knowledge_base_ids_do_not_widen_results(kb_search
 
 def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher, frozen_milvus_client):
     # a Milvus server that stopped answering: every call hits its deadline
-    down = Searcher(frozen_milvus_client, kb_searcher.catalog, kb_searcher.alias, kb_searcher.load_model,
-                    replace(kb_searcher.config, milvus_timeout_s=0.5))
-    for query, kb, needle in [("数据备份保留多少天", "beta", "备份保留三十五天"), ("How long are backups kept?", "alpha", "35 days")]:
+    down = Searcher(
+        frozen_milvus_client,
+        kb_searcher.catalog,
+        kb_searcher.alias,
+        kb_searcher.load_model,
+        replace(kb_searcher.config, milvus_timeout_s=0.5),
+    )
+    for query, kb, needle in [
+        ("数据备份保留多少天", "beta", "备份保留三十五天"),
+        ("How long are backups kept?", "alpha", "35 days"),
+    ]:
         started = time.perf_counter()
         response = down.search(SearchRequest(query, [kb], limit=5))
         assert time.perf_counter() - started < 5
@@ -181,15 +219,26 @@ def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: 
         schema.add_field(field, DataType.VARCHAR, max_length=length)
     for field in INT_FIELDS:
         schema.add_field(field, DataType.INT32)
-    schema.add_field("content", DataType.VARCHAR, max_length=32768, enable_analyzer=bm25,
-                     **({"analyzer_params": BM25_ANALYZER} if bm25 else {}))
+    schema.add_field(
+        "content",
+        DataType.VARCHAR,
+        max_length=32768,
+        enable_analyzer=bm25,
+        **({"analyzer_params": BM25_ANALYZER} if bm25 else {}),
+    )
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dense_dim)
     index = client.prepare_index_params()
     index.add_index("dense", index_type="FLAT", metric_type="COSINE")
     if bm25:
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25, input_field_names=["content"],
-                                     output_field_names=["sparse"]))
+        schema.add_function(
+            Function(
+                name="bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["content"],
+                output_field_names=["sparse"],
+            )
+        )
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     client.create_collection(name, schema=schema, index_params=index)
     client.alter_collection_properties(name, properties={SPEC_PROPERTY: json.dumps(collection_spec(client, source))})
@@ -208,7 +257,8 @@ def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, 
     collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_broken_dense", "kb_test_broken_dense", dense_dim=8, bm25=True)
     response = _variant(kb_searcher, alias="kb_test_broken_dense").search(
-        SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid"))
+        SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid")
+    )
     assert response.results and any(w.startswith("dense search unavailable") for w in response.warnings)
     for row in response.results:
         assert row["retrievalSource"] == "hybrid" and row["scores"]["dense"] is None
@@ -233,7 +283,7 @@ def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb
 def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, milvus_client):
     collection, _ = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
-    milvus_client.release_collection("test_released")           # as after a Milvus restart
+    milvus_client.release_collection("test_released")  # as after a Milvus restart
     searcher = _variant(kb_searcher, alias="kb_test_released")
     request = SearchRequest("How long are backups kept?", ["alpha"], limit=3, strategy="hybrid")
     response = searcher.search(request)
@@ -248,7 +298,9 @@ def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, mil
 
 
 def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their_latin_words(kb_searcher):
-    chinese = _variant(kb_searcher, language_policy="share").search(SearchRequest("数据备份保留多少天", ["beta"], limit=5))
+    chinese = _variant(kb_searcher, language_policy="share").search(
+        SearchRequest("数据备份保留多少天", ["beta"], limit=5)
+    )
     assert any("dense score not used" in w for w in chinese.warnings)
     assert all(r["scores"]["dense"] is None for r in chinese.results)
     assert "备份保留三十五天" in chinese.results[0]["content"]
@@ -264,7 +316,7 @@ def test_chinese_query_is_not_ranked_by_dense_noise_and_mixed_queries_keep_their
     for row in mixed.results:
         assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=share), abs=2e-6)
     assert dense_query_text("How long are backups kept?", ("en",)) == ("How long are backups kept?", 1.0, None)
-    assert dense_query_text("数据备份", ("en", "zh"))[1] == 1.0      # a model that reads Chinese keeps it all
+    assert dense_query_text("数据备份", ("en", "zh"))[1] == 1.0  # a model that reads Chinese keeps it all
 
 
 def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_finds_both_languages(kb_searcher):
@@ -273,36 +325,42 @@ def test_by_default_a_chinese_query_is_read_through_dictionary_words_and_finds_b
     # the Chinese backup-retention passage first; the English one, which holds none of the dictionary words
     # as written ("Backups", "days"), is reached by their dense score: the best of all, in the top 3
     assert "备份保留三十五天" in response.results[0]["content"]
-    english = next(r for r in response.results[:3]
-                   if "Backups of the analytics warehouse are kept for 90 days" in r["content"])
+    english = next(
+        r for r in response.results[:3] if "Backups of the analytics warehouse are kept for 90 days" in r["content"]
+    )
     assert english["scores"]["dense"] == max(r["scores"]["dense"] for r in response.results)
-    for row in response.results:       # the model reads the English words, each at half a word's dense weight
+    for row in response.results:  # the model reads the English words, each at half a word's dense weight
         assert row["scores"]["dense"] is not None
         assert row["score"] == pytest.approx(_formula(row, Weights(), dense_share=0.5), abs=2e-6)
 
 
 def test_a_model_that_reads_chinese_gets_the_whole_query_and_bm25_still_gets_the_dictionary_words(
-        kb_searcher, milvus_client):
+    kb_searcher, milvus_client
+):
     collection, spec = kb_searcher.published()
     _clone_collection(milvus_client, collection, "test_reads_zh", "kb_test_reads_zh", dense_dim=384, bm25=True)
     milvus_client.alter_collection_properties(
-        "test_reads_zh", properties={SPEC_PROPERTY: json.dumps({**spec, "languages": ["en", "zh"]})})
+        "test_reads_zh", properties={SPEC_PROPERTY: json.dumps({**spec, "languages": ["en", "zh"]})}
+    )
     searcher = _variant(kb_searcher, alias="kb_test_reads_zh")
     response = SearchResponse(strategy="hybrid")
     query = searcher.prepare(SearchRequest("数据备份保留多少天", ["alpha"], limit=5), response)
     assert (query.dense_text, query.share) == ("数据备份保留多少天", 1.0) and not response.warnings
-    assert "backup" in query.translations["备份"] and "backup" in query.bm25_text.split()   # English passages
+    assert "backup" in query.translations["备份"] and "backup" in query.bm25_text.split()  # English passages
     found = searcher.search(SearchRequest("数据备份保留多少天", ["alpha"], limit=5, strategy="hybrid"))
-    english = next(r for r in found.results if "35 days" in r["content"])    # alpha's English backup passage
-    assert english["scores"]["lexical"] > 0             # reached by BM25 through the dictionary words
+    english = next(r for r in found.results if "35 days" in r["content"])  # alpha's English backup passage
+    assert english["scores"]["lexical"] > 0  # reached by BM25 through the dictionary words
     searcher.close()
 
 
 def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunks(kb_searcher, catalog):
     located = kb_searcher.catalog.locate_pages(query_terms("Encryption"), "Encryption", ["alpha"], 12)
     backups = next(d for d in catalog.list_documents(["alpha"]) if d.source_path == "backups.md")
-    encryption_page = next(p["page_index"] for p in catalog.read_pages(backups.document_id)
-                           if "## Encryption" in p["text"] or p["text"].lstrip().startswith("Encryption"))
+    encryption_page = next(
+        p["page_index"]
+        for p in catalog.read_pages(backups.document_id)
+        if "## Encryption" in p["text"] or p["text"].lstrip().startswith("Encryption")
+    )
     assert (located[0]["document_id"], located[0]["page_index"]) == (backups.document_id, encryption_page)
 
     response = kb_searcher.search(SearchRequest("Encryption", ["alpha"], limit=5, strategy="pageindex"))
@@ -311,7 +369,7 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
     by_page: dict = {}
     for row in rows:
         by_page.setdefault((row["documentId"], row["pageIndex"]), []).append(row["chunkIndex"])
-    for chunks in by_page.values():                              # at most two, never neighbours
+    for chunks in by_page.values():  # at most two, never neighbours
         assert len(chunks) <= kb_searcher.config.chunks_per_page == 2
         assert len(chunks) == 1 or abs(chunks[0] - chunks[1]) > 1
     for row in rows:
@@ -320,20 +378,27 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
         assert len(row["context"]) <= 800 and " ".join(row["content"].split()) in " ".join(row["context"].split())
 
 
-def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_answer_in_the_returned_text(
-        kb_searcher):
-    english = kb_searcher.search(SearchRequest("Which weekday does the pager pass to the next engineer?", ["alpha"],
-                                               limit=5, strategy="pageindex")).results
+def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_answer_in_the_returned_text(kb_searcher):
+    english = kb_searcher.search(
+        SearchRequest(
+            "Which weekday does the pager pass to the next engineer?", ["alpha"], limit=5, strategy="pageindex"
+        )
+    ).results
     assert "every Monday at 09:00" in english[0]["content"]
     assert answer_in("Monday at 09:00", returned_text(english[0]))
     # the second stage's parts beside the hybrid score, which every row keeps
     assert {"coverage", "proximity", "rerank"} <= set(english[0]["scores"])
     assert english[0]["scores"]["rerank"] >= english[0]["score"]
-    assert "pageCoverage" not in english[0]["scores"]      # a short question: no page-coverage stage
+    assert "pageCoverage" not in english[0]["scores"]  # a short question: no page-coverage stage
     # a long question: its best pages get the share of its terms their best context window holds
-    long = kb_searcher.search(SearchRequest("How many days are the nightly backups of the orders database kept "
-                                            "in the cold tier before they expire?", ["alpha"], limit=5,
-                                            strategy="pageindex")).results
+    long = kb_searcher.search(
+        SearchRequest(
+            "How many days are the nightly backups of the orders database kept in the cold tier before they expire?",
+            ["alpha"],
+            limit=5,
+            strategy="pageindex",
+        )
+    ).results
     assert answer_in("kept for 35 days", returned_text(long[0]))
     shares = [row["scores"]["pageCoverage"] for row in long]
     assert all(0.0 <= share <= 1.0 for share in shares) and shares[0] == max(shares) > 0.5
@@ -343,8 +408,9 @@ def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_a
     assert answer_in("rotates every 90 days", returned_text(chinese.results[0]))
 
 
-def test_search_embeds_the_query_with_the_model_recorded_for_the_published_collection(kb_searcher, milvus_client,
-                                                                                      settings):
+def test_search_embeds_the_query_with_the_model_recorded_for_the_published_collection(
+    kb_searcher, milvus_client, settings
+):
     asked = []
 
     def loader(model_id):
@@ -377,15 +443,31 @@ def test_search_and_eval_commands_report_results_hits_mrr_latency_and_baseline(c
     torch.set_num_threads(threads)
 
     questions = tmp_path / "questions.jsonl"
-    questions.write_text("\n".join(json.dumps(q) for q in [
-        {"kb": "alpha", "file": "oncall.md", "query": "When does the on-call rotation change?", "pages": [0, 1]},
-        {"kb": "alpha", "file": "backups.md", "query": "How often is the encryption key rotated?", "pages": [0, 3]},
-    ]) + "\n")
+    questions.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in [
+                {
+                    "kb": "alpha",
+                    "file": "oncall.md",
+                    "query": "When does the on-call rotation change?",
+                    "pages": [0, 1],
+                },
+                {
+                    "kb": "alpha",
+                    "file": "backups.md",
+                    "query": "How often is the encryption key rotated?",
+                    "pages": [0, 3],
+                },
+            ]
+        )
+        + "\n"
+    )
     threads = torch.get_num_threads()
     try:
         out = runner.invoke(main, ["eval", str(questions), "--baseline", "--json"])
     finally:
-        torch.set_num_threads(threads)      # eval sets one thread a query for its process
+        torch.set_num_threads(threads)  # eval sets one thread a query for its process
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["strategy"] == "pageindex"

@@ -11,10 +11,12 @@ from kb_assets.retrieval.query import dense_query_text
 from kb_assets.retrieval.rerank import features, question_words, rerank
 from kb_assets.retrieval.strategies.pageindex import assemble
 
-PAGE = ("2.2 Help options\n\nR by default provides help pages as plain text displayed in a pager. "
-        + "Filler sentence about nothing in particular. " * 12
-        + "\n\nThe HTML pages are generated when packages are installed if you configure with "
-          "--enable-prebuilt-html. " + "Another filler sentence. " * 20)
+PAGE = (
+    "2.2 Help options\n\nR by default provides help pages as plain text displayed in a pager. "
+    + "Filler sentence about nothing in particular. " * 12
+    + "\n\nThe HTML pages are generated when packages are installed if you configure with "
+    "--enable-prebuilt-html. " + "Another filler sentence. " * 20
+)
 
 
 def test_passage_holds_the_chunk_and_the_neighbouring_detail():
@@ -45,7 +47,10 @@ def test_chunk_found_across_different_line_breaks():
 
 def test_identifiers_and_code_tokens_are_kept_whole():
     assert code_tokens("How can write.table escape a quote? Does get() or --no-same-owner help?") == [
-        "write.table", "get()", "--no-same-owner"]
+        "write.table",
+        "get()",
+        "--no-same-owner",
+    ]
     assert code_tokens("Which fileEncoding handles UTF-8 on ISO9660?") == ["fileencoding", "utf-8", "iso9660"]
     assert code_tokens("How do I make R start quickly?") == []
     assert "write.table" in question_terms("How can write.table escape a quote?")
@@ -54,9 +59,9 @@ def test_identifiers_and_code_tokens_are_kept_whole():
 def test_terms_match_at_word_starts_and_chinese_across_line_breaks():
     text = "C code; cat; reinstall; Installation; 时间\n源"
     found = occurrences(["c", ("install", "installed"), "时间源"], text)
-    assert found[("c",)] == [(0, 1)]                   # one letter: a whole word only, not the c of ``cat``
-    assert len(found[("install", "installed")]) == 1     # ``Installation``, not ``reinstall``
-    [(start, end)] = found[("时间源",)]                  # a PDF line break inside the Chinese word
+    assert found[("c",)] == [(0, 1)]  # one letter: a whole word only, not the c of ``cat``
+    assert len(found[("install", "installed")]) == 1  # ``Installation``, not ``reinstall``
+    [(start, end)] = found[("时间源",)]  # a PDF line break inside the Chinese word
     assert text[start:end] == "时间\n源"
 
 
@@ -67,14 +72,21 @@ def test_a_term_on_every_page_weighs_less_than_one_on_a_single_page():
 
 
 def test_the_window_favours_the_rare_term_and_a_pages_second_result_shows_new_text():
-    page = ("table " * 30 + "filler words here. " * 40 + "use qmethod double to escape a quote in the table. "
-            + "more filler text. " * 40 + "the second chunk sits at the end of the page.")
+    page = (
+        "table " * 30
+        + "filler words here. " * 40
+        + "use qmethod double to escape a quote in the table. "
+        + "more filler text. " * 40
+        + "the second chunk sits at the end of the page."
+    )
     terms = ["table", "qmethod", "quote"]
     weights = rarity([occurrences(terms, text) for text in [page, "table one", "table two", "table three"]])
     passage = page_passage(page, "filler words here.", terms, budget=200, weights=weights)
     assert "qmethod double" in passage and len(passage) <= 200
-    rows = [{"documentId": "d", "pageIndex": 0, "content": "more filler text."},
-            {"documentId": "d", "pageIndex": 0, "content": "the second chunk sits at the end of the page."}]
+    rows = [
+        {"documentId": "d", "pageIndex": 0, "content": "more filler text."},
+        {"documentId": "d", "pageIndex": 0, "content": "the second chunk sits at the end of the page."},
+    ]
     passages(rows, {("d", 0): page}, terms, 200)
     assert "qmethod" in rows[0]["context"]
     assert "the second chunk sits at the end of the page." in rows[1]["context"]
@@ -83,38 +95,48 @@ def test_the_window_favours_the_rare_term_and_a_pages_second_result_shows_new_te
 
 
 def test_bm25_query_keeps_content_words_only():
-    assert bm25_query("怎样检查一台机器是不是在用外部的时间源？").split() == ["检查", "一台", "机器", "不是", "外部", "时间", "源"]
+    assert bm25_query("怎样检查一台机器是不是在用外部的时间源？").split() == [
+        "检查",
+        "一台",
+        "机器",
+        "不是",
+        "外部",
+        "时间",
+        "源",
+    ]
     assert bm25_query("Which configure switch builds the HTML help?") == "configure switch builds HTML help"
-    assert bm25_query("什么？") == "什么？"      # nothing left: the query as it is
+    assert bm25_query("什么？") == "什么？"  # nothing left: the query as it is
 
 
 def test_answer_in_context_normalizes_whitespace_and_case():
     assert answer_in("--enable-prebuilt-html", "configure with\n--Enable-Prebuilt-HTML.")
     assert answer_in("fill = TRUE", "use fill   =\nTRUE here")
     assert not answer_in("106 种语言", "支持 106 种\n语言", "en")
-    assert answer_in("106 种语言", "支持 106 种\n语言", "zh")   # Chinese: whitespace removed counts too
+    assert answer_in("106 种语言", "支持 106 种\n语言", "zh")  # Chinese: whitespace removed counts too
     # a Markdown table's cell separators read as spaces; a pipe the answer holds still has to be there
     assert answer_in("Admitted Male 512", "| Admitted Male | 512 353 120 |")
     assert answer_in("ls | sort", "run ls | sort")
     assert not answer_in("ls | sort", "run ls sort")
     assert answer_in("%xyz% |>", "| - + : %xyz% \\|> * / | (unary) |")
     # typographic quotes read as ASCII ones (the PDF's “服务器” is "服务器" in docling-parse's text)
-    assert answer_in('是挪威语“服务器”之意', '（主机名"tjener"是挪威语"服务器"之意）', "zh")
+    assert answer_in("是挪威语“服务器”之意", '（主机名"tjener"是挪威语"服务器"之意）', "zh")
     assert answer_in("don’t", "you don't need it") and not answer_in('"a"', "'a'")
 
 
 def test_answer_rank_reads_the_context_when_there_is_one():
     question = {"answer": "setarch i686 R", "lang": "en"}
-    results = [{"content": "setarch i686 R", "context": "a passage without it"},
-               {"content": "x", "context": "run setarch i686 R to start"}]
+    results = [
+        {"content": "setarch i686 R", "context": "a passage without it"},
+        {"content": "x", "context": "run setarch i686 R to start"},
+    ]
     assert first_answer_rank(results, question) == 2
 
 
 def test_chinese_query_words_get_english_words_from_the_packaged_dictionary():
     words = english_words("怎样检查一台机器是不是在用外部的时间源？")
     assert {"examine", "machine", "external", "time", "source"} <= set(words)
-    assert "isn't" not in words and "what" not in words           # question and function words give nothing
-    assert english_words("Which configure switch?") == []        # nothing Chinese: nothing to translate
+    assert "isn't" not in words and "what" not in words  # question and function words give nothing
+    assert english_words("Which configure switch?") == []  # nothing Chinese: nothing to translate
 
 
 def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_configured_share():
@@ -126,7 +148,7 @@ def test_translate_policy_lets_the_model_read_the_dictionary_words_at_a_configur
     # no dictionary word: as ``share`` (Latin words only, or BM25 alone)
     assert dense_query_text("数据备份", ("en",), "translate", [], 0.5) == dense_query_text("数据备份", ("en",), "share")
     assert dense_query_text("数据备份", ("en", "zh"), "translate", english, 0.5) == ("数据备份", 1.0, None)
-    assert dense_query_text("数据备份", ("en",), "translate", english)[1] == 0.5     # default: half a word each
+    assert dense_query_text("数据备份", ("en",), "translate", english)[1] == 0.5  # default: half a word each
     assert bm25_query("数据备份", ["data", "backup"]).split()[-2:] == ["data", "backup"]
 
 
@@ -135,23 +157,30 @@ def _row(page: int, chunk: int, score: float) -> dict:
 
 
 def test_a_page_gives_its_best_chunk_at_its_rank_and_a_second_separate_one_at_its_own_score():
-    by_page = {("d", 1): [_row(1, 4, 0.9), _row(1, 5, 0.85), _row(1, 8, 0.5), _row(1, 0, 0.4)],
-               ("d", 2): [_row(2, 1, 0.7)], ("d", 3): [_row(3, 2, 0.95)]}
+    by_page = {
+        ("d", 1): [_row(1, 4, 0.9), _row(1, 5, 0.85), _row(1, 8, 0.5), _row(1, 0, 0.4)],
+        ("d", 2): [_row(2, 1, 0.7)],
+        ("d", 3): [_row(3, 2, 0.95)],
+    }
     relevance = {("d", 1): 1.1, ("d", 2): 0.7, ("d", 3): 0.95}
     rows = assemble(by_page, relevance, toc={("d", 3)}, chunks_per_page=2)
     # page 1 first (relevance), its neighbour chunk 5 skipped, chunk 8 at its own 0.5; the TOC page last
     assert [(r["pageIndex"], r["chunkIndex"]) for r in rows] == [(1, 4), (2, 1), (1, 8), (3, 2)]
-    assert [(r["pageIndex"], r["chunkIndex"]) for r in assemble(by_page, relevance, set(), 1)] == [(1, 4), (3, 2), (2, 1)]
+    assert [(r["pageIndex"], r["chunkIndex"]) for r in assemble(by_page, relevance, set(), 1)] == [
+        (1, 4),
+        (3, 2),
+        (2, 1),
+    ]
 
 
 def test_rerank_features_count_question_words_in_any_form_and_phrases_kept_together():
     words = question_words("Where does the native pipe sit in the operator precedence list?")
     assert [w.text for w in words] == ["native", "pipe", "sit", "operator", "precedence", "list"]
     coverage, proximity = features(words, "Operators listed by precedence: the native pipe |> sits here")
-    assert coverage == 1.0 and proximity == 0.8        # listed, sits count; 4 of 5 pairs within 40 chars
-    assert features(words, "the position of a composite") == (0.0, 0.0)   # no word found inside another word
+    assert coverage == 1.0 and proximity == 0.8  # listed, sits count; 4 of 5 pairs within 40 chars
+    assert features(words, "the position of a composite") == (0.0, 0.0)  # no word found inside another word
     chinese = question_words("怎样检查外部的时间源", {"外部": ["external"], "时间": ["time"], "源": ["source"]})
-    assert features(chinese, "check whether an external time source is used")[0] == 0.75   # 检查 untranslated
+    assert features(chinese, "check whether an external time source is used")[0] == 0.75  # 检查 untranslated
     rows = [{"score": 0.5, "scores": {}, "content": "native pipe operator"}]
     rerank(rows, words, 0.1, 0.05)
     assert rows[0]["scores"]["rerank"] == round(0.5 + 0.1 * 0.5 + 0.05 * rows[0]["scores"]["proximity"], 6)

@@ -13,7 +13,7 @@ import pytest
 from kb_assets.pipeline.identity import document_id_for
 from kb_assets.pipeline.planning import scan
 
-BAD_NAME = os.fsdecode(b"bad\xff\xfe.md")   # what Python makes of the bytes b"bad\xff\xfe.md"
+BAD_NAME = os.fsdecode(b"bad\xff\xfe.md")  # what Python makes of the bytes b"bad\xff\xfe.md"
 
 
 @pytest.fixture
@@ -41,8 +41,8 @@ def test_a_file_name_that_is_not_utf8_is_a_failed_entry_shown_escaped_and_the_re
     assert "bad\\xff\\xfe.md" in shown and "not valid UTF-8" in shown["bad\\xff\\xfe.md"]
     assert "dir\\xff" in shown and shown["dir\\xff"].startswith("folder name is not valid UTF-8")
     for failure in found.failures:
-        failure.source_uri.encode("utf-8")   # printable, storable, JSON-able
-        assert failure.document_id is None   # it has no name to make an id from
+        failure.source_uri.encode("utf-8")  # printable, storable, JSON-able
+        assert failure.document_id is None  # it has no name to make an id from
 
 
 def test_a_read_error_is_a_failed_entry_with_the_reason(docs):
@@ -57,24 +57,24 @@ def test_a_read_error_is_a_failed_entry_with_the_reason(docs):
     (failure,) = found.failures
     assert failure.source_uri.endswith("/memory") and failure.reason.startswith("cannot read")
     assert "Input/output error" in failure.reason
-    assert failure.document_id == document_id_for("kb", str(docs.parent.resolve()), "memory")   # named: not purged
+    assert failure.document_id == document_id_for("kb", str(docs.parent.resolve()), "memory")  # named: not purged
 
 
 def test_symlinks_inside_the_folder_are_followed_and_those_that_leave_it_are_refused(docs, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text("# Secret\n")
-    (docs / "alias.md").symlink_to(docs / "good.md")          # a file inside
-    (docs / "linked").symlink_to(docs / "sub")                # a folder inside
-    (docs / "escape.md").symlink_to(outside / "secret.md")    # a file outside
-    (docs / "escape-dir").symlink_to(outside)                 # a folder outside
-    (docs / "mem").symlink_to("/proc/self/mem")               # outside: refused before any read
+    (docs / "alias.md").symlink_to(docs / "good.md")  # a file inside
+    (docs / "linked").symlink_to(docs / "sub")  # a folder inside
+    (docs / "escape.md").symlink_to(outside / "secret.md")  # a file outside
+    (docs / "escape-dir").symlink_to(outside)  # a folder outside
+    (docs / "mem").symlink_to("/proc/self/mem")  # outside: refused before any read
 
     found = scan([docs], "kb")
 
     assert sorted(f.source_path for f in found.files) == ["alias.md", "good.md", "linked/inner.md", "sub/inner.md"]
     alias = next(f for f in found.files if f.source_path == "alias.md")
-    assert alias.uri == str(docs.resolve() / "alias.md")      # the link's own path is the source
+    assert alias.uri == str(docs.resolve() / "alias.md")  # the link's own path is the source
     refused = reasons(found)
     assert set(refused) == {"escape.md", "escape-dir", "mem"}
     assert all("symlink leaves the ingested folder" in reason for reason in refused.values())
@@ -82,9 +82,9 @@ def test_symlinks_inside_the_folder_are_followed_and_those_that_leave_it_are_ref
 
 
 def test_symlink_loops_and_broken_symlinks_are_reported(docs):
-    (docs / "self.md").symlink_to("self.md")                  # ELOOP
-    (docs / "sub" / "up").symlink_to(docs)                    # a folder pointing to its own ancestor
-    (docs / "gone.md").symlink_to(docs / "nothing-here.md")   # dangling
+    (docs / "self.md").symlink_to("self.md")  # ELOOP
+    (docs / "sub" / "up").symlink_to(docs)  # a folder pointing to its own ancestor
+    (docs / "gone.md").symlink_to(docs / "nothing-here.md")  # dangling
 
     found = scan([docs], "kb")
 
@@ -96,7 +96,7 @@ def test_symlink_loops_and_broken_symlinks_are_reported(docs):
 
 
 def test_fifos_and_sockets_are_reported_not_skipped_and_never_block(docs):
-    os.mkfifo(docs / "pipe.md")                                # opening it for reading would block
+    os.mkfifo(docs / "pipe.md")  # opening it for reading would block
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(str(docs / "sock"))
@@ -155,5 +155,5 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     plan = plan_watched_folders(dagster_instance(settings), Stores(replace(settings, watch=f"unreadable={folder}")))
     assert {Path(f.source_uri).name for f in plan.failures} == set(failures)
     assert plan.deleted == [ids["keep.md"]] and plan.runs == []
-    purge = plan.purge_request()                                   # the purge is a purge_documents run
+    purge = plan.purge_request()  # the purge is a purge_documents run
     assert purge.run_config["ops"]["purge"]["config"]["document_ids"] == plan.deleted

@@ -25,8 +25,15 @@ class UnitEncoder:
 
 
 def entity(chunk_id: str, content: str) -> dict:
-    return {"chunk_id": chunk_id, "document_id": "doc-1", "knowledge_base_id": "kb", "page_index": 0,
-            "page_end": 0, "chunk_index": int(chunk_id[-1]), "content": content}
+    return {
+        "chunk_id": chunk_id,
+        "document_id": "doc-1",
+        "knowledge_base_id": "kb",
+        "page_index": 0,
+        "page_end": 0,
+        "chunk_index": int(chunk_id[-1]),
+        "content": content,
+    }
 
 
 def query(text: str, share: float = 1.0) -> Query:
@@ -34,19 +41,27 @@ def query(text: str, share: float = 1.0) -> Query:
 
 
 def test_hybrid_score_is_weighted_dense_plus_normalized_bm25_plus_exact_boost():
-    found = Found(hits={"c1": entity("c1", "Backups are kept for 35 days."), "c2": entity("c2", "Other text.")},
-                  dense={"c1": 0.5, "c2": 0.9}, bm25={"c1": 4.0, "c2": 1.0})
+    found = Found(
+        hits={"c1": entity("c1", "Backups are kept for 35 days."), "c2": entity("c2", "Other text.")},
+        dense={"c1": 0.5, "c2": 0.9},
+        bm25={"c1": 4.0, "c2": 1.0},
+    )
     rows = {r["chunkId"]: r for r in score(query("backups are kept"), found, Weights(), [], lambda ids: {})}
-    assert rows["c1"]["score"] == pytest.approx(0.82 * 0.5 + 0.18 * 1.0 + 0.05)   # whole query in the content
+    assert rows["c1"]["score"] == pytest.approx(0.82 * 0.5 + 0.18 * 1.0 + 0.05)  # whole query in the content
     assert rows["c2"]["score"] == pytest.approx(0.82 * 0.9 + 0.18 * 0.25)
     assert rows["c1"]["scores"] == {"dense": 0.5, "lexical": 1.0, "exactBoost": 0.05}
 
 
 def test_one_sided_candidates_get_the_other_score_from_stored_vectors_or_bm25_exhaustion():
-    found = Found(hits={"c1": entity("c1", "a"), "c2": entity("c2", "b"), "c3": entity("c3", "c")},
-                  dense={"c1": 0.4}, bm25={"c2": 2.0}, vectors={"c2": [0.7, 0.0]}, no_bm25={"c1"})
+    found = Found(
+        hits={"c1": entity("c1", "a"), "c2": entity("c2", "b"), "c3": entity("c3", "c")},
+        dense={"c1": 0.4},
+        bm25={"c2": 2.0},
+        vectors={"c2": [0.7, 0.0]},
+        no_bm25={"c1"},
+    )
     rows = {r["chunkId"]: r for r in score(query("q"), found, Weights(), [], lambda ids: {"c3": [0.2, 0.0]})}
-    assert rows["c1"]["scores"]["lexical"] == 0.0              # BM25 exhausted without it: no shared word
+    assert rows["c1"]["scores"]["lexical"] == 0.0  # BM25 exhausted without it: no shared word
     assert rows["c2"]["scores"]["dense"] == pytest.approx(0.7)  # cosine with the vector the BM25 hit carried
     assert rows["c3"]["scores"] == {"dense": pytest.approx(0.2), "lexical": None, "exactBoost": 0.0}
 
@@ -54,21 +69,33 @@ def test_one_sided_candidates_get_the_other_score_from_stored_vectors_or_bm25_ex
 def test_degraded_modes_warn_and_rank_with_what_is_left():
     hits = {"c1": entity("c1", "backups kept long"), "c2": entity("c2", "nothing")}
     warnings: list[str] = []
-    no_bm25 = score(query("backups kept"), Found(hits=hits, dense={"c1": 0.3, "c2": 0.6},
-                                                bm25_error=TimeoutError("slow")), Weights(), warnings, dict)
-    assert {r["chunkId"]: r["scores"]["lexical"] for r in no_bm25} == {"c1": 1.0, "c2": 0.0}   # keyword overlap
+    no_bm25 = score(
+        query("backups kept"),
+        Found(hits=hits, dense={"c1": 0.3, "c2": 0.6}, bm25_error=TimeoutError("slow")),
+        Weights(),
+        warnings,
+        dict,
+    )
+    assert {r["chunkId"]: r["scores"]["lexical"] for r in no_bm25} == {"c1": 1.0, "c2": 0.0}  # keyword overlap
     assert any("BM25 search unavailable" in w for w in warnings)
-    no_dense = score(query("backups"), Found(hits=hits, bm25={"c1": 3.0}, dense_error=TimeoutError("slow")),
-                     Weights(), warnings, dict)
-    assert {r["chunkId"]: r["score"] for r in no_dense}["c1"] == pytest.approx(1.0 + 0.05)   # all weight on BM25
+    no_dense = score(
+        query("backups"),
+        Found(hits=hits, bm25={"c1": 3.0}, dense_error=TimeoutError("slow")),
+        Weights(),
+        warnings,
+        dict,
+    )
+    assert {r["chunkId"]: r["score"] for r in no_dense}["c1"] == pytest.approx(1.0 + 0.05)  # all weight on BM25
     with pytest.raises(RuntimeError, match="both failed"):
         score(query("x"), Found(hits=hits, dense_error=OSError("a"), bm25_error=OSError("b")), Weights(), [], dict)
 
 
 def test_results_order_by_score_then_document_page_and_chunk():
-    rows = [{"score": 0.5, "documentId": "b", "pageIndex": 0, "chunkIndex": 0, "chunkId": "x"},
-            {"score": 0.9, "documentId": "z", "pageIndex": 3, "chunkIndex": 1, "chunkId": "y"},
-            {"score": 0.5, "documentId": "a", "pageIndex": 2, "chunkIndex": 0, "chunkId": "z"}]
+    rows = [
+        {"score": 0.5, "documentId": "b", "pageIndex": 0, "chunkIndex": 0, "chunkId": "x"},
+        {"score": 0.9, "documentId": "z", "pageIndex": 3, "chunkIndex": 1, "chunkId": "y"},
+        {"score": 0.5, "documentId": "a", "pageIndex": 2, "chunkIndex": 0, "chunkId": "z"},
+    ]
     assert [r["chunkId"] for r in sorted(rows, key=rank_key)] == ["y", "z", "x"]
 
 

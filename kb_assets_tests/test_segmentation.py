@@ -24,7 +24,11 @@ def chinese_texts() -> list[str]:
         for line in (REPO / "benchmarks" / name).read_text(encoding="utf-8").splitlines():
             questions.append(json.loads(line)["query"])
     texts = [t for t in lines + questions if _CJK.search(t)]
-    return texts + ["使用 backports 安装较新的软件", "R CMD INSTALL 的 --no-test-load 选项是什么？", "数据备份保留35天。"]
+    return texts + [
+        "使用 backports 安装较新的软件",
+        "R CMD INSTALL 的 --no-test-load 选项是什么？",
+        "数据备份保留35天。",
+    ]
 
 
 def test_compact_dictionary_segments_as_jieba_does():

@@ -23,16 +23,26 @@ def watched(tmp_path, settings, request):
     folder.mkdir()
     kb = request.node.name[5:40]
     defs = make_definitions(replace(settings, watch=f"{kb}={folder}"))
-    return SimpleNamespace(folder=folder, kb=kb, sensor=defs.get_sensor_def("watched_folders_sensor"), resources=defs.resources,
-                           schedule=defs.get_schedule_def("incremental_update_schedule"),
-                           job=defs.resolve_job_def("ingest_documents"), purge=defs.resolve_job_def("purge_documents"))
+    return SimpleNamespace(
+        folder=folder,
+        kb=kb,
+        sensor=defs.get_sensor_def("watched_folders_sensor"),
+        resources=defs.resources,
+        schedule=defs.get_schedule_def("incremental_update_schedule"),
+        job=defs.resolve_job_def("ingest_documents"),
+        purge=defs.resolve_job_def("purge_documents"),
+    )
 
 
 def _run(watched, instance, run_request):
     from kb_assets.pipeline.runs import QUIET_RUN_CONFIG
 
-    return watched.job.execute_in_process(instance=instance, tags=run_request.tags, run_config=QUIET_RUN_CONFIG,
-                                          asset_selection=run_request.asset_selection)
+    return watched.job.execute_in_process(
+        instance=instance,
+        tags=run_request.tags,
+        run_config=QUIET_RUN_CONFIG,
+        asset_selection=run_request.asset_selection,
+    )
 
 
 def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, settings, catalog, handbook):
@@ -59,7 +69,7 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     (purge,) = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources)).run_requests
     assert purge.job_name == "purge_documents" and catalog.get_document(doc.document_id).status == "published"
     result = watched.purge.execute_in_process(instance=instance, run_config=purge.run_config, tags=purge.tags)
-    assert result.success                     # the purge is a run: what it removed is its output metadata
+    assert result.success  # the purge is a run: what it removed is its output metadata
     (removed,) = result.output_for_node("purge")
     assert removed["sourcePath"] == "faq.md" and sum(removed["entitiesRemoved"].values()) >= 1
     assert catalog.get_document(doc.document_id).status == "deleted"

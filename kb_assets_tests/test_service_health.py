@@ -28,7 +28,9 @@ def app(kb_home, settings):
 
 @pytest.fixture(scope="module")
 def client(app):
-    with TestClient(app, client=LOCAL, base_url="http://localhost") as client:      # runs the lifespan: warm-up, watchdog, MCP
+    with TestClient(
+        app, client=LOCAL, base_url="http://localhost"
+    ) as client:  # runs the lifespan: warm-up, watchdog, MCP
         yield client
 
 
@@ -38,13 +40,14 @@ def beta_document(catalog):
 
 def test_malformed_requests_answer_4xx_never_500(client, catalog):
     beta = beta_document(catalog)
-    assert client.get(f"/v1/assets/pages/{beta.document_id}/", headers=ALL).status_code == 404      # a folder
+    assert client.get(f"/v1/assets/pages/{beta.document_id}/", headers=ALL).status_code == 404  # a folder
     assert client.get(f"/v1/assets/pages/{beta.document_id}", headers=ALL).status_code == 404
     assert client.get("/v1/documents/%00/pages/0", headers=ALL).status_code == 404
     assert client.get("/v1/chunks/%00/lineage", headers=ALL).status_code == 404
     assert client.get(f"/v1/documents/{beta.document_id}/pages/99999999999", headers=ALL).status_code in (404, 422)
-    surrogate = client.post("/v1/kb/search", headers={**ALL, "Content-Type": "application/json"},
-                            content=b'{"query": "\\ud800"}')
+    surrogate = client.post(
+        "/v1/kb/search", headers={**ALL, "Content-Type": "application/json"}, content=b'{"query": "\\ud800"}'
+    )
     assert surrogate.status_code == 422 and surrogate.json()["detail"][0]["loc"] == ["body", "query"]
     nul = client.post("/v1/kb/search", headers=ALL, json={"query": "backups\x00"})
     assert nul.status_code == 422
@@ -72,8 +75,11 @@ def test_the_page_endpoint_answers_503_while_postgres_is_down_and_again_after_it
     while (answer := client.get(path, headers=ALL)).status_code != 200 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert answer.status_code == 200 and "90 days" in answer.json()["text"]
-    search = client.post("/v1/kb/search", headers=ALL, json={"query": "How long are warehouse backups kept?",
-                                                             "knowledgeBaseIds": ["beta"]})
+    search = client.post(
+        "/v1/kb/search",
+        headers=ALL,
+        json={"query": "How long are warehouse backups kept?", "knowledgeBaseIds": ["beta"]},
+    )
     assert search.status_code == 200 and search.json()["results"]
 
 

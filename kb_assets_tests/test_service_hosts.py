@@ -20,8 +20,14 @@ ALL = {"Authorization": "Bearer all-key"}
 EVIL = "evil.example.com"
 BAD_NAMES = ["", "*", "../../etc", "x" * 300, "a,b;c=*"]
 GOOD_NAMES = ["handbook", "alpha", "soak-stable", "edu-zh", "r-manuals", "v1.2_docs", "7"]
-DATA_ROUTES = [("GET", "/"), ("GET", "/v1/knowledge-bases"), ("GET", "/v1/service"), ("POST", "/v1/kb/search"),
-               ("GET", "/v1/assets/pages/doc/v/0.png"), ("POST", "/mcp")]
+DATA_ROUTES = [
+    ("GET", "/"),
+    ("GET", "/v1/knowledge-bases"),
+    ("GET", "/v1/service"),
+    ("POST", "/v1/kb/search"),
+    ("GET", "/v1/assets/pages/doc/v/0.png"),
+    ("POST", "/mcp"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +59,9 @@ def test_without_keys_a_foreign_host_is_refused_on_every_data_route(settings, se
     assert "KB_ALLOWED_HOSTS" in response.json()["detail"] and EVIL in response.json()["detail"]
 
 
-@pytest.mark.parametrize("host", ["localhost", "localhost:8000", "127.0.0.1", "127.9.8.7:1234", "[::1]:8000",
-                                  "LOCALHOST."])
+@pytest.mark.parametrize(
+    "host", ["localhost", "localhost:8000", "127.0.0.1", "127.9.8.7:1234", "[::1]:8000", "LOCALHOST."]
+)
 def test_without_keys_loopback_names_are_answered(settings, searcher, host):
     assert client_of(settings, searcher, host=host).get("/v1/service").status_code == 200
 
@@ -98,14 +105,30 @@ def test_any_host_without_keys_and_a_malformed_public_url_are_refused(settings, 
 def test_settings_read_the_host_and_body_timeout_variables(kb_home):
     from kb_assets.settings import Settings
 
-    read = Settings.from_env({"KB_HOME": str(kb_home), "KB_PUBLIC_URL": "https://kb.example.com/",
-                              "KB_ALLOWED_HOSTS": "a.example.com,b", "KB_BODY_TIMEOUT_S": "2.5"})
-    assert (read.public_url, read.allowed_hosts, read.body_timeout_s) == ("https://kb.example.com", "a.example.com,b", 2.5)
+    read = Settings.from_env(
+        {
+            "KB_HOME": str(kb_home),
+            "KB_PUBLIC_URL": "https://kb.example.com/",
+            "KB_ALLOWED_HOSTS": "a.example.com,b",
+            "KB_BODY_TIMEOUT_S": "2.5",
+        }
+    )
+    assert (read.public_url, read.allowed_hosts, read.body_timeout_s) == (
+        "https://kb.example.com",
+        "a.example.com,b",
+        2.5,
+    )
     assert Settings.from_env({"KB_HOME": str(kb_home)}).body_timeout_s == 10
 
 
-@pytest.mark.parametrize("env,host", [({}, "0.0.0.0"), ({"KB_ALLOWED_HOSTS": "*"}, "127.0.0.1"),
-                                      ({"KB_API_KEYS": KEYS, "KB_PUBLIC_URL": "ftp://x"}, "0.0.0.0")])
+@pytest.mark.parametrize(
+    "env,host",
+    [
+        ({}, "0.0.0.0"),
+        ({"KB_ALLOWED_HOSTS": "*"}, "127.0.0.1"),
+        ({"KB_API_KEYS": KEYS, "KB_PUBLIC_URL": "ftp://x"}, "0.0.0.0"),
+    ],
+)
 def test_serve_refuses_an_unsafe_configuration_with_one_line_and_exit_code_2(kb_home, monkeypatch, env, host):
     from kb_assets.cli import main
 
@@ -122,7 +145,7 @@ def test_readyz_is_503_naming_postgres_when_it_cannot_be_reached(settings, searc
     from kb_assets.retrieval.search import Searcher
     from kb_assets.stores.catalog import Catalog
 
-    dead = Catalog("postgresql://kb@127.0.0.1:9/kb", statement_timeout_ms=1000)       # nothing listens there
+    dead = Catalog("postgresql://kb@127.0.0.1:9/kb", statement_timeout_ms=1000)  # nothing listens there
     down = Searcher(searcher.client, dead, searcher.alias, searcher.load_model, searcher.config)
     response = client_of(settings, down, host=EVIL).get("/readyz")
     assert response.status_code == 503 and response.headers["Retry-After"]
@@ -132,8 +155,13 @@ def test_readyz_is_503_naming_postgres_when_it_cannot_be_reached(settings, searc
 def test_readyz_is_503_naming_milvus_when_it_does_not_answer(settings, searcher, frozen_milvus_client):
     from kb_assets.retrieval.search import Searcher
 
-    down = Searcher(frozen_milvus_client, searcher.catalog, searcher.alias, searcher.load_model,
-                    replace(searcher.config, milvus_timeout_s=0.5))
+    down = Searcher(
+        frozen_milvus_client,
+        searcher.catalog,
+        searcher.alias,
+        searcher.load_model,
+        replace(searcher.config, milvus_timeout_s=0.5),
+    )
     response = client_of(settings, down).get("/readyz")
     assert response.status_code == 503 and response.headers["Retry-After"]
     assert response.json()["detail"] == "Milvus unavailable"
@@ -149,10 +177,12 @@ def test_a_body_that_never_arrives_is_answered_408_and_closed_within_the_timeout
     with live_server(app) as url:
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=timeout_s + margin_s) as raw:
-            raw.sendall(b"POST /v1/kb/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: 100\r\n\r\n" + sent)
+            raw.sendall(
+                b"POST /v1/kb/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100\r\n\r\n" + sent
+            )
             answer = b""
-            while chunk := raw.recv(65536):        # raises socket.timeout past timeout + margin
+            while chunk := raw.recv(65536):  # raises socket.timeout past timeout + margin
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b"KB_BODY_TIMEOUT_S" in answer
@@ -174,7 +204,7 @@ def test_a_bad_name_is_refused_by_the_api(settings, searcher, name):
     client = client_of(settings, searcher)
     search = client.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ["alpha", name]})
     assert search.status_code == 422 and search.json()["detail"][0]["loc"] == ["body", "knowledgeBaseIds", 1]
-    if name not in ("", "../../etc"):                     # those name another route (or none)
+    if name not in ("", "../../etc"):  # those name another route (or none)
         from urllib.parse import quote
 
         assert client.get(f"/v1/knowledge-bases/{quote(name, safe='')}/documents").status_code == 422
@@ -185,7 +215,7 @@ def test_a_bad_name_is_refused_in_api_keys_watch_and_the_cli(kb_home, settings, 
     from kb_assets.cli import main
     from kb_assets.service.auth import parse_api_keys
 
-    if name not in ("*", "a,b;c=*"):      # in KB_API_KEYS "*" is every knowledge base, ",;=" its syntax
+    if name not in ("*", "a,b;c=*"):  # in KB_API_KEYS "*" is every knowledge base, ",;=" its syntax
         with pytest.raises(ValueError, match="KB_API_KEYS"):
             parse_api_keys(f"key={name}")
     with pytest.raises(ValueError, match="KB_WATCH"):
@@ -200,8 +230,9 @@ def test_ordinary_names_are_accepted_everywhere(settings, searcher, kb_home):
     from kb_assets.service.auth import parse_api_keys
 
     assert parse_api_keys(f"key={','.join(GOOD_NAMES)};other=*") == {"key": set(GOOD_NAMES), "other": None}
-    assert [kb for kb, _ in replace(settings, watch=";".join(f"{n}=/tmp/{n}" for n in GOOD_NAMES)).watched_folders()] \
-        == GOOD_NAMES
+    assert [
+        kb for kb, _ in replace(settings, watch=";".join(f"{n}=/tmp/{n}" for n in GOOD_NAMES)).watched_folders()
+    ] == GOOD_NAMES
     client = client_of(settings, searcher)
     for name in GOOD_NAMES:
         assert client.get(f"/v1/knowledge-bases/{name}/documents").status_code == 200

@@ -65,8 +65,9 @@ def home():
 def _stand_in(*words: str) -> subprocess.Popen:
     """A process that lives 3 s with ``words`` on its command line, returned once it runs it (until its
     exec, /proc shows pytest's): a server that is dying while ensure_* looks at it."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(3)", *words],
-                               stdout=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import time; print(flush=True); time.sleep(3)", *words], stdout=subprocess.PIPE
+    )
     process.stdout.readline()
     process.stdout.close()
     return process
@@ -265,8 +266,17 @@ def test_two_processes_ensuring_at_once_share_one_server_each(home):
         "print(json.dumps([ensure_postgres(h), postgres_status(h)['pid'], ensure_milvus(h), milvus_status(h)['pid']]))"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(home)], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(home)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -12,8 +12,9 @@ from kb_assets.defs.resources import StoresResource
 pytestmark = pytest.mark.services
 
 
-def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run(tmp_path, settings, catalog,
-                                                                                milvus_client):
+def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run(
+    tmp_path, settings, catalog, milvus_client
+):
     from kb_assets.definitions import make_definitions
     from kb_assets.services import ensure_milvus
     from kb_assets.settings import Settings
@@ -28,16 +29,26 @@ def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run
         "KB_MILVUS_DENSE_INDEX": "ivf_sq8",
         "KB_OBJECT_STORE_URL": "s3://probe-bucket/objects",
         "KB_LAKE_URL": str(tmp_path / "lake-probe"),
-        "AWS_ACCESS_KEY_ID": "probe-key", "AWS_SECRET_ACCESS_KEY": "probe-secret",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_REGION": "eu-probe-1",
+        "AWS_ACCESS_KEY_ID": "probe-key",
+        "AWS_SECRET_ACCESS_KEY": "probe-secret",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_REGION": "eu-probe-1",
         "KB_EMBEDDING_MODEL": "all-MiniLM-L6-v2",
-        "KB_ENCODER": "torch", "KB_ENCODER_THREADS": "1", "KB_EMBEDDING_BATCH_SIZE": "7",
+        "KB_ENCODER": "torch",
+        "KB_ENCODER_THREADS": "1",
+        "KB_EMBEDDING_BATCH_SIZE": "7",
         "KB_CACHE_DIR": str(tmp_path / "cache-probe"),
-        "KB_EMBEDDING_SLICE": "13", "KB_MAX_CHUNKS_PER_DOCUMENT": "17",
-        "KB_PARSE_WORKERS": "1", "KB_PARSE_MAX_FILE_BYTES": "12345", "KB_PARSE_MAX_PAGES": "23",
-        "KB_OCR_ENGINE": "tesseract", "KB_OCR_LANGUAGES": "eng",
-        "KB_SUMMARIZER_URL": "http://127.0.0.1:9/v1", "KB_SUMMARIZER_MODEL": "probe-summarizer",
-        "KB_CHUNK_CONTEXT_URL": "http://127.0.0.1:9/v1", "KB_CHUNK_CONTEXT_MODEL": "probe-context",
+        "KB_EMBEDDING_SLICE": "13",
+        "KB_MAX_CHUNKS_PER_DOCUMENT": "17",
+        "KB_PARSE_WORKERS": "1",
+        "KB_PARSE_MAX_FILE_BYTES": "12345",
+        "KB_PARSE_MAX_PAGES": "23",
+        "KB_OCR_ENGINE": "tesseract",
+        "KB_OCR_LANGUAGES": "eng",
+        "KB_SUMMARIZER_URL": "http://127.0.0.1:9/v1",
+        "KB_SUMMARIZER_MODEL": "probe-summarizer",
+        "KB_CHUNK_CONTEXT_URL": "http://127.0.0.1:9/v1",
+        "KB_CHUNK_CONTEXT_MODEL": "probe-context",
         "KB_CHUNK_CONTEXT_CONCURRENCY": "3",
     }
     probed = Settings.from_env(env)
@@ -47,14 +58,20 @@ def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run
     def probe(stores: StoresResource) -> None:
         model = stores.model()
         seen.update(
-            dsn=stores.catalog.dsn, milvus=stores.milvus is open_milvus(stores.settings.home, milvus_uri),
-            alias=stores.alias, dense_index=stores.settings.milvus_dense_index,
-            objects=stores.objects.url, s3=dict(stores.objects.root.storage_options), lake=stores.lake.url,
+            dsn=stores.catalog.dsn,
+            milvus=stores.milvus is open_milvus(stores.settings.home, milvus_uri),
+            alias=stores.alias,
+            dense_index=stores.settings.milvus_dense_index,
+            objects=stores.objects.url,
+            s3=dict(stores.objects.root.storage_options),
+            lake=stores.lake.url,
             model=(model.model_id, model.encoder, model.threads, model.batch_size, model.cache_dir),
-            slice=stores.settings.embedding_slice, max_chunks=stores.settings.max_chunks_per_document,
+            slice=stores.settings.embedding_slice,
+            max_chunks=stores.settings.max_chunks_per_document,
             parse=stores.parse_options(),
-            summarizer=stores.summarizer().model, contextualizer=(stores.contextualizer().model,
-                                                                  stores.contextualizer().concurrency))
+            summarizer=stores.summarizer().model,
+            contextualizer=(stores.contextualizer().model, stores.contextualizer().concurrency),
+        )
 
     resources = make_definitions(probed).resources
     assert dg.materialize([probe], resources=resources).success
@@ -68,12 +85,17 @@ def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run
     assert seen["model"] == ("all-MiniLM-L6-v2", "torch", 1, 7, tmp_path / "cache-probe")
     assert (seen["slice"], seen["max_chunks"]) == (13, 17)
     parse = seen["parse"]
-    assert (parse.workers, parse.max_file_bytes, parse.max_pages, parse.ocr_engine, parse.ocr_languages) == \
-        (1, 12345, 23, "tesseract", "eng")
+    assert (parse.workers, parse.max_file_bytes, parse.max_pages, parse.ocr_engine, parse.ocr_languages) == (
+        1,
+        12345,
+        23,
+        "tesseract",
+        "eng",
+    )
     assert parse.scratch_dir is not None and parse.scratch_dir.is_relative_to(probed.scratch_root)
     assert seen["summarizer"] == "probe-summarizer" and seen["contextualizer"] == ("probe-context", 3)
     # the command line and the sensors get the same clients from the same settings
     outside = Stores(probed)
     assert outside.catalog is not None and outside.catalog.dsn == seen["dsn"]
     assert (outside.model().threads, outside.model().batch_size) == (1, 7)
-    assert "probe-secret" not in str(resources["stores"].description)      # the UI shows no secret
+    assert "probe-secret" not in str(resources["stores"].description)  # the UI shows no secret

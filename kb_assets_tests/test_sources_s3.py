@@ -15,6 +15,7 @@ from kb_assets.stores.paths import list_objects
 
 pytestmark = pytest.mark.services
 
+
 @pytest.fixture
 def prefix(s3) -> str:
     """A fresh key prefix (the 'folder' a team keeps its documents in)."""
@@ -34,24 +35,26 @@ def put(s3, key: str, text: str) -> None:
 def test_objects_are_listed_page_by_page_relative_to_the_prefix(s3, prefix):
     for name in ("a.md", "b.md", "sub/c.md", "sub/d.md", "e.md"):
         put(s3, f"{prefix}/{name}", f"# {name}\n")
-    put(s3, f"{prefix}/empty-folder/", "")            # a folder marker is not an object
+    put(s3, f"{prefix}/empty-folder/", "")  # a folder marker is not an object
     put(s3, f"{prefix}-sibling/x.md", "# not under the prefix\n")
 
     pages = list(list_objects(f"s3://{s3.bucket}/{prefix}", s3.storage_options(), page_size=2))
 
-    assert len(pages) >= 3 and all(len(page) <= 2 for page in pages)   # 6 keys, 2 a page (marker dropped)
+    assert len(pages) >= 3 and all(len(page) <= 2 for page in pages)  # 6 keys, 2 a page (marker dropped)
     listed = [item for page in pages for item in page]
     assert sorted(item.relative for item in listed) == ["a.md", "b.md", "e.md", "sub/c.md", "sub/d.md"]
     etag = s3.client().head_object(Bucket=s3.bucket, Key=f"{prefix}/sub/c.md")["ETag"].strip('"')
     assert next(i for i in listed if i.relative == "sub/c.md").etag == etag
-    (single,) = [item for page in list_objects(f"s3://{s3.bucket}/{prefix}/sub/c.md", s3.storage_options())
-                 for item in page]
+    (single,) = [
+        item for page in list_objects(f"s3://{s3.bucket}/{prefix}/sub/c.md", s3.storage_options()) for item in page
+    ]
     assert single.relative == "c.md" and single.url == f"s3://{s3.bucket}/{prefix}/sub/c.md"
 
 
 @pytest.mark.slow
-def test_an_s3_prefix_is_ingested_and_the_knowledge_base_follows_changes_and_deletions(s3, prefix, s3_settings,
-                                                                                     catalog, stores):
+def test_an_s3_prefix_is_ingested_and_the_knowledge_base_follows_changes_and_deletions(
+    s3, prefix, s3_settings, catalog, stores
+):
     from kb_assets.pipeline.ingest import ingest
 
     kb, url = "bucket-docs", f"s3://{s3.bucket}/{prefix}"
@@ -65,16 +68,20 @@ def test_an_s3_prefix_is_ingested_and_the_knowledge_base_follows_changes_and_del
     docs = {d.source_path: d for d in catalog.list_documents([kb])}
     assert set(docs) == {"runbook.md", "policies/retention.md", "legacy.txt"}
     retention = docs["policies/retention.md"]
-    assert retention.document_id == document_id_for(kb, url, "policies/retention.md")   # stable per (kb, root, key)
-    assert retention.source_root == url and retention.partition_key == f"{kb}/{prefix.rsplit('/', 1)[-1]}/policies/retention.md"
+    assert retention.document_id == document_id_for(kb, url, "policies/retention.md")  # stable per (kb, root, key)
+    assert (
+        retention.source_root == url
+        and retention.partition_key == f"{kb}/{prefix.rsplit('/', 1)[-1]}/policies/retention.md"
+    )
     assert retention.source_uri == f"{url}/policies/retention.md" and retention.status == "published"
     assert "400 days" in " ".join(p["text"] for p in catalog.read_pages(retention.document_id))
     etags = catalog.source_etags([d.document_id for d in docs.values()])
     assert etags[retention.document_id] == (
         s3.client().head_object(Bucket=s3.bucket, Key=f"{prefix}/policies/retention.md")["ETag"].strip('"'),
-        retention.version)
+        retention.version,
+    )
 
-    again = ingest([url], kb, s3_settings)            # ETags unchanged: nothing read again, no run
+    again = ingest([url], kb, s3_settings)  # ETags unchanged: nothing read again, no run
     assert again.as_json()["documents"]["unchanged"] == 3 and again.run_ids == []
 
     put(s3, f"{prefix}/policies/retention.md", "# Retention\n\nAudit logs are kept for 730 days.\n")
@@ -123,8 +130,13 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     assert isinstance(unchanged, dg.SkipReason) and "nothing changed" in unchanged.skip_message
 
     s3.client().delete_object(Bucket=s3.bucket, Key=f"{prefix}/faq.md")
-    (purge,) = sensor(dg.build_sensor_context(instance=instance, resources=defs.resources)).run_requests   # the purge is a run
+    (purge,) = sensor(
+        dg.build_sensor_context(instance=instance, resources=defs.resources)
+    ).run_requests  # the purge is a run
     assert purge.job_name == "purge_documents"
-    assert defs.resolve_job_def("purge_documents").execute_in_process(
-        instance=instance, run_config=purge.run_config, tags=purge.tags).success
+    assert (
+        defs.resolve_job_def("purge_documents")
+        .execute_in_process(instance=instance, run_config=purge.run_config, tags=purge.tags)
+        .success
+    )
     assert catalog.get_document(faq).status == "deleted"

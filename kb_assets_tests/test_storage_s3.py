@@ -15,6 +15,7 @@ from kb_assets.stores.objects import ObjectStore
 
 pytestmark = pytest.mark.services
 
+
 @pytest.fixture
 def prefix(s3):
     """A fresh key prefix in the bucket, so that tests do not see each other's objects."""
@@ -32,29 +33,31 @@ def chunks_frame(document_id: str, n: int = 3) -> pl.DataFrame:
     rows = []
     for i in range(n):
         content = f"Paragraph {i} of {document_id}: pump P-{100 + i} runs at {1450 + i} rpm."
-        rows.append({
-            "chunk_id": f"{document_id}-c{i}",
-            "document_id": document_id,
-            "knowledge_base_id": "kb-a",
-            "document_version": "v1",
-            "document_title": f"Manual {document_id}",
-            "source_uri": f"file:///docs/{document_id}.pdf",
-            "source_kind": "file",
-            "mime": "application/pdf",
-            "page_index": i,
-            "page_end": i,
-            "page_label": str(i + 1),
-            "chunk_index": i,
-            "kind": "table" if i == 2 else "paragraph",
-            "section_title": "Operation",
-            "content": content,
-            "embedding_input": f"Manual {document_id} > Operation\n{content}",
-            "embedding_input_sha": hashlib.sha256(content.encode()).hexdigest(),
-            "table_header": "| pump | rpm |" if i == 2 else None,
-            "image_key": None,
-            "run_id": "run-1",
-            "pipeline_version": "1",
-        })
+        rows.append(
+            {
+                "chunk_id": f"{document_id}-c{i}",
+                "document_id": document_id,
+                "knowledge_base_id": "kb-a",
+                "document_version": "v1",
+                "document_title": f"Manual {document_id}",
+                "source_uri": f"file:///docs/{document_id}.pdf",
+                "source_kind": "file",
+                "mime": "application/pdf",
+                "page_index": i,
+                "page_end": i,
+                "page_label": str(i + 1),
+                "chunk_index": i,
+                "kind": "table" if i == 2 else "paragraph",
+                "section_title": "Operation",
+                "content": content,
+                "embedding_input": f"Manual {document_id} > Operation\n{content}",
+                "embedding_input_sha": hashlib.sha256(content.encode()).hexdigest(),
+                "table_header": "| pump | rpm |" if i == 2 else None,
+                "image_key": None,
+                "run_id": "run-1",
+                "pipeline_version": "1",
+            }
+        )
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
 
 
@@ -81,8 +84,13 @@ def test_server_rejects_requests_signed_with_a_wrong_secret(s3):
     import boto3
     from botocore.exceptions import ClientError
 
-    wrong = boto3.client("s3", endpoint_url=s3.endpoint_url, aws_access_key_id=s3.access_key,
-                         aws_secret_access_key="not-the-secret", region_name=s3.region)
+    wrong = boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        aws_access_key_id=s3.access_key,
+        aws_secret_access_key="not-the-secret",
+        region_name=s3.region,
+    )
     with pytest.raises(ClientError):
         wrong.list_objects_v2(Bucket=s3.bucket)
 
@@ -229,9 +237,13 @@ def test_lake_rejects_a_frame_with_the_wrong_schema_and_writes_nothing(s3, prefi
     extra_column = embeddings_frame("doc-1").with_columns(pl.lit("x").alias("extra"))
     reordered = chunks_frame("doc-1").select(list(reversed(CHUNKS_SCHEMA.names())))
 
-    for table, frame in (("chunks", wrong_type), ("chunks", missing_column),
-                         ("embeddings", extra_column), ("chunks", reordered),
-                         ("embeddings", chunks_frame("doc-1"))):
+    for table, frame in (
+        ("chunks", wrong_type),
+        ("chunks", missing_column),
+        ("embeddings", extra_column),
+        ("chunks", reordered),
+        ("embeddings", chunks_frame("doc-1")),
+    ):
         with pytest.raises(ValueError, match=f"lake table {table}"):
             lake.write(table, "doc-1", frame)
 
@@ -245,12 +257,14 @@ def test_lake_rejects_a_frame_with_the_wrong_schema_and_writes_nothing(s3, prefi
 
 
 def test_settings_from_s3_urls_and_aws_env_give_a_working_object_store_and_lake(s3, prefix, tmp_path):
-    settings = Settings.from_env({
-        "KB_HOME": str(tmp_path / "kb"),
-        "KB_OBJECT_STORE_URL": f"{prefix}/objects",
-        "KB_LAKE_URL": f"{prefix}/lake",
-        **s3.env(),
-    })
+    settings = Settings.from_env(
+        {
+            "KB_HOME": str(tmp_path / "kb"),
+            "KB_OBJECT_STORE_URL": f"{prefix}/objects",
+            "KB_LAKE_URL": f"{prefix}/lake",
+            **s3.env(),
+        }
+    )
     assert settings.object_store_url == f"{prefix}/objects"
     assert settings.lake_url == f"{prefix}/lake"
     assert settings.storage_options() == s3.storage_options()
@@ -283,8 +297,12 @@ def test_dagster_resources_reach_s3_with_explicit_credentials_shown_only_by_name
 
     from kb_assets.defs.resources import build_resources
 
-    for name, value in {**s3.env(), "KB_HOME": str(tmp_path / "kb"), "KB_OBJECT_STORE_URL": f"{prefix}/objects",
-                        "KB_LAKE_URL": f"{prefix}/lake"}.items():
+    for name, value in {
+        **s3.env(),
+        "KB_HOME": str(tmp_path / "kb"),
+        "KB_OBJECT_STORE_URL": f"{prefix}/objects",
+        "KB_LAKE_URL": f"{prefix}/lake",
+    }.items():
         monkeypatch.setenv(name, value)
     resources = build_resources(Settings.from_env())
     assert s3.secret_key not in str(resources["stores"].description)
@@ -293,7 +311,7 @@ def test_dagster_resources_reach_s3_with_explicit_credentials_shown_only_by_name
     @dg.asset
     def roundtrip(stores: StoresResource) -> None:
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
-            monkeypatch.delenv(name)     # the settings were read before: the stores carry them from now on
+            monkeypatch.delenv(name)  # the settings were read before: the stores carry them from now on
         stores.objects.put("originals/00/00abc.txt", b"hello")
         stores.lake.write("chunks", "doc-r", chunks_frame("doc-r"))
 

@@ -23,31 +23,55 @@ def page(index: int, blocks: list[tuple[str, str] | tuple[str, str, int]], label
 
 BODY = "The agent keeps a local cache of credentials and renews them an hour before they expire."
 
-TOC = "\n".join([
-    "1 Getting Started . . . . . . . . . . . . . . . . . . 1",
-    "1.1 Installing the agent . . . . . . . . . . . . . . . 1",
-    "1.2 First login . . . . . . . . . . . . . . . . . . . . 2",
-    "2 Daily Operations . . . . . . . . . . . . . . . . . . 3",
-    "2.1 Rotating keys . . . . . . . . . . . . . . . . . . . 3",
-    "3 Troubleshooting . . . . . . . . . . . . . . . . . . . 4",
-])
+TOC = "\n".join(
+    [
+        "1 Getting Started . . . . . . . . . . . . . . . . . . 1",
+        "1.1 Installing the agent . . . . . . . . . . . . . . . 1",
+        "1.2 First login . . . . . . . . . . . . . . . . . . . . 2",
+        "2 Daily Operations . . . . . . . . . . . . . . . . . . 3",
+        "2.1 Rotating keys . . . . . . . . . . . . . . . . . . . 3",
+        "3 Troubleshooting . . . . . . . . . . . . . . . . . . . 4",
+    ]
+)
 
 
 def field_guide(labels: bool) -> list[dict]:
     """A title page, a printed table of contents, then four numbered pages (printed 1-4)."""
     label = (lambda n: str(n)) if labels else (lambda n: None)
     return [
-        page(0, [("heading", "Field Guide", 1), ("paragraph", "Operations handbook, second edition.")],
-             "i" if labels else None),
+        page(
+            0,
+            [("heading", "Field Guide", 1), ("paragraph", "Operations handbook, second edition.")],
+            "i" if labels else None,
+        ),
         page(1, [("paragraph", "Contents"), ("list", TOC)], "ii" if labels else None),
-        page(2, [("paragraph", "Getting Started"), ("paragraph", BODY), ("paragraph", "Installing the agent"),
-                 ("paragraph", "Download the package and run the installer with administrator rights.")], label(1)),
-        page(3, [("paragraph", "First login"), ("paragraph", "Sign in with the one-time code sent by email.")],
-             label(2)),
-        page(4, [("paragraph", "Daily Operations"), ("paragraph", "Rotating keys"),
-                 ("paragraph", "Keys are rotated every 30 days by the scheduler.")], label(3)),
-        page(5, [("paragraph", "Troubleshooting"), ("paragraph", "Most failures come from an expired certificate.")],
-             label(4)),
+        page(
+            2,
+            [
+                ("paragraph", "Getting Started"),
+                ("paragraph", BODY),
+                ("paragraph", "Installing the agent"),
+                ("paragraph", "Download the package and run the installer with administrator rights."),
+            ],
+            label(1),
+        ),
+        page(
+            3, [("paragraph", "First login"), ("paragraph", "Sign in with the one-time code sent by email.")], label(2)
+        ),
+        page(
+            4,
+            [
+                ("paragraph", "Daily Operations"),
+                ("paragraph", "Rotating keys"),
+                ("paragraph", "Keys are rotated every 30 days by the scheduler."),
+            ],
+            label(3),
+        ),
+        page(
+            5,
+            [("paragraph", "Troubleshooting"), ("paragraph", "Most failures come from an expired certificate.")],
+            label(4),
+        ),
     ]
 
 
@@ -59,15 +83,16 @@ def test_outline_of_a_pdf_gives_the_tree():
     outline = read_outline((CORPUS / "platform-handbook.pdf").read_bytes())
     assert outline[:3] == [(1, "1 Overview", 0), (1, "2 Storage Tiers", 1), (2, "2.1 Object Storage", 1)]
     assert len(outline) == 11
-    pages = [page(i, [("heading", t, lvl) for lvl, t, p in outline if p == i] + [("paragraph", BODY)])
-             for i in range(6)]
+    pages = [
+        page(i, [("heading", t, lvl) for lvl, t, p in outline if p == i] + [("paragraph", BODY)]) for i in range(6)
+    ]
 
     tree = build_document_tree("Northwind Data Platform Handbook", pages, outline)
 
     assert tree.source == "outline"
     got = spans(tree.nodes)
     assert got["Northwind Data Platform Handbook"] == (0, 0, 5)
-    assert got["2 Storage Tiers"] == (1, 1, 1)          # the next top-level section starts page 2 at the top
+    assert got["2 Storage Tiers"] == (1, 1, 1)  # the next top-level section starts page 2 at the top
     assert got["2.2 Archive Tier"] == (2, 1, 1)
     assert got["6 Change Management"] == (1, 5, 5)
     assert len(tree.nodes) == 12
@@ -99,7 +124,7 @@ def test_printed_table_of_contents_gives_the_tree_on_physical_pages(labels):
     assert tree.navigation_pages == [1] and tree.toc_pages == [1]
     assert spans(tree.nodes) == {
         "Field Guide": (0, 0, 5),
-        "Getting Started": (1, 2, 3),        # printed page 1 is the third physical page
+        "Getting Started": (1, 2, 3),  # printed page 1 is the third physical page
         "Installing the agent": (2, 2, 2),
         "First login": (2, 3, 3),
         "Daily Operations": (1, 4, 4),
@@ -121,33 +146,42 @@ def test_outline_wins_over_printed_toc_and_headings_win_over_page_groups():
     tree = build_document_tree("Notes", plain)
     assert tree.source == "page-groups"
     assert [(n["title"], n["start_page"], n["end_page"]) for n in tree.nodes[1:]] == [
-        ("Pages 1-10", 0, 9), ("Pages 11-20", 10, 19), ("Pages 21-25", 20, 24)]
+        ("Pages 1-10", 0, 9),
+        ("Pages 11-20", 10, 19),
+        ("Pages 21-25", 20, 24),
+    ]
 
 
 def test_navigation_pages_are_recognized_and_body_pages_are_not():
     assert is_navigation_page("Contents\n" + TOC)
     assert is_navigation_page("Index\nscan . . . . . . . . . 3, 11, 27\nseek . . . . . . . . . 29\nsink . . . . . . 30")
-    assert is_navigation_page("Contents\n\n1 概述 1\n\n1.1 部分历史 . . . . . . . . 1\n1.2 结构 . . . . . . 2\n2 安装 . . . . . 3")
+    assert is_navigation_page(
+        "Contents\n\n1 概述 1\n\n1.1 部分历史 . . . . . . . . 1\n1.2 结构 . . . . . . 2\n2 安装 . . . . . 3"
+    )
     assert not is_navigation_page(BODY + "\n" + "See section 2.1 on page 3 for the details of key rotation.")
     assert not is_navigation_page("Contents")
 
 
 # -- page summaries --------------------------------------------------------------------------
 def test_page_summaries_are_short_and_cached_by_page_text_hash():
-    pages = field_guide(labels=True) + [page(6, [("heading", "备份策略", 1),
-                                                 ("paragraph", "数据备份保留三十五天，归档数据在九十天后转入冷存储。" * 12)])]
+    pages = field_guide(labels=True) + [
+        page(
+            6, [("heading", "备份策略", 1), ("paragraph", "数据备份保留三十五天，归档数据在九十天后转入冷存储。" * 12)]
+        )
+    ]
     first = summarize_document(pages, {}, "Field Guide")
     assert all(len(p["summary"]) <= SUMMARY_CHARS for p in first.pages)
     assert first.pages[6]["summary"].startswith("备份策略: 数据备份保留三十五天")
-    assert any(k in first.pages[6]["keywords"] for k in ("备份", "保留", "归档", "数据"))   # jieba words
+    assert any(k in first.pages[6]["keywords"] for k in ("备份", "保留", "归档", "数据"))  # jieba words
     assert len(first.new_cache[RULES_SUMMARIZER]) == len(pages)
 
     pages[3] = page(3, [("paragraph", "First login"), ("paragraph", "Sign in with a hardware key.")], "2")
     second = summarize_document(pages, first.new_cache, "Field Guide")
 
-    assert list(second.new_cache[RULES_SUMMARIZER]) == [second.pages[3]["text_sha"]]   # only the changed page
-    assert [p["summary"] for i, p in enumerate(second.pages) if i != 3] == \
-        [p["summary"] for i, p in enumerate(first.pages) if i != 3]
+    assert list(second.new_cache[RULES_SUMMARIZER]) == [second.pages[3]["text_sha"]]  # only the changed page
+    assert [p["summary"] for i, p in enumerate(second.pages) if i != 3] == [
+        p["summary"] for i, p in enumerate(first.pages) if i != 3
+    ]
 
 
 def test_summarizer_is_skipped_when_not_configured():
@@ -165,13 +199,13 @@ def test_a_failing_summarizer_endpoint_never_blocks_and_leaves_rule_based_summar
         summarizer = EndpointSummarizer(url=endpoint.url, model="tiny", api_key="secret", timeout_seconds=5)
         result = summarize_document(pages, {}, "Field Guide", summarizer)
 
-    assert len(endpoint.requests) == 1                      # the first failure stops further calls
+    assert len(endpoint.requests) == 1  # the first failure stops further calls
     assert endpoint.requests[0]["path"] == "/v1/chat/completions"
     assert endpoint.requests[0]["auth"] == "Bearer secret"
     assert {p["summary_source"] for p in result.pages} == {RULES_SUMMARIZER}
     assert result.pages == summarize_document(pages, {}, "Field Guide").pages
     assert "HTTP 500" in result.warnings[0]
-    assert "llm:tiny" not in result.new_cache                # failures are never cached
+    assert "llm:tiny" not in result.new_cache  # failures are never cached
 
 
 def test_a_working_summarizer_endpoint_writes_summaries_that_are_cached():
@@ -179,10 +213,11 @@ def test_a_working_summarizer_endpoint_writes_summaries_that_are_cached():
     answer = {"choices": [{"message": {"content": "  A field guide for\noperators.  "}}]}
     with ChatServer(200, answer) as endpoint:
         first = summarize_document(pages, {}, "Field Guide", EndpointSummarizer(url=endpoint.url, model="tiny"))
-        again = summarize_document(pages, first.new_cache, "Field Guide",
-                                   EndpointSummarizer(url=endpoint.url, model="tiny"))
+        again = summarize_document(
+            pages, first.new_cache, "Field Guide", EndpointSummarizer(url=endpoint.url, model="tiny")
+        )
     assert [p["summary"] for p in first.pages] == ["A field guide for operators."] * 2
-    assert len(endpoint.requests) == 2                      # once per page; the second run reads the cache
+    assert len(endpoint.requests) == 2  # once per page; the second run reads the cache
     assert again.pages == first.pages and again.new_cache == {}
 
 
@@ -218,10 +253,18 @@ def _field_guide_pdf(path: Path) -> None:
     lines([(16, "Contents")] + [(11, line) for line in TOC.split("\n")])
     pdf.showPage()
     sections = [
-        [(16, "1 Getting Started"), (11, BODY), (13, "1.1 Installing the agent"),
-         (11, "Download the package and run the installer with administrator rights.")],
+        [
+            (16, "1 Getting Started"),
+            (11, BODY),
+            (13, "1.1 Installing the agent"),
+            (11, "Download the package and run the installer with administrator rights."),
+        ],
         [(13, "1.2 First login"), (11, "Sign in with the one-time code sent by email.")],
-        [(16, "2 Daily Operations"), (13, "2.1 Rotating keys"), (11, "Keys are rotated every 30 days by the scheduler.")],
+        [
+            (16, "2 Daily Operations"),
+            (13, "2.1 Rotating keys"),
+            (11, "Keys are rotated every 30 days by the scheduler."),
+        ],
         [(16, "3 Troubleshooting"), (11, "Most failures come from an expired certificate.")],
     ]
     for number, section in enumerate(sections, 1):

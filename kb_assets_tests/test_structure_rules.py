@@ -12,12 +12,26 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kb_assets"
 MAX_LINES = 400
 MAX_ROOT_MODULES = 6
 # the constructors of clients of the stores: called with settings' fields only in the one constructor
-CLIENT_CONSTRUCTORS = {"Catalog", "ObjectStore", "Lake", "MilvusClient", "open_catalog", "open_milvus",
-                       "load_model", "milvus_client"}
+CLIENT_CONSTRUCTORS = {
+    "Catalog",
+    "ObjectStore",
+    "Lake",
+    "MilvusClient",
+    "open_catalog",
+    "open_milvus",
+    "load_model",
+    "milvus_client",
+}
 CONSTRUCTOR_MODULE = "kb_assets.stores"
 # where a client class is defined, or a client is built from an explicit URI (not from settings)
-CLIENT_HOMES = {"kb_assets.stores.catalog", "kb_assets.stores.objects", "kb_assets.stores.lake",
-                "kb_assets.stores.models", "kb_assets.services.milvus", "kb_assets.services"}
+CLIENT_HOMES = {
+    "kb_assets.stores.catalog",
+    "kb_assets.stores.objects",
+    "kb_assets.stores.lake",
+    "kb_assets.stores.models",
+    "kb_assets.services.milvus",
+    "kb_assets.services",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -39,7 +53,9 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
         else:
             continue
@@ -102,8 +118,11 @@ def test_no_import_circle_counting_imports_inside_functions_and_type_only_ones()
 
 
 def test_no_module_passes_400_lines():
-    long = {str(path.relative_to(PACKAGE.parent)): n for path in PACKAGE.rglob("*.py")
-            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
     assert long == {}
 
 
@@ -115,16 +134,27 @@ def test_at_most_six_modules_at_the_package_root():
 def client_builders(path: Path) -> list[str]:
     """Calls in a module of the client constructors it imports from the stores or pymilvus."""
     tree = ast.parse(path.read_text())
-    imported_names = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                      and (node.module in CLIENT_HOMES or node.module in (CONSTRUCTOR_MODULE, "pymilvus"))
-                      for alias in node.names if alias.name in CLIENT_CONSTRUCTORS}
-    return [f"{node.func.id} (line {node.lineno})" for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported_names]
+    imported_names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module in CLIENT_HOMES or node.module in (CONSTRUCTOR_MODULE, "pymilvus"))
+        for alias in node.names
+        if alias.name in CLIENT_CONSTRUCTORS
+    }
+    return [
+        f"{node.func.id} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported_names
+    ]
 
 
 def test_clients_of_the_stores_are_built_in_one_constructor():
-    builders = {name: found for name, path in modules().items()
-                if name != CONSTRUCTOR_MODULE and name not in CLIENT_HOMES and (found := client_builders(path))}
+    builders = {
+        name: found
+        for name, path in modules().items()
+        if name != CONSTRUCTOR_MODULE and name not in CLIENT_HOMES and (found := client_builders(path))
+    }
     assert builders == {}
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kb_assets.stores.vectors import milvus_string
-from kb_assets.stores.vectors import count_entities, delete_document
 from kb_assets.pipeline.verify import verify
+from kb_assets.stores.entities import count_entities, delete_document
+from kb_assets.stores.vectors import milvus_string
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +22,38 @@ def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, mi
     flt = f"document_id == {milvus_string(doc.document_id)}"
     expected = lake.read("chunks", doc.document_id).height
     delete_document(milvus_client, collection, doc.document_id)
-    orphan = {"chunk_id": "orphan-chunk", "document_id": "doc-unknown", "knowledge_base_id": "handbook",
-              "content": "stray entity", "dense": [0.0] * 383 + [1.0]}
-    milvus_client.insert(collection, [{**orphan, **{k: "" for k in ("document_version", "document_title",
-                                       "source_uri", "section_title", "page_label", "kind", "source_kind", "mime",
-                                       "image_key")}, "page_index": 0, "page_end": 0, "chunk_index": 0}])
+    orphan = {
+        "chunk_id": "orphan-chunk",
+        "document_id": "doc-unknown",
+        "knowledge_base_id": "handbook",
+        "content": "stray entity",
+        "dense": [0.0] * 383 + [1.0],
+    }
+    milvus_client.insert(
+        collection,
+        [
+            {
+                **orphan,
+                **{
+                    k: ""
+                    for k in (
+                        "document_version",
+                        "document_title",
+                        "source_uri",
+                        "section_title",
+                        "page_label",
+                        "kind",
+                        "source_kind",
+                        "mime",
+                        "image_key",
+                    )
+                },
+                "page_index": 0,
+                "page_end": 0,
+                "chunk_index": 0,
+            }
+        ],
+    )
 
     found = verify(catalog, lake, milvus_client, settings.alias)
     assert not found["consistent"]

@@ -10,16 +10,16 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from kb_assets.pipeline import steps
 from kb_assets.lib.text import sha256_text
+from kb_assets.pipeline import steps
 
 pytestmark = pytest.mark.slow
 
 FILES = {
     "alpha.md": "# Deploys\n\nDeploys happen on weekdays between 10:00 and 16:00. A deploy needs one approval "
-                "from the owning team.\n\n## Freezes\n\nNo deploys run during the December freeze.\n",
+    "from the owning team.\n\n## Freezes\n\nNo deploys run during the December freeze.\n",
     "beta.md": "# Incidents\n\nEvery incident gets a commander within five minutes. The commander opens a "
-               "channel and posts updates every thirty minutes.\n",
+    "channel and posts updates every thirty minutes.\n",
 }
 
 
@@ -47,17 +47,22 @@ def run_selection(instance, run_id: str) -> set[str]:
 
 
 def materialization_metadata(instance, run_id: str, asset: str) -> dict:
-    events = [r.event_log_entry.dagster_event for r in instance.get_records_for_run(run_id).records
-              if r.event_log_entry.dagster_event and r.event_log_entry.dagster_event.is_step_materialization
-              and r.event_log_entry.dagster_event.asset_key.to_user_string() == asset]
+    events = [
+        r.event_log_entry.dagster_event
+        for r in instance.get_records_for_run(run_id).records
+        if r.event_log_entry.dagster_event
+        and r.event_log_entry.dagster_event.is_step_materialization
+        and r.event_log_entry.dagster_event.asset_key.to_user_string() == asset
+    ]
     return events[0].event_specific_data.materialization.metadata
 
 
 def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_changed_inputs(
-        corpus, settings, catalog, lake, milvus_client, monkeypatch):
+    corpus, settings, catalog, lake, milvus_client, monkeypatch
+):
     from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.pipeline.planning import stale_documents
-    from kb_assets.stores.vectors import stored_vectors
+    from kb_assets.stores.entities import stored_vectors
 
     folder, kb, docs = corpus
     alpha, beta = docs["alpha.md"], docs["beta.md"]
@@ -66,18 +71,22 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     new = bumped(settings, chunks="test-2")
     stale = stale_documents(list(docs.values()), new.step_versions())
     assert {k: (v.step, v.reason) for k, v in stale.items()} == {
-        d.document_id: ("chunks", "chunker 1 -> test-2") for d in docs.values()}
+        d.document_id: ("chunks", "chunker 1 -> test-2") for d in docs.values()
+    }
 
     original = steps.chunks.chunk_with_fallback
 
-    def revised_chunker(pages, context, *args):   # the "new chunker" changes one embedding input of beta
+    def revised_chunker(pages, context, *args):  # the "new chunker" changes one embedding input of beta
         frame, fallback = original(pages, context, *args)
         if context.source_uri.endswith("beta.md"):
             revised = frame["embedding_input"][-1] + " (revised)"
             last = pl.arange(0, frame.height, eager=True) == frame.height - 1
             frame = frame.with_columns(
                 embedding_input=pl.when(last).then(pl.lit(revised)).otherwise(pl.col("embedding_input")),
-                embedding_input_sha=pl.when(last).then(pl.lit(sha256_text(revised))).otherwise(pl.col("embedding_input_sha")))
+                embedding_input_sha=pl.when(last)
+                .then(pl.lit(sha256_text(revised)))
+                .otherwise(pl.col("embedding_input_sha")),
+            )
         return frame, fallback
 
     monkeypatch.setattr(steps.chunks, "chunk_with_fallback", revised_chunker)
@@ -88,19 +97,19 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     instance = dagster_instance(settings)
     (run_id,) = report.run_ids
     assert run_selection(instance, run_id) == {"chunks", "embeddings", "milvus_collection"}
-    assert {d: catalog.read_pages(d)[0]["run_id"] for d in pages_run} == pages_run          # no re-parse
+    assert {d: catalog.read_pages(d)[0]["run_id"] for d in pages_run} == pages_run  # no re-parse
     assert lake.read("embeddings", alpha.document_id).equals(vectors_before[alpha.document_id])  # alpha: nothing
     after = lake.read("embeddings", beta.document_id)
     changed = after.filter(pl.col("run_id") == run_id)
-    assert changed.height == 1 and after.height == vectors_before[beta.document_id].height     # one re-encoded
+    assert changed.height == 1 and after.height == vectors_before[beta.document_id].height  # one re-encoded
     assert materialization_metadata(instance, run_id, "milvus_collection")["entities_written"].value == 1
     chunk_id, vector = changed["chunk_id"][0], changed["vector"][0].to_list()
     stored = stored_vectors(milvus_client, report.published["collection"], [chunk_id])[chunk_id]
-    assert max(abs(a - b) for a, b in zip(stored, vector)) < 1e-6                           # upserted in place
+    assert max(abs(a - b) for a, b in zip(stored, vector, strict=False)) < 1e-6  # upserted in place
     refreshed = catalog.get_documents([alpha.document_id, beta.document_id])
     assert {d.step_versions["chunks"] for d in refreshed.values()} == {"test-2"}
     assert stale_documents(list(refreshed.values()), new.step_versions()) == {}
-    assert ingest([folder], kb, new).run_ids == []                                          # settled
+    assert ingest([folder], kb, new).run_ids == []  # settled
 
 
 def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpus, settings, catalog, monkeypatch):
@@ -111,7 +120,7 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     nodes_run = {d.document_id: catalog.read_nodes(d.document_id)[0]["run_id"] for d in docs.values()}
     original = steps.sources.parse_document
 
-    def revised_parser(path, name=None, options=None):   # the "new parser" reads beta's text differently
+    def revised_parser(path, name=None, options=None):  # the "new parser" reads beta's text differently
         parsed = original(path, name=name, options=options)
         if name == "beta.md":
             for page in parsed.pages:
@@ -124,11 +133,16 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     assert not report.failures
     (run_id,) = report.run_ids
     assert run_selection(dagster_instance(settings), run_id) == {
-        "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection"}
+        "parsed_pages",
+        "pageindex_trees",
+        "chunks",
+        "embeddings",
+        "milvus_collection",
+    }
     beta_pages = catalog.read_pages(beta.document_id)
     assert {p["pipeline_version"] for p in beta_pages} == {"test-2"} and beta_pages[0]["run_id"] == run_id
     assert "5 minutes" in beta_pages[0]["text"]
-    alpha_pages = catalog.read_pages(alpha.document_id)        # parsed again, the same pages: not rewritten
+    alpha_pages = catalog.read_pages(alpha.document_id)  # parsed again, the same pages: not rewritten
     assert {p["pipeline_version"] for p in alpha_pages} == {settings.versions.parse}
     assert alpha_pages[0]["run_id"] != run_id
     assert catalog.read_nodes(alpha.document_id)[0]["run_id"] == nodes_run[alpha.document_id]
@@ -136,8 +150,10 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     steps_now = catalog.get_documents([alpha.document_id, beta.document_id])
     assert {d.step_versions["parsed_pages"] for d in steps_now.values()} == {"test-2"}
     status = dagster_instance(settings).get_status_by_partition(
-        dg.AssetKey("parsed_pages"), [alpha.partition_key, beta.partition_key],
-        dg.DynamicPartitionsDefinition(name="documents"))
+        dg.AssetKey("parsed_pages"),
+        [alpha.partition_key, beta.partition_key],
+        dg.DynamicPartitionsDefinition(name="documents"),
+    )
     assert set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
 
 
@@ -151,7 +167,7 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
     new = replace(bumped(settings, chunks="test-3"), concurrent_runs=2)
     report = ingest([folder], kb, new)
 
-    assert not report.failures and len(report.run_ids) == 2            # one range for each of the two runs
+    assert not report.failures and len(report.run_ids) == 2  # one range for each of the two runs
     instance = dagster_instance(settings)
     for run_id in report.run_ids:
         run = instance.get_run_by_id(run_id)
@@ -163,7 +179,8 @@ def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpu
 
 
 def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_and_turning_it_off_restores(
-        corpus, settings, catalog, lake):
+    corpus, settings, catalog, lake
+):
     from kb_assets.chunking.contextual import CONTEXT_KINDS
     from kb_assets.pipeline.ingest import dagster_instance, ingest
     from kb_assets.settings import EndpointSettings
@@ -177,10 +194,10 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
 
     with ChatServer(503) as broken:
         report = ingest([folder], kb, with_endpoint(broken.url))
-    assert not report.failures and len(broken.requests) == 1            # one failed call, no failed document
+    assert not report.failures and len(broken.requests) == 1  # one failed call, no failed document
     assert {s["step"] for s in report.stale} == {"chunks"}
     assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
-    assert all(lake.read("embeddings", i).equals(vectors_before[i]) for i in ids)   # nothing re-encoded
+    assert all(lake.read("embeddings", i).equals(vectors_before[i]) for i in ids)  # nothing re-encoded
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny:partial"}
 
     sentence = "Part of the team's operating rules for deploys and incidents."
@@ -189,7 +206,7 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
         report = ingest([folder], kb, working)
         text_chunks = sum(lake.read("chunks", i)["kind"].is_in(CONTEXT_KINDS).sum() for i in ids)
         assert not report.failures and len(server.requests) == text_chunks > 0
-        assert ingest([folder], kb, working).run_ids == []                 # settled: no run, no call
+        assert ingest([folder], kb, working).run_ids == []  # settled: no run, no call
         assert len(server.requests) == text_chunks
 
     (run_id,) = report.run_ids
@@ -201,13 +218,15 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
         texts = chunks.filter(pl.col("kind").is_in(CONTEXT_KINDS))
         assert all(f"\n{sentence}\n" in row for row in texts["embedding_input"])
         assert chunks["content"].equals(chunks_before[i]["content"])
-        assert (lake.read("embeddings", i).filter(pl.col("chunk_id").is_in(texts["chunk_id"].to_list()))["run_id"] == run_id).all()
+        assert (
+            lake.read("embeddings", i).filter(pl.col("chunk_id").is_in(texts["chunk_id"].to_list()))["run_id"] == run_id
+        ).all()
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny"}
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*), min(context) FROM chunk_contexts WHERE contextualizer = 'llm:tiny'")
         assert cur.fetchone() == (text_chunks, sentence)
 
-    report = ingest([folder], kb, settings)                                # turned off: plain inputs again
+    report = ingest([folder], kb, settings)  # turned off: plain inputs again
     assert not report.failures and {s["step"] for s in report.stale} == {"chunks"}
     assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1"}

@@ -15,7 +15,7 @@ from kb_assets_tests.corpora import ensure_retrieval_corpus
 from kb_assets_tests.live_server import live_server
 
 LOCAL = ("127.0.0.1", 50000)
-BASE_URL = "http://localhost"      # a Host the service answers (not TestClient's "testserver")
+BASE_URL = "http://localhost"  # a Host the service answers (not TestClient's "testserver")
 KEYS = "alpha-key=alpha;all-key=*"
 ALPHA, ALL = {"Authorization": "Bearer alpha-key"}, {"Authorization": "Bearer all-key"}
 
@@ -44,8 +44,11 @@ def server(web_settings):
 
 
 def handbook_pdf_result(client) -> dict:
-    answer = client.post("/v1/kb/search", headers=ALL, json={"query": "How long are backups kept?",
-                                                             "knowledgeBaseIds": ["handbook"], "strategy": "hybrid"})
+    answer = client.post(
+        "/v1/kb/search",
+        headers=ALL,
+        json={"query": "How long are backups kept?", "knowledgeBaseIds": ["handbook"], "strategy": "hybrid"},
+    )
     assert answer.status_code == 200
     return next(r for r in answer.json()["results"] if r["sourceUri"].endswith(".pdf"))
 
@@ -57,11 +60,11 @@ def test_image_urls_are_signed_short_lived_and_bound_to_the_key(client, web_sett
     row = handbook_pdf_result(client)
     url = row["pageImageUrl"]
     assert url.startswith("/v1/assets/pages/") and "&s=" in url
-    image = client.get(url)                                   # no header: the URL is its own proof
+    image = client.get(url)  # no header: the URL is its own proof
     assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
     assert client.get(url[:-1] + ("0" if url[-1] != "0" else "1")).status_code == 403
-    assert client.get(url.split("?")[0]).status_code == 401   # neither signed nor a key
-    assert client.get(url.split("?")[0], headers=ALL).status_code == 200   # a Bearer key still works
+    assert client.get(url.split("?")[0]).status_code == 401  # neither signed nor a key
+    assert client.get(url.split("?")[0], headers=ALL).status_code == 200  # a Bearer key still works
     key = url.split("?")[0].removeprefix("/v1/assets/")
     caller = ApiKeys(KEYS).from_header("Bearer all-key")
     expired = UrlSigner("test-secret", ttl_seconds=-1).sign(key, caller)
@@ -69,7 +72,7 @@ def test_image_urls_are_signed_short_lived_and_bound_to_the_key(client, web_sett
     other_secret = UrlSigner("another-secret").sign(key, caller)
     assert client.get(other_secret).status_code == 403
     alpha_signed = UrlSigner("test-secret").sign(key, ApiKeys(KEYS).from_header("Bearer alpha-key"))
-    assert client.get(alpha_signed).status_code == 404      # a valid URL for a key that may not read it
+    assert client.get(alpha_signed).status_code == 404  # a valid URL for a key that may not read it
 
 
 def test_the_url_key_id_is_an_hmac_under_the_signing_secret_not_a_hash_of_the_key(client):
@@ -97,7 +100,7 @@ def test_malformed_signatures_are_403(client, signature):
     base = url.split("&s=")[0]
     value = signature if signature.startswith("%") else quote(signature)
     assert client.get(f"{base}&s={value}").status_code == 403
-    assert client.get(url.replace("k=", "k=%C3%A9")).status_code == 403        # a non-ASCII key id
+    assert client.get(url.replace("k=", "k=%C3%A9")).status_code == 403  # a non-ASCII key id
 
 
 def test_knowledge_bases_and_documents_are_listed_within_the_key_scope(client):
@@ -123,7 +126,9 @@ def test_a_failed_document_shows_its_reason_in_the_documents_view(client, kb_hom
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
     (folder / "fine.md").write_text("# Fine\n\nA fine document about gamma rays.\n", encoding="utf-8")
     ingest([folder], "gamma", settings)
-    docs = {d["sourcePath"]: d for d in client.get("/v1/knowledge-bases/gamma/documents", headers=ALL).json()["documents"]}
+    docs = {
+        d["sourcePath"]: d for d in client.get("/v1/knowledge-bases/gamma/documents", headers=ALL).json()["documents"]
+    }
     assert docs["fine.md"]["status"] == "published"
     assert docs["broken.pdf"]["status"] == "failed" and "broken.pdf" in docs["broken.pdf"]["error"]
 
@@ -137,13 +142,18 @@ def test_lineage_returns_the_chunk_regions_in_page_units_with_the_page_size_and_
         page = pages[region["pageIndex"]]
         assert 0 <= region["l"] < region["r"] <= page["width"] and 0 <= region["t"] < region["b"] <= page["height"]
     assert all(p["imageUrl"] and "&s=" in p["imageUrl"] for p in lineage["pages"])
-    assert {r["asset"] for r in lineage["runs"]} == {"parsed_pages", "pageindex_trees", "chunks", "embeddings",
-                                                     "milvus_collection"}
+    assert {r["asset"] for r in lineage["runs"]} == {
+        "parsed_pages",
+        "pageindex_trees",
+        "chunks",
+        "embeddings",
+        "milvus_collection",
+    }
     assert all(r["url"] == f"http://dagster.test/runs/{r['runId']}" for r in lineage["runs"] if r["runId"])
     assert lineage["document"]["sizeBytes"] > 0 and lineage["document"]["sourceKind"] == "pdf"
     markdown = client.post("/v1/kb/search", headers=ALPHA, json={"query": "How long are backups kept?"}).json()
     text_only = client.get(f"/v1/chunks/{markdown['results'][0]['chunkId']}/lineage", headers=ALPHA).json()
-    assert text_only["regions"] == [] and text_only["pages"][0]["width"] is None     # the text view
+    assert text_only["regions"] == [] and text_only["pages"][0]["width"] is None  # the text view
 
 
 async def mcp_search(url: str, key: str, arguments: dict):
@@ -160,8 +170,11 @@ async def mcp_search(url: str, key: str, arguments: dict):
 def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_scope(server):
     query = {"query": "How long are backups kept?", "knowledgeBaseIds": ["alpha", "beta"], "limit": 4}
     rest = httpx.post(f"{server}/v1/kb/search", headers=ALL, json=query, timeout=120).json()
-    tools, result = asyncio.run(mcp_search(server, "all-key", {
-        "query": query["query"], "knowledge_base_ids": query["knowledgeBaseIds"], "limit": 4}))
+    tools, result = asyncio.run(
+        mcp_search(
+            server, "all-key", {"query": query["query"], "knowledge_base_ids": query["knowledgeBaseIds"], "limit": 4}
+        )
+    )
     assert tools == ["kb_search"] and not result.is_error
     answer = result.structured_content
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("pageImageUrl", "figureImageUrl")} for r in rows]  # noqa: E731
@@ -174,10 +187,15 @@ def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_sc
     assert invalid.is_error and "422" in invalid.content[0].text and "not valid" in invalid.content[0].text
     _, scoped = asyncio.run(mcp_search(server, "alpha-key", {"query": "backups"}))
     assert not scoped.is_error and {r["knowledgeBaseId"] for r in scoped.structured_content["results"]} == {"alpha"}
-    unknown = httpx.post(f"{server}/mcp", headers={"Authorization": "Bearer nope", "Accept": "application/json"},
-                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
+    unknown = httpx.post(
+        f"{server}/mcp",
+        headers={"Authorization": "Bearer nope", "Accept": "application/json"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        timeout=30,
+    )
     assert unknown.status_code == 401
     # stateless JSON: no standalone SSE stream that would hold a connection open forever
-    stream = httpx.get(f"{server}/mcp", headers={"Authorization": "Bearer all-key", "Accept": "text/event-stream"},
-                       timeout=30)
+    stream = httpx.get(
+        f"{server}/mcp", headers={"Authorization": "Bearer all-key", "Accept": "text/event-stream"}, timeout=30
+    )
     assert stream.status_code == 405

@@ -17,9 +17,18 @@ from kb_assets_tests.live_server import live_server
 pytestmark = pytest.mark.slow
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,1000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1000",
+]
 
 
 def ensure_chromium() -> None:
@@ -30,7 +39,8 @@ def ensure_chromium() -> None:
 
 def save_screenshot(browser, name: str) -> None:
     """The README's screenshot ``docs/NAME``, rewritten only when the page looks different (not for the
-    few pixels that change between runs, such as the search time, which would leave the checkout changed after every run)."""
+    few pixels that change between runs, such as the search time, which would leave the checkout changed after
+    every run)."""
     import io
 
     from PIL import Image, ImageChops
@@ -53,7 +63,8 @@ def cjk_fontconfig(folder: Path) -> Path:
 
     fonts = Path(pylopdf_fonts_zh_cn.__file__).parent
     config = folder / "fonts.conf"
-    config.write_text(f"""<?xml version="1.0"?>
+    config.write_text(
+        f"""<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig>
   <dir>{fonts}</dir>
@@ -61,7 +72,9 @@ def cjk_fontconfig(folder: Path) -> Path:
   <alias><family>sans-serif</family><prefer><family>Noto Sans SC</family></prefer></alias>
   <alias><family>system-ui</family><prefer><family>Noto Sans SC</family></prefer></alias>
 </fontconfig>
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return config
 
 
@@ -70,8 +83,9 @@ def site(kb_home, settings, handbook):
     from kb_assets.service.api import create_app
 
     ensure_retrieval_corpus(kb_home, settings)
-    app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"),
-                     heal_milvus=False)
+    app = create_app(
+        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"), heal_milvus=False
+    )
     with live_server(app) as url:
         yield url
 
@@ -136,8 +150,13 @@ def test_search_then_lineage_shows_the_page_image_with_the_chunk_highlighted(sit
     results = search(browser, "How long are backups kept?", "handbook")
     assert results
     pdf = next(r for r in results if r.find_elements(By.CSS_SELECTOR, "img.thumb"))
-    wait(browser, lambda d: all(d.execute_script("return arguments[0].naturalWidth", img) > 0
-                                for img in d.find_elements(By.CSS_SELECTOR, "img.thumb")))
+    wait(
+        browser,
+        lambda d: all(
+            d.execute_script("return arguments[0].naturalWidth", img) > 0
+            for img in d.find_elements(By.CSS_SELECTOR, "img.thumb")
+        ),
+    )
     assert "§" in pdf.text and "score" in pdf.text
     save_screenshot(browser, "web-search.png")
 
@@ -158,7 +177,7 @@ def test_search_then_lineage_shows_the_page_image_with_the_chunk_highlighted(sit
     save_screenshot(browser, "web-lineage.png")
 
     before = browser.find_element(By.ID, "page-label").text
-    browser.find_element(By.ID, "lineage").send_keys(Keys.ARROW_RIGHT)     # the next page, one key press
+    browser.find_element(By.ID, "lineage").send_keys(Keys.ARROW_RIGHT)  # the next page, one key press
     wait(browser, lambda d: d.find_element(By.ID, "page-label").text != before)
 
 
@@ -171,7 +190,7 @@ def test_a_chinese_query_shows_chinese_results_at_phone_width(site, browser):
         results = search(browser, "数据备份保留多久？", "handbook")
         assert results and "数据备份保留 35 天" in results[0].text
         assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
-        results[0].find_element(By.TAG_NAME, "button").click()      # the lineage fits a phone too
+        results[0].find_element(By.TAG_NAME, "button").click()  # the lineage fits a phone too
         wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed())
         assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     finally:
@@ -189,6 +208,10 @@ def test_a_key_scoped_to_one_knowledge_base_sees_no_other_documents(site, browse
     browser.find_element(By.ID, "tab-documents").click()
     rows = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr"))
     assert rows and not any("warehouse.md" in r.text for r in rows)
-    assert browser.execute_script(
-        "return fetch('/v1/knowledge-bases/beta/documents', {headers: {Authorization: 'Bearer alpha-key'}})"
-        ".then(r => r.status)") == 404
+    assert (
+        browser.execute_script(
+            "return fetch('/v1/knowledge-bases/beta/documents', {headers: {Authorization: 'Bearer alpha-key'}})"
+            ".then(r => r.status)"
+        )
+        == 404
+    )

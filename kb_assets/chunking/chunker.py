@@ -33,8 +33,8 @@ from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece  # noqa: F4
 from kb_assets.chunking.regions import chunk_regions
 from kb_assets.chunking.walk import Walk
 from kb_assets.chunking.window import CountTokens, embedding_prefix, fit_to_window
-from kb_assets.stores.lake import CHUNKS_SCHEMA
 from kb_assets.lib.text import join_pieces, sentences, sha256_text, split_to_size
+from kb_assets.stores.lake import CHUNKS_SCHEMA
 
 CHUNK_KINDS = ("paragraph", "heading", "table", "figure", "code", "toc")
 _SENTENCE_END = re.compile(r"[.!?。！？…:;：；)\]\"'”’]\s*$")
@@ -50,7 +50,7 @@ class DocumentContext:
     source_kind: str
     mime: str
     run_id: str
-    pipeline_version: str = CHUNKER_VERSION   # recorded on every chunk row
+    pipeline_version: str = CHUNKER_VERSION  # recorded on every chunk row
 
 
 def chunk_id(document_id: str, page_index: int, position: int, content: str) -> str:
@@ -79,15 +79,16 @@ def _tree_sections(nodes: list[dict] | None) -> dict[int, tuple[str, ...]]:
     return out
 
 
-def content_pieces(pages: list[dict], nodes: list[dict] | None = None,
-                   toc_pages: set[int] | frozenset[int] = frozenset()) -> list[Piece]:
+def content_pieces(
+    pages: list[dict], nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset()
+) -> list[Piece]:
     """The chunk pieces of a document's pages, in reading order."""
     pages = sorted(pages, key=lambda p: p["page_index"])
     tree_sections = _tree_sections(nodes)
     has_headings = any(b["kind"] == "heading" for p in pages for b in p["blocks"])
     walk = Walk()
     run = walk.run
-    first_line = 1   # of the page in the document's text (page texts one after another, a blank line apart)
+    first_line = 1  # of the page in the document's text (page texts one after another, a blank line apart)
 
     for number, page in enumerate(pages):
         page_index = walk.page_index = page["page_index"]
@@ -127,9 +128,12 @@ def content_pieces(pages: list[dict], nodes: list[dict] | None = None,
             walk.flush("toc")
         elif run.parts:
             next_page = pages[number + 1] if number + 1 < len(pages) else None
-            continues = (next_page is not None and next_page["page_index"] == page_index + 1
-                         and next_page["page_index"] not in toc_pages
-                         and (run.headings_only or not _SENTENCE_END.search(run.parts[-1][0])))
+            continues = (
+                next_page is not None
+                and next_page["page_index"] == page_index + 1
+                and next_page["page_index"] not in toc_pages
+                and (run.headings_only or not _SENTENCE_END.search(run.parts[-1][0]))
+            )
             if not continues:
                 walk.flush()
     walk.flush()
@@ -137,42 +141,51 @@ def content_pieces(pages: list[dict], nodes: list[dict] | None = None,
 
 
 # -- chunk rows -------------------------------------------------------------------------------
-def chunk_rows(pieces: list[Piece], pages: list[dict], doc: DocumentContext, count_tokens: CountTokens,
-               max_tokens: int) -> pl.DataFrame:
+def chunk_rows(
+    pieces: list[Piece], pages: list[dict], doc: DocumentContext, count_tokens: CountTokens, max_tokens: int
+) -> pl.DataFrame:
     labels = {p["page_index"]: p.get("page_label") for p in pages}
-    with_prefix = [(piece, embedding_prefix(doc.title, piece.section_path,
-                                            f"page {labels.get(piece.page_index) or piece.page_index + 1}"))
-                   for piece in pieces]
+    with_prefix = [
+        (
+            piece,
+            embedding_prefix(
+                doc.title, piece.section_path, f"page {labels.get(piece.page_index) or piece.page_index + 1}"
+            ),
+        )
+        for piece in pieces
+    ]
     rows = []
     positions: dict[int, int] = {}
     for chunk_index, (piece, prefix) in enumerate(fit_to_window(with_prefix, count_tokens, max_tokens)):
         position = positions.get(piece.page_index, 0)
         positions[piece.page_index] = position + 1
         embedding_input = f"{prefix}\n{piece.content}"
-        rows.append({
-            "chunk_id": chunk_id(doc.document_id, piece.page_index, position, piece.content),
-            "document_id": doc.document_id,
-            "knowledge_base_id": doc.knowledge_base_id,
-            "document_version": doc.version,
-            "document_title": doc.title,
-            "source_uri": doc.source_uri,
-            "source_kind": doc.source_kind,
-            "mime": doc.mime,
-            "page_index": piece.page_index,
-            "page_end": piece.page_end,
-            "page_label": labels.get(piece.page_index),
-            "chunk_index": chunk_index,
-            "kind": piece.kind,
-            "section_title": piece.section_title,
-            "content": piece.content,
-            "embedding_input": embedding_input,
-            "embedding_input_sha": sha256_text(embedding_input),
-            "table_header": piece.table_header,
-            "image_key": piece.image_key,
-            "run_id": doc.run_id,
-            "pipeline_version": doc.pipeline_version,
-        })
-    for row, regions in zip(rows, chunk_regions(rows, pages)):
+        rows.append(
+            {
+                "chunk_id": chunk_id(doc.document_id, piece.page_index, position, piece.content),
+                "document_id": doc.document_id,
+                "knowledge_base_id": doc.knowledge_base_id,
+                "document_version": doc.version,
+                "document_title": doc.title,
+                "source_uri": doc.source_uri,
+                "source_kind": doc.source_kind,
+                "mime": doc.mime,
+                "page_index": piece.page_index,
+                "page_end": piece.page_end,
+                "page_label": labels.get(piece.page_index),
+                "chunk_index": chunk_index,
+                "kind": piece.kind,
+                "section_title": piece.section_title,
+                "content": piece.content,
+                "embedding_input": embedding_input,
+                "embedding_input_sha": sha256_text(embedding_input),
+                "table_header": piece.table_header,
+                "image_key": piece.image_key,
+                "run_id": doc.run_id,
+                "pipeline_version": doc.pipeline_version,
+            }
+        )
+    for row, regions in zip(rows, chunk_regions(rows, pages), strict=False):
         row["regions"] = regions
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
 
@@ -193,18 +206,30 @@ def within_budget(pieces: list[Piece], max_chunks: int | None) -> list[Piece]:
     return pieces
 
 
-def chunk_document(pages: list[dict], doc: DocumentContext, count_tokens: CountTokens, max_tokens: int,
-                   nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset(),
-                   max_chunks: int | None = None) -> pl.DataFrame:
+def chunk_document(
+    pages: list[dict],
+    doc: DocumentContext,
+    count_tokens: CountTokens,
+    max_tokens: int,
+    nodes: list[dict] | None = None,
+    toc_pages: set[int] | frozenset[int] = frozenset(),
+    max_chunks: int | None = None,
+) -> pl.DataFrame:
     """Content-aware chunk rows (lake ``chunks`` schema) of a document's pages, in reading order;
     ``OverBudget`` past ``max_chunks`` pieces."""
     pieces = within_budget(content_pieces(pages, nodes, toc_pages), max_chunks)
     return chunk_rows(pieces, pages, doc, count_tokens, max_tokens)
 
 
-def chunk_with_fallback(pages: list[dict], doc: DocumentContext, count_tokens: CountTokens, max_tokens: int,
-                        nodes: list[dict] | None = None, toc_pages: set[int] | frozenset[int] = frozenset(),
-                        max_chunks: int | None = None) -> tuple[pl.DataFrame, str | None]:
+def chunk_with_fallback(
+    pages: list[dict],
+    doc: DocumentContext,
+    count_tokens: CountTokens,
+    max_tokens: int,
+    nodes: list[dict] | None = None,
+    toc_pages: set[int] | frozenset[int] = frozenset(),
+    max_chunks: int | None = None,
+) -> tuple[pl.DataFrame, str | None]:
     """Content-aware chunks, or the rule-based fallback's when that fails; and why it failed (or None).
     A document over the budget raises ``OverBudget`` (no fallback)."""
     try:

@@ -22,51 +22,57 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from kb_assets.lib.chat_endpoint import ChatEndpoint
 from kb_assets.chunking.window import CountTokens
-from kb_assets.structure.summaries import clip
+from kb_assets.lib.chat_endpoint import ChatEndpoint
 from kb_assets.lib.text import sha256_text
+from kb_assets.structure.summaries import clip
 
-CONTEXT_KINDS = ("paragraph", "table", "code")   # text chunks; headings, figures and toc pages go as they are
-CONTEXT_CHARS = 200       # a sentence is clipped to this
-MIN_CONTEXT_CHARS = 40    # shorter than this to fit the window: the chunk keeps its plain input
-MAX_PAGE_CHARS = 6000     # what is sent of the chunk's page
+CONTEXT_KINDS = ("paragraph", "table", "code")  # text chunks; headings, figures and toc pages go as they are
+CONTEXT_CHARS = 200  # a sentence is clipped to this
+MIN_CONTEXT_CHARS = 40  # shorter than this to fit the window: the chunk keeps its plain input
+MAX_PAGE_CHARS = 6000  # what is sent of the chunk's page
 CHECKPOINT_SENTENCES = 50  # new sentences are saved at least this often while a document is contextualized
-SYSTEM = ("You situate a passage within its document to improve search retrieval of the passage. Answer "
-          "with one short sentence of at most 200 characters, in the passage's language, and nothing else.")
-USER = ("Document: {title}\nSection: {section}\nPage {page}:\n<page>\n{page_text}\n</page>\n"
-        "The passage, from that page:\n<passage>\n{content}\n</passage>\n"
-        "Give the short context that situates this passage within the document.")
+SYSTEM = (
+    "You situate a passage within its document to improve search retrieval of the passage. Answer "
+    "with one short sentence of at most 200 characters, in the passage's language, and nothing else."
+)
+USER = (
+    "Document: {title}\nSection: {section}\nPage {page}:\n<page>\n{page_text}\n</page>\n"
+    "The passage, from that page:\n<passage>\n{content}\n</passage>\n"
+    "Give the short context that situates this passage within the document."
+)
 
 
 @dataclass
 class EndpointContextualizer(ChatEndpoint):
-    concurrency: int = 4      # requests in flight at once (after a first one that succeeded)
+    concurrency: int = 4  # requests in flight at once (after a first one that succeeded)
 
     @property
     def contextualizer_id(self) -> str:
         return f"llm:{self.model}"
 
-    def contextualize(self, request: "ContextRequest") -> str | None:
+    def contextualize(self, request: ContextRequest) -> str | None:
         """The sentence for one chunk, or None (and ``failure`` set) when the endpoint gave none."""
         answer = self.complete(SYSTEM, request.user, max_tokens=120)
         return clip(answer, CONTEXT_CHARS) if answer else None
 
 
-def contextualizer_from_settings(url: str, model: str, api_key: str = "", timeout_seconds: float = 30.0,
-                                 concurrency: int = 4) -> EndpointContextualizer | None:
+def contextualizer_from_settings(
+    url: str, model: str, api_key: str = "", timeout_seconds: float = 30.0, concurrency: int = 4
+) -> EndpointContextualizer | None:
     """The configured contextualizer, or None when ``KB_CHUNK_CONTEXT_URL``/``_MODEL`` are unset."""
     if not url or not model:
         return None
-    return EndpointContextualizer(url=url, model=model, api_key=api_key, timeout_seconds=timeout_seconds,
-                                  concurrency=concurrency)
+    return EndpointContextualizer(
+        url=url, model=model, api_key=api_key, timeout_seconds=timeout_seconds, concurrency=concurrency
+    )
 
 
 @dataclass(frozen=True)
 class ContextRequest:
-    row: int                  # of the chunks frame
-    user: str                 # the request's user message (the system message is ``SYSTEM``)
-    sha: str                  # the cache key: the sha256 of everything the model is sent
+    row: int  # of the chunks frame
+    user: str  # the request's user message (the system message is ``SYSTEM``)
+    sha: str  # the cache key: the sha256 of everything the model is sent
 
 
 def context_requests(chunks: pl.DataFrame, page_texts: dict[int, str]) -> list[ContextRequest]:
@@ -76,25 +82,36 @@ def context_requests(chunks: pl.DataFrame, page_texts: dict[int, str]) -> list[C
         if chunk["kind"] not in CONTEXT_KINDS:
             continue
         page = chunk["page_label"] or str(chunk["page_index"] + 1)
-        user = USER.format(title=chunk["document_title"], section=chunk["section_title"] or "(none)", page=page,
-                           page_text=page_texts.get(chunk["page_index"], "")[:MAX_PAGE_CHARS], content=chunk["content"])
+        user = USER.format(
+            title=chunk["document_title"],
+            section=chunk["section_title"] or "(none)",
+            page=page,
+            page_text=page_texts.get(chunk["page_index"], "")[:MAX_PAGE_CHARS],
+            content=chunk["content"],
+        )
         out.append(ContextRequest(row, user, sha256_text(f"{SYSTEM}\n{user}")))
     return out
 
 
 @dataclass
 class ChunkContexts:
-    chunks: pl.DataFrame                                      # the rows, text chunks' inputs with their sentence
+    chunks: pl.DataFrame  # the rows, text chunks' inputs with their sentence
     new_cache: dict[str, str] = field(default_factory=dict)  # request sha -> sentence written in this call
     from_cache: int = 0
-    too_long: int = 0                                         # no sentence fitted the window beside the chunk
-    left_plain: int = 0                                       # after a failure of the endpoint
+    too_long: int = 0  # no sentence fitted the window beside the chunk
+    left_plain: int = 0  # after a failure of the endpoint
     warnings: list[str] = field(default_factory=list)
 
 
-def add_chunk_contexts(chunks: pl.DataFrame, requests: list[ContextRequest], cached: dict[str, str],
-                       contextualizer: EndpointContextualizer, count_tokens: CountTokens, max_tokens: int,
-                       checkpoint: Callable[[dict[str, str]], None] = lambda sentences: None) -> ChunkContexts:
+def add_chunk_contexts(
+    chunks: pl.DataFrame,
+    requests: list[ContextRequest],
+    cached: dict[str, str],
+    contextualizer: EndpointContextualizer,
+    count_tokens: CountTokens,
+    max_tokens: int,
+    checkpoint: Callable[[dict[str, str]], None] = lambda sentences: None,
+) -> ChunkContexts:
     """The chunk rows with a situating sentence in each text chunk's ``embedding_input`` (and its sha):
     from ``cached`` (request sha -> sentence) or the endpoint, shortened to fit ``max_tokens``. New
     sentences go to ``checkpoint`` as they come, ``CHECKPOINT_SENTENCES`` at a time and the rest at the
@@ -102,7 +119,7 @@ def add_chunk_contexts(chunks: pl.DataFrame, requests: list[ContextRequest], cac
     result = ChunkContexts(chunks)
     result.new_cache = _ask(contextualizer, [r for r in requests if r.sha not in cached], checkpoint)
     inputs = chunks["embedding_input"].to_list()
-    contextual: dict[int, tuple[str, str, str]] = {}          # row -> (prefix, sentence, content)
+    contextual: dict[int, tuple[str, str, str]] = {}  # row -> (prefix, sentence, content)
     for request in requests:
         result.from_cache += request.sha in cached
         sentence = cached.get(request.sha) or result.new_cache.get(request.sha)
@@ -115,16 +132,20 @@ def add_chunk_contexts(chunks: pl.DataFrame, requests: list[ContextRequest], cac
     for row, text in fitted.items():
         inputs[row] = text
     result.too_long = len(contextual) - len(fitted)
-    result.chunks = chunks.with_columns(pl.Series("embedding_input", inputs),
-                                        pl.Series("embedding_input_sha", [sha256_text(t) for t in inputs]))
+    result.chunks = chunks.with_columns(
+        pl.Series("embedding_input", inputs), pl.Series("embedding_input_sha", [sha256_text(t) for t in inputs])
+    )
     if contextualizer.failure:
-        result.warnings.append(f"chunk contextualizer {contextualizer.contextualizer_id} skipped: "
-                               f"{contextualizer.failure}; {result.left_plain} chunks keep their plain input")
+        result.warnings.append(
+            f"chunk contextualizer {contextualizer.contextualizer_id} skipped: "
+            f"{contextualizer.failure}; {result.left_plain} chunks keep their plain input"
+        )
     return result
 
 
-def _ask(contextualizer: EndpointContextualizer, requests: list[ContextRequest],
-         checkpoint: Callable[[dict[str, str]], None]) -> dict[str, str]:
+def _ask(
+    contextualizer: EndpointContextualizer, requests: list[ContextRequest], checkpoint: Callable[[dict[str, str]], None]
+) -> dict[str, str]:
     """Request sha -> sentence, for the distinct requests: the first is asked alone (an endpoint that
     fails costs one call), the rest ``contextualizer.concurrency`` at a time until one fails."""
     distinct = list({request.sha: request for request in requests}.values())
@@ -151,8 +172,7 @@ def _ask(contextualizer: EndpointContextualizer, requests: list[ContextRequest],
     return written
 
 
-def _fitted(contextual: dict[int, tuple[str, str, str]], count_tokens: CountTokens,
-            max_tokens: int) -> dict[int, str]:
+def _fitted(contextual: dict[int, tuple[str, str, str]], count_tokens: CountTokens, max_tokens: int) -> dict[int, str]:
     """row -> prefix, sentence and content, the sentence halved until the input fits the window."""
     out: dict[int, str] = {}
     pending = dict(contextual)
@@ -160,7 +180,7 @@ def _fitted(contextual: dict[int, tuple[str, str, str]], count_tokens: CountToke
         rows = list(pending)
         texts = [f"{prefix}\n{sentence}\n{content}" for prefix, sentence, content in pending.values()]
         shorter = {}
-        for row, text, tokens in zip(rows, texts, count_tokens(texts)):
+        for row, text, tokens in zip(rows, texts, count_tokens(texts), strict=False):
             prefix, sentence, content = pending[row]
             if tokens <= max_tokens:
                 out[row] = text

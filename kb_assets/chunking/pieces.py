@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TARGET_CHARS = 400        # text is packed up to this size...
-MIN_CHARS = 200           # ...and a chunk under this size takes the next piece too
+TARGET_CHARS = 400  # text is packed up to this size...
+MIN_CHARS = 200  # ...and a chunk under this size takes the next piece too
 TABLE_TARGET_CHARS = 800  # row groups (header included) up to this size, at least one row
 
 
@@ -18,8 +18,8 @@ class Piece:
     page_end: int
     table_header: str | None = None
     image_key: str | None = None
-    code_name: str | None = None     # code: the definition's name...
-    line_start: int | None = None    # ...and its first line in the page text
+    code_name: str | None = None  # code: the definition's name...
+    line_start: int | None = None  # ...and its first line in the page text
 
     @property
     def section_title(self) -> str | None:

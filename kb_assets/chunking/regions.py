@@ -30,11 +30,11 @@ class _Text:
         for position, page in enumerate(pages):
             self.page_start.append(len(chars))
             if position and chars and chars[-1] != " ":
-                chars.append(" ")                   # pages are joined by a newline
+                chars.append(" ")  # pages are joined by a newline
                 origin.append((-1, -1, -1))
             for number, block in enumerate(page.get("blocks") or []):
                 if number and chars and chars[-1] != " ":
-                    chars.append(" ")               # blocks by a blank line
+                    chars.append(" ")  # blocks by a blank line
                     origin.append((-1, -1, -1))
                 for offset, ch in enumerate(block.get("text") or ""):
                     if ch.isspace():
@@ -48,8 +48,8 @@ class _Text:
         text = "".join(chars)
         # the second half of normalize_ws: no space beside a CJK character
         keep = _kept_after_cjk_rule(text)
-        self.text = "".join(ch for ch, k in zip(text, keep) if k)
-        self.origin = [o for o, k in zip(origin, keep) if k]
+        self.text = "".join(ch for ch, k in zip(text, keep, strict=False) if k)
+        self.origin = [o for o, k in zip(origin, keep, strict=False) if k]
         kept_before = [0]
         for k in keep:
             kept_before.append(kept_before[-1] + k)
@@ -85,7 +85,7 @@ def chunk_regions(chunks: list[dict], pages: list[dict]) -> list[list[Region]]:
             out.append([])
             continue
         previous = span[1]
-        out.append(_regions(doc.origin[span[0]:span[1]], pages))
+        out.append(_regions(doc.origin[span[0] : span[1]], pages))
     return out
 
 
@@ -96,7 +96,7 @@ def _find(text: str, chunk: dict, lo: int, hi: int, previous: int) -> tuple[int,
     candidates = [normalize_ws(content)]
     header = chunk.get("table_header")
     if header and content.startswith(header):
-        candidates.append(normalize_ws(content[len(header):]))
+        candidates.append(normalize_ws(content[len(header) :]))
     for needle in candidates:
         if not needle:
             continue
@@ -140,5 +140,7 @@ def _join_columns(boxes: list[tuple[int, list[float]]]) -> list[Region]:
                 last[:] = [min(last[0], box[0]), min(last[1], box[1]), max(last[2], box[2]), max(last[3], box[3])]
                 continue
         joined.append((page_index, list(box)))
-    return [{"page_index": p, "l": round(b[0], 2), "t": round(b[1], 2), "r": round(b[2], 2), "b": round(b[3], 2)}
-            for p, b in joined]
+    return [
+        {"page_index": p, "l": round(b[0], 2), "t": round(b[1], 2), "r": round(b[2], 2), "b": round(b[3], 2)}
+        for p, b in joined
+    ]

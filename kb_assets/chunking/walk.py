@@ -26,16 +26,21 @@ class TextRun:
 
     def add(self, text: str, page_index: int, section: tuple[str, ...], heading: bool = False) -> None:
         if not self.parts or (heading and self.headings_only):
-            self.section = section      # a run of headings takes the section of its last heading
+            self.section = section  # a run of headings takes the section of its last heading
         self.parts.append((text, page_index))
         self.headings_only = self.headings_only and heading
 
     def take(self, kind: str) -> Piece | None:
         if not self.parts:
             return None
-        separator = "\n" if kind == "toc" else "\n\n"   # entries one a line, as printed
-        piece = Piece("heading" if self.headings_only and kind == "paragraph" else kind,
-                      separator.join(t for t, _ in self.parts), self.section, self.parts[0][1], self.parts[-1][1])
+        separator = "\n" if kind == "toc" else "\n\n"  # entries one a line, as printed
+        piece = Piece(
+            "heading" if self.headings_only and kind == "paragraph" else kind,
+            separator.join(t for t, _ in self.parts),
+            self.section,
+            self.parts[0][1],
+            self.parts[-1][1],
+        )
         self.parts, self.headings_only = [], True
         return piece
 
@@ -48,11 +53,11 @@ class Walk:
         self.run = TextRun()
         self.section: tuple[str, ...] = ()
         self.page_index = 0
-        self.block_line = 1                     # the block's first line in the document's text
-        self.first_on_page = False              # the block is the first (non-empty) one of its page
-        self.previous_page_end: dict | None = None   # the last block of the page before (not a toc page)
-        self.pending_image: str | None = None   # an uncaptioned figure's image waiting for the next text chunk
-        self.held: list = []                    # blocks of a group in progress (``hold``)
+        self.block_line = 1  # the block's first line in the document's text
+        self.first_on_page = False  # the block is the first (non-empty) one of its page
+        self.previous_page_end: dict | None = None  # the last block of the page before (not a toc page)
+        self.pending_image: str | None = None  # an uncaptioned figure's image waiting for the next text chunk
+        self.held: list = []  # blocks of a group in progress (``hold``)
         self.held_kind: str | None = None
         self._emit: EmitGroup | None = None
 
@@ -67,8 +72,11 @@ class Walk:
     def add_text(self, text: str, kind: str) -> None:
         """Pack text into the run (a new chunk past ``TARGET_CHARS``): table-of-contents entries whole
         (by lines), other text by sentences."""
-        parts = [p for line in text.split("\n") for p in split_to_size(line, TARGET_CHARS)] if kind == "toc" \
+        parts = (
+            [p for line in text.split("\n") for p in split_to_size(line, TARGET_CHARS)]
+            if kind == "toc"
             else split_to_size(text, TARGET_CHARS)
+        )
         for part in parts:
             size = self.run.size()
             if self.run.parts and size >= MIN_CHARS and size + 2 + len(part) > TARGET_CHARS:

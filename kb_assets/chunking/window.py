@@ -8,7 +8,7 @@ from dataclasses import replace
 from kb_assets.chunking.pieces import Piece
 from kb_assets.lib.text import split_to_size
 
-PREFIX_PART_CHARS = 80    # each part of the embedding prefix is at most this long
+PREFIX_PART_CHARS = 80  # each part of the embedding prefix is at most this long
 
 CountTokens = Callable[[list[str]], list[int]]
 
@@ -27,7 +27,7 @@ def embedding_prefix(title: str, section_path: tuple[str, ...], page_label: str)
 def _halves(piece: Piece) -> list[Piece]:
     """Split a piece in two: tables/code/toc by lines (a table keeps its header), text by sentences."""
     header = piece.table_header + "\n" if piece.table_header else ""
-    body = piece.content[len(header):]
+    body = piece.content[len(header) :]
     lines = body.split("\n")
     if piece.kind in ("table", "code", "toc") and len(lines) > 1:
         cut = len(lines) // 2
@@ -39,8 +39,7 @@ def _halves(piece: Piece) -> list[Piece]:
         second_line = None
         if piece.line_start is not None:
             second_line = piece.line_start + body[: len(body) - len(second)].count("\n")
-        return [replace(piece, content=header + first),
-                replace(piece, content=header + second, line_start=second_line)]
+        return [replace(piece, content=header + first), replace(piece, content=header + second, line_start=second_line)]
     halves = split_to_size(body, max(20, len(body) // 2 + 1))
     if len(halves) == 1:  # one unbreakable sentence: cut between characters (a space when there is one)
         middle = len(body) // 2
@@ -50,19 +49,22 @@ def _halves(piece: Piece) -> list[Piece]:
     return [replace(piece, content=header + half) for half in halves if half]
 
 
-def fit_to_window(pieces: list[tuple[Piece, str]], count_tokens: CountTokens,
-                  max_tokens: int) -> list[tuple[Piece, str]]:
+def fit_to_window(
+    pieces: list[tuple[Piece, str]], count_tokens: CountTokens, max_tokens: int
+) -> list[tuple[Piece, str]]:
     """(piece, prefix) pairs split until every ``prefix + content`` fits ``max_tokens`` (counted with
     the model's tokenizer); nothing is truncated. Order is kept."""
     counts = count_tokens([f"{prefix}\n{piece.content}" for piece, prefix in pieces]) if pieces else []
     out: list[tuple[Piece, str]] = []
-    for (piece, prefix), tokens in zip(pieces, counts):
+    for (piece, prefix), tokens in zip(pieces, counts, strict=False):
         if tokens <= max_tokens:
             out.append((piece, prefix))
             continue
         halves = _halves(piece)
         if len(halves) < 2 or any(len(h.content) >= len(piece.content) for h in halves):
-            raise ValueError(f"page {piece.page_index + 1}: a {piece.kind} piece of {len(piece.content)} characters "
-                             f"cannot be split to fit the {max_tokens}-token window")
+            raise ValueError(
+                f"page {piece.page_index + 1}: a {piece.kind} piece of {len(piece.content)} characters "
+                f"cannot be split to fit the {max_tokens}-token window"
+            )
         out.extend(fit_to_window([(h, prefix) for h in halves], count_tokens, max_tokens))
     return out

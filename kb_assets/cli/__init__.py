@@ -21,12 +21,25 @@ def main(ctx: click.Context, debug: bool):
     """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
     ctx.meta["kb_debug"] = debug
     try:
-        ctx.obj = Settings.from_env()        # the environment, read once for the command
+        ctx.obj = Settings.from_env()  # the environment, read once for the command
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 
 
-for command in (ingest.ingest, search.search, search.evaluate, search.serve, documents.docs, ingest.roots,
-                ingest.relocate, documents.pages, documents.chunks, documents.lineage, admin.collections, admin.migrate,
-                admin.verify, admin.services):
+for command in (
+    ingest.ingest,
+    search.search,
+    search.evaluate,
+    search.serve,
+    documents.docs,
+    ingest.roots,
+    ingest.relocate,
+    documents.pages,
+    documents.chunks,
+    documents.lineage,
+    admin.collections,
+    admin.migrate,
+    admin.verify,
+    admin.services,
+):
     main.add_command(command)

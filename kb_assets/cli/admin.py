@@ -33,10 +33,22 @@ def collections(settings, action, as_json):
         if not as_json:
             click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
     current = published_collection(client, settings.alias)
-    data = {"alias": settings.alias, "published": current, "collections": [{
-        "name": c["name"], "model": c["model"], "dimension": c["dimension"], "languages": c["languages"],
-        "state": c["state"], "count": c["entity_count"], "published": c["name"] == current}
-        for c in stores.catalog.collections()]}
+    data = {
+        "alias": settings.alias,
+        "published": current,
+        "collections": [
+            {
+                "name": c["name"],
+                "model": c["model"],
+                "dimension": c["dimension"],
+                "languages": c["languages"],
+                "state": c["state"],
+                "count": c["entity_count"],
+                "published": c["name"] == current,
+            }
+            for c in stores.catalog.collections()
+        ],
+    }
 
     def render(d):
         for c in d["collections"]:
@@ -71,8 +83,10 @@ def migrate(settings, as_json):
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
         if "quality" in d:
-            click.echo(f"  {d['entities']} entities for {d['chunkRows']} chunk rows; golden-query hit@5 "
-                       f"new {d['quality']['new']} vs published {d['quality']['published']}")
+            click.echo(
+                f"  {d['entities']} entities for {d['chunkRows']} chunk rows; golden-query hit@5 "
+                f"new {d['quality']['new']} vs published {d['quality']['published']}"
+            )
         for problem in d.get("problems", []):
             click.echo(f"  problem: {problem}")
 
@@ -101,8 +115,10 @@ def verify(settings, repair, as_json):
         data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
 
     def render(d):
-        click.echo(("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
-                   + f" ({d['entities']} entities for {d['publishedChunkRows']} published chunk rows)")
+        click.echo(
+            ("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
+            + f" ({d['entities']} entities for {d['publishedChunkRows']} published chunk rows)"
+        )
         for p in d["problems"]:
             click.echo(f"  {p['documentId']}: {p['problem']}" + (" (repaired)" if p["repaired"] else ""))
         for n in d["notices"]:
@@ -131,9 +147,11 @@ def services(settings, action, as_json):
     elif action == "down":
         svc.stop_milvus(home)
         svc.stop_postgres(home)
-    data = {"home": str(home),
-            "postgres": {"external": settings.postgres_url} if settings.postgres_url else svc.postgres_status(home),
-            "milvus": {"external": settings.milvus_uri} if settings.milvus_uri else svc.milvus_status(home)}
+    data = {
+        "home": str(home),
+        "postgres": {"external": settings.postgres_url} if settings.postgres_url else svc.postgres_status(home),
+        "milvus": {"external": settings.milvus_uri} if settings.milvus_uri else svc.milvus_status(home),
+    }
 
     def render(d):
         for name in ("postgres", "milvus"):

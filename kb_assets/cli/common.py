@@ -42,13 +42,27 @@ def knowledge_base_names(ctx, param, value):
 def document_json(doc, stale=None) -> dict:
     from kb_assets.pipeline.verify import last_good_notice
 
-    return {"documentId": doc.document_id, "partitionKey": doc.partition_key, "knowledgeBaseId": doc.knowledge_base_id,
-            "sourceUri": doc.source_uri, "sourceRoot": doc.source_root, "sourcePath": doc.source_path, "title": doc.title, "version": doc.version, "status": doc.status,
-            "error": doc.error, "pages": doc.page_count, "chunks": doc.chunk_count, "mime": doc.mime,
-            "sourceKind": doc.source_kind, "publishedVersion": doc.published_version,
-            "servesLastGoodVersion": doc.serves_last_good_version and doc.status == "failed",
-            "notice": last_good_notice(doc) if doc.serves_last_good_version and doc.status == "failed" else None,
-            "stale": stale.as_json() if stale else None, "stepVersions": doc.step_versions or {}}
+    return {
+        "documentId": doc.document_id,
+        "partitionKey": doc.partition_key,
+        "knowledgeBaseId": doc.knowledge_base_id,
+        "sourceUri": doc.source_uri,
+        "sourceRoot": doc.source_root,
+        "sourcePath": doc.source_path,
+        "title": doc.title,
+        "version": doc.version,
+        "status": doc.status,
+        "error": doc.error,
+        "pages": doc.page_count,
+        "chunks": doc.chunk_count,
+        "mime": doc.mime,
+        "sourceKind": doc.source_kind,
+        "publishedVersion": doc.published_version,
+        "servesLastGoodVersion": doc.serves_last_good_version and doc.status == "failed",
+        "notice": last_good_notice(doc) if doc.serves_last_good_version and doc.status == "failed" else None,
+        "stale": stale.as_json() if stale else None,
+        "stepVersions": doc.step_versions or {},
+    }
 
 
 def find_document(catalog, key):

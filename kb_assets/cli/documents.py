@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import click
 
 from kb_assets.cli.common import document_json, emit, find_document, knowledge_base_names, pass_settings, stores_of
@@ -26,19 +25,24 @@ def docs(settings, knowledge_base_ids, as_json):
     catalog = stores.catalog
     documents = catalog.list_documents(list(knowledge_base_ids) or None)
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
-    stale = stale_documents(documents, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()},
-                            migrating)
+    stale = stale_documents(
+        documents, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()}, migrating
+    )
     data = {"documents": [document_json(d, stale.get(d.document_id)) for d in documents]}
 
     def render(d):
         for doc in d["documents"]:
-            click.echo(f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
-                       f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else ""))
+            click.echo(
+                f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
+                f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else "")
+            )
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")
             if doc["stale"] and doc["status"] != "failed":
-                click.echo(f"          stale from {doc['stale']['step']}: {doc['stale']['reason']}"
-                           + (" (collection migration)" if doc["stale"]["migration"] else ""))
+                click.echo(
+                    f"          stale from {doc['stale']['step']}: {doc['stale']['reason']}"
+                    + (" (collection migration)" if doc["stale"]["migration"] else "")
+                )
 
     emit(data, as_json, render)
 
@@ -51,15 +55,31 @@ def pages(settings, document, as_json):
     """Page records of a document (id, source path or file path): label, parser, mode, summary, text."""
     catalog = stores_of(settings).catalog
     doc = find_document(catalog, document)
-    data = {"documentId": doc.document_id, "pages": [{
-        "pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"], "mode": p["mode"],
-        "version": p["version"], "summary": p["summary"], "keywords": p["keywords"], "text": p["text"],
-        "imageKey": p["image_key"], "runId": p["run_id"]} for p in catalog.read_pages(doc.document_id)]}
+    data = {
+        "documentId": doc.document_id,
+        "pages": [
+            {
+                "pageIndex": p["page_index"],
+                "pageLabel": p["page_label"],
+                "parser": p["parser"],
+                "mode": p["mode"],
+                "version": p["version"],
+                "summary": p["summary"],
+                "keywords": p["keywords"],
+                "text": p["text"],
+                "imageKey": p["image_key"],
+                "runId": p["run_id"],
+            }
+            for p in catalog.read_pages(doc.document_id)
+        ],
+    }
 
     def render(d):
         for p in d["pages"]:
-            click.echo(f"page {p['pageIndex'] + 1} (index {p['pageIndex']}, label {p['pageLabel']}) "
-                       f"{p['parser']}/{p['mode']}: {p['summary']}")
+            click.echo(
+                f"page {p['pageIndex'] + 1} (index {p['pageIndex']}, label {p['pageLabel']}) "
+                f"{p['parser']}/{p['mode']}: {p['summary']}"
+            )
 
     emit(data, as_json, render)
 
@@ -73,17 +93,34 @@ def chunks(settings, document, as_json):
     stores = stores_of(settings)
     doc = find_document(stores.catalog, document)
     frame = stores.lake.read("chunks", doc.document_id)
-    data = {"documentId": doc.document_id, "chunks": [{
-        "chunkId": c["chunk_id"], "chunkIndex": c["chunk_index"], "pageIndex": c["page_index"],
-        "pageEnd": c["page_end"], "pageLabel": c["page_label"], "kind": c["kind"],
-        "sectionTitle": c["section_title"], "content": c["content"], "embeddingInput": c["embedding_input"],
-        "tableHeader": c["table_header"], "imageKey": c["image_key"],
-        "documentVersion": c["document_version"], "runId": c["run_id"]} for c in frame.iter_rows(named=True)]}
+    data = {
+        "documentId": doc.document_id,
+        "chunks": [
+            {
+                "chunkId": c["chunk_id"],
+                "chunkIndex": c["chunk_index"],
+                "pageIndex": c["page_index"],
+                "pageEnd": c["page_end"],
+                "pageLabel": c["page_label"],
+                "kind": c["kind"],
+                "sectionTitle": c["section_title"],
+                "content": c["content"],
+                "embeddingInput": c["embedding_input"],
+                "tableHeader": c["table_header"],
+                "imageKey": c["image_key"],
+                "documentVersion": c["document_version"],
+                "runId": c["run_id"],
+            }
+            for c in frame.iter_rows(named=True)
+        ],
+    }
 
     def render(d):
         for c in d["chunks"]:
-            click.echo(f"#{c['chunkIndex']} p{c['pageIndex'] + 1} [{c['kind']}] {c['sectionTitle'] or ''}: "
-                       f"{' '.join(c['content'].split())[:120]}")
+            click.echo(
+                f"#{c['chunkIndex']} p{c['pageIndex'] + 1} [{c['kind']}] {c['sectionTitle'] or ''}: "
+                f"{' '.join(c['content'].split())[:120]}"
+            )
 
     emit(data, as_json, render)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import click
 
-EXIT_FAILED = 1          # a command's own failure (a document failed, bad input)
-EXIT_UNAVAILABLE = 3     # a store (Postgres, Milvus, S3) cannot be reached or refuses the credentials
+EXIT_FAILED = 1  # a command's own failure (a document failed, bad input)
+EXIT_UNAVAILABLE = 3  # a store (Postgres, Milvus, S3) cannot be reached or refuses the credentials
 
 
 @dataclass
@@ -34,21 +34,35 @@ def explain(error: BaseException) -> Explained | None:
     module = type(error).__module__
     first = (str(error).strip().splitlines() or [name])[0][:300]
     if module.startswith("psycopg2") and name in ("OperationalError", "InterfaceError"):
-        return Explained("postgres_unavailable", f"Postgres is unreachable ({first}): start the embedded one with "
-                         "`kb-assets services up`, or check KB_POSTGRES_URL")
+        return Explained(
+            "postgres_unavailable",
+            f"Postgres is unreachable ({first}): start the embedded one with "
+            "`kb-assets services up`, or check KB_POSTGRES_URL",
+        )
     if module.startswith("pymilvus") or name in ("MilvusException", "MilvusUnavailableException"):
-        return Explained("milvus_unavailable", f"Milvus is unreachable or failed ({first}): start the embedded one "
-                         "with `kb-assets services up`, or check KB_MILVUS_URI")
+        return Explained(
+            "milvus_unavailable",
+            f"Milvus is unreachable or failed ({first}): start the embedded one "
+            "with `kb-assets services up`, or check KB_MILVUS_URI",
+        )
     if name in ("NoCredentialsError", "PartialCredentialsError"):
-        return Explained("s3_credentials", "S3 credentials are missing: set AWS_ACCESS_KEY_ID and "
-                         "AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS)")
-    if name == "ClientError" and any(code in str(error) for code in
-                                     ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch")):
-        return Explained("s3_credentials", f"S3 refused the credentials ({first}): check AWS_ACCESS_KEY_ID and "
-                         "AWS_SECRET_ACCESS_KEY")
+        return Explained(
+            "s3_credentials",
+            "S3 credentials are missing: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for a server other than AWS)",
+        )
+    if name == "ClientError" and any(
+        code in str(error) for code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch")
+    ):
+        return Explained(
+            "s3_credentials", f"S3 refused the credentials ({first}): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
     if isinstance(error, (ConnectionError, TimeoutError)):
-        return Explained("service_unavailable", f"a store is unreachable ({first}): check that Postgres, Milvus and "
-                         "the object store answer (`kb-assets services status`)")
+        return Explained(
+            "service_unavailable",
+            f"a store is unreachable ({first}): check that Postgres, Milvus and "
+            "the object store answer (`kb-assets services status`)",
+        )
     return None
 
 

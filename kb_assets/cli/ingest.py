@@ -15,8 +15,9 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.",
-              callback=knowledge_base_names)
+@click.option(
+    "--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.", callback=knowledge_base_names
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
 def ingest(settings, paths, knowledge_base_id, as_json):
@@ -66,8 +67,13 @@ def roots(settings, knowledge_base_ids, as_json):
 @click.command()
 @click.argument("old_root")
 @click.argument("new_root")
-@click.option("--kb", "knowledge_base_id", required=True, help="The knowledge base whose root moved.",
-              callback=knowledge_base_names)
+@click.option(
+    "--kb",
+    "knowledge_base_id",
+    required=True,
+    help="The knowledge base whose root moved.",
+    callback=knowledge_base_names,
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
@@ -83,5 +89,8 @@ def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
         except ValueError as error:
             raise click.ClickException(str(error)) from None
         moved = catalog.relocate_root(knowledge_base_id, old, new)
-    emit({"knowledgeBaseId": knowledge_base_id, "from": old, "to": new, "documents": moved}, as_json,
-         lambda d: click.echo(f"{knowledge_base_id}: {d['documents']} documents moved from {d['from']} to {d['to']}"))
+    emit(
+        {"knowledgeBaseId": knowledge_base_id, "from": old, "to": new, "documents": moved},
+        as_json,
+        lambda d: click.echo(f"{knowledge_base_id}: {d['documents']} documents moved from {d['from']} to {d['to']}"),
+    )

@@ -15,8 +15,9 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
 @click.command()
 @click.argument("query")
-@click.option("--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.",
-              callback=knowledge_base_names)
+@click.option(
+    "--kb", "knowledge_base_ids", multiple=True, help="Knowledge base(s); default all.", callback=knowledge_base_names
+)
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
@@ -24,8 +25,8 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @pass_settings
 def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
     """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
-    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.search import SearchRequest
+    from kb_assets.service.api import make_searcher, one_thread_per_query
 
     settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
@@ -42,8 +43,11 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
         if not d["results"]:
             click.echo("no results")
         for rank, r in enumerate(d["results"], 1):
-            page = f"page {r['pageIndex'] + 1}" + (f" (printed {r['pageLabel']})" if r.get("pageLabel") and
-                                                   r["pageLabel"] != str(r["pageIndex"] + 1) else "")
+            page = f"page {r['pageIndex'] + 1}" + (
+                f" (printed {r['pageLabel']})"
+                if r.get("pageLabel") and r["pageLabel"] != str(r["pageIndex"] + 1)
+                else ""
+            )
             score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
             section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
             click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
@@ -55,18 +59,23 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
 
 @click.command("eval")
 @click.argument("questions", type=click.Path(exists=True, path_type=Path))
-@click.option("--kb", "knowledge_base_ids", multiple=True, help="Only questions of these knowledge bases.",
-              callback=knowledge_base_names)
+@click.option(
+    "--kb",
+    "knowledge_base_ids",
+    multiple=True,
+    help="Only questions of these knowledge bases.",
+    callback=knowledge_base_names,
+)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
     """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
-    from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.retrieval.evaluation import evaluate as score
     from kb_assets.retrieval.evaluation import load_questions
     from kb_assets.retrieval.search import SearchRequest
+    from kb_assets.service.api import make_searcher, one_thread_per_query
 
     try:
         rows = [q for q in load_questions(questions) if not knowledge_base_ids or q["kb"] in knowledge_base_ids]
@@ -76,8 +85,12 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
     searcher = make_searcher(settings)
     strategy = strategy or searcher.config.strategy
     searcher.warm_up()
-    data = {"strategy": strategy, "scores": score(
-        lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows)}
+    data = {
+        "strategy": strategy,
+        "scores": score(
+            lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows
+        ),
+    }
     searcher.close()
     if baseline:
         naive = naive_baseline(settings, sorted({q["kb"] for q in rows}))
@@ -90,8 +103,10 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
             click.echo(f"{'kb-assets ' + d['strategy'] if name == 'scores' else 'naive baseline'}:")
             for kb, s in d[name].items():
                 if s.get("questions"):
-                    click.echo(f"  {kb:<12} n={s['questions']:<4} hit@1 {s['hit@1']:.3f}  hit@5 {s['hit@5']:.3f}  "
-                               f"MRR {s['mrr']:.3f}  p50 {s['latencyP50Ms']} ms  p95 {s['latencyP95Ms']} ms")
+                    click.echo(
+                        f"  {kb:<12} n={s['questions']:<4} hit@1 {s['hit@1']:.3f}  hit@5 {s['hit@5']:.3f}  "
+                        f"MRR {s['mrr']:.3f}  p50 {s['latencyP50Ms']} ms  p95 {s['latencyP95Ms']} ms"
+                    )
 
     emit(data, as_json, render)
 
@@ -101,9 +116,11 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
     from kb_assets.retrieval.baseline import NaiveBaseline
 
     stores = stores_of(settings)
-    documents = [({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri},
-                  stores.catalog.read_pages(d.document_id))
-                 for d in stores.catalog.list_documents(knowledge_base_ids) if d.status == "published"]
+    documents = [
+        ({"knowledgeBaseId": d.knowledge_base_id, "sourceUri": d.source_uri}, stores.catalog.read_pages(d.document_id))
+        for d in stores.catalog.list_documents(knowledge_base_ids)
+        if d.status == "published"
+    ]
     return NaiveBaseline(stores.model(), documents)
 
 
@@ -128,8 +145,11 @@ def serve(settings, host, port):
     except ValueError as error:
         refuse(str(error))
     if not is_loopback(host) and not (hosts.any or hosts.names):
-        click.echo(f"Warning: KB_PUBLIC_URL and KB_ALLOWED_HOSTS are unset: requests to {host} that name "
-                   "a host other than a loopback one answer 421", err=True)
+        click.echo(
+            f"Warning: KB_PUBLIC_URL and KB_ALLOWED_HOSTS are unset: requests to {host} that name "
+            "a host other than a loopback one answer 421",
+            err=True,
+        )
     lean.refuse()
     import uvicorn
 

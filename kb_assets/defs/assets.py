@@ -1,4 +1,5 @@
-"""The document assets, one dynamic partition per document (or hash bucket), batched: a run handles a range of documents.
+"""The document assets, one dynamic partition per document (or hash bucket), batched: a run handles a
+range of documents.
 
 Assets are thin: they pick the run's documents, call the plain step of ``kb_assets.pipeline.steps`` for each,
 quarantine documents that fail (status ``failed`` with the reason) and report counts to the UI. Every
@@ -11,22 +12,27 @@ fails (so does the run): Dagster then marks exactly those partitions failed; a d
 batch whose others go on is retried alone in a run of its own (``defs/launch.py``).
 """
 
-
 import time
 import warnings
-from typing import Callable
 
 import dagster as dg
 
-from kb_assets.pipeline import planning, steps
 from kb_assets.defs import checks
+from kb_assets.defs.document_steps import (
+    active_documents,
+    failed_step,
+    for_each_document,
+    publication_target,
+    report,
+    settle,
+    step_version,
+)
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.pipeline.page_images import has_page_images, render_missing
 from kb_assets.defs.resources import StoresResource
-from kb_assets.stores import Stores
+from kb_assets.pipeline import steps
+from kb_assets.pipeline.page_images import has_page_images, render_missing
 from kb_assets.settings import Settings
-from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, flush, published_collection
+from kb_assets.stores.vectors import flush
 
 # The backfill policy is what batches many documents into one run; its beta notice is known
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -43,157 +49,98 @@ COMMON = dict(
 )
 
 
-def step_version(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
-    """The pipeline version of this asset (``key``: of that asset of a multi-asset step): its code version
-    (``versioned`` sets it from the settings)."""
-    key = key or context.asset_key
-    version = context.assets_def.code_versions_by_key.get(key)
-    if version is None:
-        raise dg.DagsterInvariantViolationError(
-            f"{key.to_user_string()} has no code version: build the definitions with "
-            "kb_assets.definitions.make_definitions")
-    return version
-
-
-def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
-    """What a document that fails here records: ``asset@version``."""
-    key = key or context.asset_key
-    return f"{key.to_user_string()}@{step_version(context, key)}"
-
-
-def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
-    """The run's documents that are still going (not deleted, not failed earlier in this run), in
-    partition order (a hash-bucket partition names its changed documents: ``planning.run_documents``);
-    a document that failed in an earlier run is retried."""
-    run_id = context.run.run_id
-    return [doc for doc in planning.run_documents(list(context.partition_keys), run_id, catalog)
-            if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)]
-
-
-def for_each_document(context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document],
-                      step: Callable[[Document], dict]) -> tuple[dict[str, dict], dict[str, str]]:
-    """Run a step per document; a failing document is marked failed and the others go on. When every
-    document failed, the step fails (with every reason), so the run fails and Dagster marks the
-    partitions failed."""
-    results, failures = {}, {}
-    for doc in docs:
-        try:
-            with catalog.document_lock(doc.document_id):   # a concurrent writer of the document waits
-                results[doc.document_id] = step(doc)
-        except steps.DocumentFailed as error:
-            failures[doc.document_id] = str(error)
-        except Exception as error:  # an unexpected bug in one document must not stop the batch
-            context.log.exception(f"{doc.source_uri}: unexpected error")
-            failures[doc.document_id] = f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
-    for document_id, reason in failures.items():
-        catalog.mark_failed(document_id, reason, context.run.run_id, failed_step(context))
-    settle(context, catalog, results, failures)
-    return results, failures
-
-
-def settle(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict], failures: dict[str, str],
-           asset_keys: list[dg.AssetKey] | None = None) -> None:
-    """After a step's documents: log each failure, describe every partition, and fail the step when every
-    document failed (Dagster then marks exactly those partitions failed)."""
-    for document_id, reason in failures.items():
-        context.log.warning(f"document {document_id} failed: {reason}")
-    describe_partitions(context, catalog, results, failures, asset_keys)
-    if failures and not results:
-        raise dg.Failure(description="; ".join(failures.values())[:2000],
-                         metadata={"failures": dg.MetadataValue.json(failures)})
-
-
-def describe_partitions(context: dg.AssetExecutionContext, catalog: Catalog, results: dict[str, dict],
-                        failures: dict[str, str], asset_keys: list[dg.AssetKey] | None = None) -> None:
-    """Per-partition metadata for the UI: which file a partition is, and what happened to it here
-    (``asset_keys``: of those assets of a multi-asset step)."""
-    docs = catalog.documents_by_partition_keys(list(context.partition_keys))
-    for key in context.partition_keys:
-        doc = docs.get(key)
-        if doc is None:
-            continue
-        document_id = doc.document_id
-        result = results.get(document_id, {})
-        outcome = (f"failed: {failures[document_id]}" if document_id in failures
-                   else "current: skipped" if result.get("skipped")
-                   else "same output as before: nothing rewritten" if result.get("unchanged")
-                   else "written" if document_id in results
-                   else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else ""))
-        metadata = {"source": doc.source_path, "knowledge_base": doc.knowledge_base_id, "source_uri": doc.source_uri,
-                    "document_id": document_id,
-                    "document_version": (doc.version or "")[:12], "outcome": outcome[:1000]}
-        for asset_key in asset_keys or [None]:
-            context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
-
-
-def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
-    skipped = sum(1 for r in results.values() if r.get("skipped"))
-    return {
-        "documents": len(results) + len(failures),
-        "processed": len(results) - skipped,
-        "skipped_unchanged": skipped,
-        "failed": len(failures),
-        "failures": dg.MetadataValue.json(failures) if failures else "none",
-        "seconds": round(time.monotonic() - started, 3),
-        **extra,
-    }
-
-
-@dg.asset(**COMMON, kinds={"python", "s3"},
-          check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)])
+@dg.asset(
+    **COMMON,
+    kinds={"python", "s3"},
+    check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)],
+)
 def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), stores.catalog, stores.objects
     docs = active_documents(context, cat)
-    sources = stores.settings.storage_options()   # s3:// sources are read with the same AWS_* settings
+    sources = stores.settings.storage_options()  # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.store_raw_file(d, cat, store, stores.settings.parse.max_file_bytes, context.run.run_id,
-                                                       sources, step_version(context)))
+        context,
+        cat,
+        docs,
+        lambda d: steps.store_raw_file(
+            d, cat, store, stores.settings.parse.max_file_bytes, context.run.run_id, sources, step_version(context)
+        ),
+    )
     check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
         metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
-        check_results=[check])
+        check_results=[check],
+    )
 
 
-@dg.asset(**COMMON, deps=[raw_files], kinds={"python", "postgres"},
-          check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)])
+@dg.asset(
+    **COMMON,
+    deps=[raw_files],
+    kinds={"python", "postgres"},
+    check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)],
+)
 def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
     started, cat, store, options = time.monotonic(), stores.catalog, stores.objects, stores.parse_options()
     docs = active_documents(context, cat)
     version = step_version(context)
     results, failures = for_each_document(
-        context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version))
+        context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version)
+    )
     modes = sorted({r["mode"] for r in results.values()})
     check = checks.check_pages(cat, list(results), context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
-        metadata=report(results, failures, started, pages=sum(r["pages"] for r in results.values()),
-                        parser_modes=", ".join(modes) or "none"),
-        check_results=[check])
+        metadata=report(
+            results,
+            failures,
+            started,
+            pages=sum(r["pages"] for r in results.values()),
+            parser_modes=", ".join(modes) or "none",
+        ),
+        check_results=[check],
+    )
 
 
-@dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "postgres"},
-          check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)])
+@dg.asset(
+    **COMMON,
+    deps=[parsed_pages],
+    kinds={"python", "postgres"},
+    check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)],
+)
 def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     """A PageIndex tree per document (from the PDF outline, a printed table of contents, headings or page
     groups): nodes with page ranges, summaries and keywords; page summaries; table-of-contents pages marked."""
     started, cat, store, page_summarizer = time.monotonic(), stores.catalog, stores.objects, stores.summarizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs,
-        lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer, step_version(context)))
+        context,
+        cat,
+        docs,
+        lambda d: steps.build_pageindex(d, cat, context.run.run_id, store, page_summarizer, step_version(context)),
+    )
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
     check = checks.check_trees(cat, list(results), context.run.run_id, failed_step(context))
     sources = sorted({r["source"] for r in results.values() if r.get("source")})
     return dg.MaterializeResult(
-        metadata=report(results, failures, started, nodes=sum(r["nodes"] for r in results.values()),
-                        tree_sources=", ".join(sources) or "none"),
-        check_results=[check])
+        metadata=report(
+            results,
+            failures,
+            started,
+            nodes=sum(r["nodes"] for r in results.values()),
+            tree_sources=", ".join(sources) or "none",
+        ),
+        check_results=[check],
+    )
 
 
-@dg.asset(**COMMON, deps=[pageindex_trees], kinds={"python", "parquet"},
-          check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)])
+@dg.asset(
+    **COMMON,
+    deps=[pageindex_trees],
+    kinds={"python", "parquet"},
+    check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)],
+)
 def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     """Content-aware chunks in the lake: content, embedding_input (with a situating sentence when a chunk
     contextualizer is configured), page range, section, lineage."""
@@ -201,9 +148,20 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     contextualizer = stores.contextualizer()
     docs = active_documents(context, cat)
     results, failures = for_each_document(
-        context, cat, docs,
-        lambda d: steps.build_chunks(d, cat, lk, model, context.run.run_id, step_version(context),
-                                     stores.settings.max_chunks_per_document, contextualizer))
+        context,
+        cat,
+        docs,
+        lambda d: steps.build_chunks(
+            d,
+            cat,
+            lk,
+            model,
+            context.run.run_id,
+            step_version(context),
+            stores.settings.max_chunks_per_document,
+            contextualizer,
+        ),
+    )
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
@@ -211,45 +169,53 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
         context.log.warning(warning)
     check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
     return dg.MaterializeResult(
-        metadata=report(results, failures, started, chunks=sum(r["chunks"] for r in results.values()),
-                        fallback_chunked=sum(1 for r in results.values() if r.get("fallback")),
-                        **({"contextualized_chunks": sum(r.get("contextualized", 0) for r in results.values()),
-                            "contexts_written": sum(r.get("contexts_written", 0) for r in results.values())}
-                           if contextualizer else {})),
-        check_results=[check])
+        metadata=report(
+            results,
+            failures,
+            started,
+            chunks=sum(r["chunks"] for r in results.values()),
+            fallback_chunked=sum(1 for r in results.values() if r.get("fallback")),
+            **(
+                {
+                    "contextualized_chunks": sum(r.get("contextualized", 0) for r in results.values()),
+                    "contexts_written": sum(r.get("contexts_written", 0) for r in results.values()),
+                }
+                if contextualizer
+                else {}
+            ),
+        ),
+        check_results=[check],
+    )
 
 
 EMBEDDINGS = dg.AssetSpec(
-    "embeddings", deps=[chunks], kinds={"python", "parquet"}, group_name=COMMON["group_name"],
+    "embeddings",
+    deps=[chunks],
+    kinds={"python", "parquet"},
+    group_name=COMMON["group_name"],
     partitions_def=documents_partitions,
-    description="Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded.")
+    description="Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded.",
+)
 MILVUS_COLLECTION = dg.AssetSpec(
-    "milvus_collection", deps=[EMBEDDINGS], kinds={"python", "milvus"}, group_name=COMMON["group_name"],
+    "milvus_collection",
+    deps=[EMBEDDINGS],
+    kinds={"python", "milvus"},
+    group_name=COMMON["group_name"],
     partitions_def=documents_partitions,
-    description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.")
-
-
-def publication_target(stores: Stores):
-    """The Milvus client and the configured spec's collection (created and recorded as building when new),
-    and, while another spec's collection is published (a migration is due), that collection and its model:
-    changed documents are written into both."""
-    client, spec, cat = stores.milvus, stores.embedding_spec(), stores.catalog
-    collection = ensure_collection(client, spec, stores.settings.milvus_dense_index)
-    with cat.connect() as conn:
-        cat.record_collection(conn, name=collection, alias=stores.alias, schema_version=SCHEMA_VERSION,
-                              model=spec.model, dimension=spec.dimension, languages=list(spec.languages),
-                              state="building")
-    serving = published_collection(client, stores.alias)
-    also = (serving, stores.model(collection_spec(client, serving)["model"])) if serving not in (None, collection) \
-        else None
-    return client, collection, also
+    description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.",
+)
 
 
 @dg.multi_asset(
-    specs=[EMBEDDINGS, MILVUS_COLLECTION], can_subset=True, backfill_policy=COMMON["backfill_policy"],
+    specs=[EMBEDDINGS, MILVUS_COLLECTION],
+    can_subset=True,
+    backfill_policy=COMMON["backfill_policy"],
     partitions_def=documents_partitions,
-    check_specs=[dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
-                 dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True)])
+    check_specs=[
+        dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
+        dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True),
+    ],
+)
 def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource):
     """``embeddings`` and ``milvus_collection`` in one step, so that a document is published as soon as
     its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
@@ -279,42 +245,70 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     alias_set: list[str | None] = []
 
     def published(doc) -> None:
-        if publishing and not alias_set:   # the first build: the alias serves the first published document
+        if publishing and not alias_set:  # the first build: the alias serves the first published document
             alias_set.append(steps.publish_if_unpublished(client, cat, stores.alias, collection))
 
     try:
-        results, failures = steps.embed_and_publish(docs, cat, lk, model, stores.settings.embedding_model, run_id,
-                                                    stores.settings.embedding_slice, check, target, published,
-                                                    versions, also)
+        results, failures = steps.embed_and_publish(
+            docs,
+            cat,
+            lk,
+            model,
+            stores.settings.embedding_model,
+            run_id,
+            stores.settings.embedding_slice,
+            check,
+            target,
+            published,
+            versions,
+            also,
+        )
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    settle(context, cat, results, failures, sorted(selected))   # steps.embed_and_publish marked them failed
+    settle(context, cat, results, failures, sorted(selected))  # steps.embed_and_publish marked them failed
     checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
     if EMBEDDINGS.key in selected:
         yield dg.MaterializeResult(
             asset_key=EMBEDDINGS.key,
-            metadata=report(results, failures, started, model=stores.settings.embedding_model, encoder=model.backend,
-                            dimension=model.dimension, slice_size=stores.settings.embedding_slice,
-                            embedded=sum(r["embedded"] for r in results.values()),
-                            reused=sum(r["reused"] for r in results.values())),
-            check_results=[checks.check_embeddings(cat, checked, violations, run_id,
-                                                   failed_step(context, EMBEDDINGS.key))])
+            metadata=report(
+                results,
+                failures,
+                started,
+                model=stores.settings.embedding_model,
+                encoder=model.backend,
+                dimension=model.dimension,
+                slice_size=stores.settings.embedding_slice,
+                embedded=sum(r["embedded"] for r in results.values()),
+                reused=sum(r["reused"] for r in results.values()),
+            ),
+            check_results=[
+                checks.check_embeddings(cat, checked, violations, run_id, failed_step(context, EMBEDDINGS.key))
+            ],
+        )
     if publishing:
-        flush(client, collection)   # seals the write-ahead log into indexed segments: ~10x faster searches
+        flush(client, collection)  # seals the write-ahead log into indexed segments: ~10x faster searches
         if also:
             flush(client, also[0])
         alias = steps.publish_if_unpublished(client, cat, stores.alias, collection)
-        check = checks.check_milvus(cat, lk, client, collection, list(results), run_id,
-                                    failed_step(context, MILVUS_COLLECTION.key))
+        check = checks.check_milvus(
+            cat, lk, client, collection, list(results), run_id, failed_step(context, MILVUS_COLLECTION.key)
+        )
         yield dg.MaterializeResult(
             asset_key=MILVUS_COLLECTION.key,
-            metadata=report(results, failures, started, collection=collection, alias=stores.alias,
-                            alias_target=alias or f"{also[0] if also else None} (the migration publishes {collection})",
-                            also_written_to=also[0] if also else "none",
-                            entities_written=sum(r.get("written", 0) for r in results.values()),
-                            entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
-                            chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values())),
-            check_results=[check])
+            metadata=report(
+                results,
+                failures,
+                started,
+                collection=collection,
+                alias=stores.alias,
+                alias_target=alias or f"{also[0] if also else None} (the migration publishes {collection})",
+                also_written_to=also[0] if also else "none",
+                entities_written=sum(r.get("written", 0) for r in results.values()),
+                entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
+                chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values()),
+            ),
+            check_results=[check],
+        )
 
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
@@ -330,9 +324,15 @@ def page_images(context: dg.AssetExecutionContext, stores: StoresResource):
         except Exception as error:  # a page image is not worth failing a published document: rendered on request
             failures[doc.document_id] = f"{doc.source_path}: {type(error).__name__}: {error}"
             context.log.warning(f"page images of {doc.source_path}: {failures[doc.document_id]}")
-    return dg.MaterializeResult(metadata=report(
-        results, failures, started, rendered=sum(r["rendered"] for r in results.values()),
-        already_present=sum(r["present"] for r in results.values())))
+    return dg.MaterializeResult(
+        metadata=report(
+            results,
+            failures,
+            started,
+            rendered=sum(r["rendered"] for r in results.values()),
+            already_present=sum(r["present"] for r in results.values()),
+        )
+    )
 
 
 ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, page_images]
@@ -342,6 +342,11 @@ def versioned(assets: list[dg.AssetsDefinition], settings: Settings) -> list[dg.
     """The document assets with their pipeline versions as code versions (``Settings.step_versions``;
     ``page_images``, off the pipeline, has none)."""
     versions = settings.step_versions()
-    return [asset.map_asset_specs(
-        lambda spec: spec.replace_attributes(code_version=versions.get(spec.key.to_user_string(), spec.code_version)))
-        for asset in assets]
+    return [
+        asset.map_asset_specs(
+            lambda spec: spec.replace_attributes(
+                code_version=versions.get(spec.key.to_user_string(), spec.code_version)
+            )
+        )
+        for asset in assets
+    ]

@@ -4,43 +4,69 @@ complete, validated by a blocking check) and ``collection_alias`` (the alias swa
 is ``kb_assets.pipeline.migration``.
 """
 
-
 import dagster as dg
 
-from kb_assets.pipeline import migration
 from kb_assets.defs.assets import MILVUS_COLLECTION
 from kb_assets.defs.resources import StoresResource
+from kb_assets.pipeline import migration
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
 
 COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
 
 
-@dg.asset(**COLLECTIONS, deps=[MILVUS_COLLECTION],
-          check_specs=[dg.AssetCheckSpec("candidate_valid", asset="collection_candidate", blocking=True,
-                                         description="entity counts, dimension and golden queries against "
-                                                     "the published collection")])
+@dg.asset(
+    **COLLECTIONS,
+    deps=[MILVUS_COLLECTION],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "candidate_valid",
+            asset="collection_candidate",
+            blocking=True,
+            description="entity counts, dimension and golden queries against the published collection",
+        )
+    ],
+)
 def collection_candidate(context: dg.AssetExecutionContext, stores: StoresResource):
     """The collection of the configured embedding spec, filled from the lake for every document that serves a
     version; validated before the alias may point at it (blocking check ``candidate_valid``)."""
     cat, client, model = stores.catalog, stores.milvus, stores.model()
     collection = ensure_collection(client, stores.embedding_spec(), stores.settings.milvus_dense_index)
     flush(client, collection)
-    report = migration.validate(cat, stores.lake, client, collection, stores.alias, model.dimension,
-                                 stores.model)
-    metadata = {"collection": collection, "published": report["previous"] or "none",
-                "entities": report["entities"], "chunk_rows": report["chunkRows"], "documents": report["documents"],
-                "not_carried_over": dg.MetadataValue.json(report["notCarried"]),
-                "golden_queries": report["goldenQueries"], "hit_at_5_new": report["quality"]["new"],
-                "hit_at_5_published": report["quality"]["published"], "dimension": report["dimension"],
-                "problems": dg.MetadataValue.json(report["problems"]), "report": dg.MetadataValue.json(report)}
+    report = migration.validate(cat, stores.lake, client, collection, stores.alias, model.dimension, stores.model)
+    metadata = {
+        "collection": collection,
+        "published": report["previous"] or "none",
+        "entities": report["entities"],
+        "chunk_rows": report["chunkRows"],
+        "documents": report["documents"],
+        "not_carried_over": dg.MetadataValue.json(report["notCarried"]),
+        "golden_queries": report["goldenQueries"],
+        "hit_at_5_new": report["quality"]["new"],
+        "hit_at_5_published": report["quality"]["published"],
+        "dimension": report["dimension"],
+        "problems": dg.MetadataValue.json(report["problems"]),
+        "report": dg.MetadataValue.json(report),
+    }
     if report["problems"]:
         with cat.connect() as conn:
             cat.set_collection_state(conn, collection, "failed", entity_count=report["entities"])
-    return dg.MaterializeResult(metadata=metadata, check_results=[dg.AssetCheckResult(
-        check_name="candidate_valid", passed=not report["problems"], severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"problems": dg.MetadataValue.json(report["problems"]), "entities": report["entities"],
-                  "chunk_rows": report["chunkRows"], "hit_at_5_new": report["quality"]["new"],
-                  "hit_at_5_published": report["quality"]["published"]})])
+    return dg.MaterializeResult(
+        metadata=metadata,
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="candidate_valid",
+                passed=not report["problems"],
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={
+                    "problems": dg.MetadataValue.json(report["problems"]),
+                    "entities": report["entities"],
+                    "chunk_rows": report["chunkRows"],
+                    "hit_at_5_new": report["quality"]["new"],
+                    "hit_at_5_published": report["quality"]["published"],
+                },
+            )
+        ],
+    )
 
 
 @dg.asset(**COLLECTIONS, deps=[collection_candidate])
@@ -55,13 +81,21 @@ def collection_alias(context: dg.AssetExecutionContext, stores: StoresResource):
     record = context.instance.get_latest_materialization_event(dg.AssetKey("collection_candidate"))
     validated = record.asset_materialization.metadata if record and record.asset_materialization else {}
     swapped = migration.swap(cat, client, stores.alias, collection)
-    return dg.MaterializeResult(metadata={
-        "alias": stores.alias, "previous": swapped["previous"] or "none", "published": collection,
-        "swap": f"{swapped['previous']} -> {collection}", "entities": swapped["entities"],
-        "hit_at_5_new": validated["hit_at_5_new"].value if "hit_at_5_new" in validated else "unknown",
-        "hit_at_5_published": validated["hit_at_5_published"].value if "hit_at_5_published" in validated else "unknown",
-        "stopped_serving": dg.MetadataValue.json(swapped["stoppedServing"]),
-        "rollback": "kb-assets collections rollback re-publishes the previous collection"})
+    return dg.MaterializeResult(
+        metadata={
+            "alias": stores.alias,
+            "previous": swapped["previous"] or "none",
+            "published": collection,
+            "swap": f"{swapped['previous']} -> {collection}",
+            "entities": swapped["entities"],
+            "hit_at_5_new": validated["hit_at_5_new"].value if "hit_at_5_new" in validated else "unknown",
+            "hit_at_5_published": validated["hit_at_5_published"].value
+            if "hit_at_5_published" in validated
+            else "unknown",
+            "stopped_serving": dg.MetadataValue.json(swapped["stoppedServing"]),
+            "rollback": "kb-assets collections rollback re-publishes the previous collection",
+        }
+    )
 
 
 COLLECTION_ASSETS = [collection_candidate, collection_alias]

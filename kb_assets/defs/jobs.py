@@ -12,18 +12,18 @@ All run in-process: ``kb-assets`` launches them without a daemon; the sensors re
 
 import dagster as dg
 
-from kb_assets.pipeline import steps
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.partitions import documents_partitions
 from kb_assets.defs.resources import StoresResource
+from kb_assets.pipeline import steps
 from kb_assets.pipeline.verify import verify
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",
     selection=dg.AssetSelection.assets(*ASSETS),
     description="Materialize the document assets for a range of document partitions in one run, from the "
-                "first stale step onward.",
+    "first stale step onward.",
     executor_def=dg.in_process_executor,
 )
 
@@ -50,9 +50,12 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresRes
         if key and context.instance.has_dynamic_partition(documents_partitions.name, key):
             context.instance.delete_dynamic_partition(documents_partitions.name, key)
     removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
-    summary = {"documents_purged": len(purged), "entities_removed": removed,
-               "chunk_rows_removed": sum(r["chunkRowsRemoved"] for r in purged),
-               "purged": dg.MetadataValue.md(purge_table(purged))}
+    summary = {
+        "documents_purged": len(purged),
+        "entities_removed": removed,
+        "chunk_rows_removed": sum(r["chunkRowsRemoved"] for r in purged),
+        "purged": dg.MetadataValue.md(purge_table(purged)),
+    }
     context.add_output_metadata(summary)
     if purged:  # the index's history in the UI: the collection lost these documents here
         context.log_event(dg.AssetObservation(asset_key="milvus_collection", metadata=summary))
@@ -60,35 +63,51 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresRes
 
 
 def purge_table(purged: list[dict]) -> str:
-    rows = ["| knowledge base | source | document | entities removed | chunk rows | original |", "|---|---|---|---|---|---|"]
-    rows += [f"| {r['knowledgeBaseId']} | {r['sourcePath']} | {r['documentId']} | "
-             f"{sum(r['entitiesRemoved'].values())} | {r['chunkRowsRemoved']} | {r['original']} |" for r in purged]
+    rows = [
+        "| knowledge base | source | document | entities removed | chunk rows | original |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| {r['knowledgeBaseId']} | {r['sourcePath']} | {r['documentId']} | "
+        f"{sum(r['entitiesRemoved'].values())} | {r['chunkRowsRemoved']} | {r['original']} |"
+        for r in purged
+    ]
     return "\n".join(rows)
 
 
-@dg.job(executor_def=dg.in_process_executor, tags={"kb/store_change": "purge"},
-        description="Purge documents whose files are gone (launched by kb-assets ingest and the folder sensor).")
+@dg.job(
+    executor_def=dg.in_process_executor,
+    tags={"kb/store_change": "purge"},
+    description="Purge documents whose files are gone (launched by kb-assets ingest and the folder sensor).",
+)
 def purge_documents():
     purge()
 
 
 @dg.op(description="verify --repair: re-sync what Postgres and the lake say from them, remove strays and orphans.")
 def repair(context: dg.OpExecutionContext, stores: StoresResource) -> dict:
-    report = verify(stores.catalog, stores.lake, stores.milvus, stores.alias, repair=True,
-                    load_model=stores.model)
+    report = verify(stores.catalog, stores.lake, stores.milvus, stores.alias, repair=True, load_model=stores.model)
     repaired = [p for p in report["problems"] if p["repaired"]]
     left = [p for p in report["problems"] if not p["repaired"]]
-    summary = {"problems_found": len(report["problems"]), "repaired": len(repaired), "left": len(left),
-               "collection": report["collection"] or "none",
-               "repairs": dg.MetadataValue.json(repaired), "not_repaired": dg.MetadataValue.json(left)}
+    summary = {
+        "problems_found": len(report["problems"]),
+        "repaired": len(repaired),
+        "left": len(left),
+        "collection": report["collection"] or "none",
+        "repairs": dg.MetadataValue.json(repaired),
+        "not_repaired": dg.MetadataValue.json(left),
+    }
     context.add_output_metadata(summary)
     if repaired:
         context.log_event(dg.AssetObservation(asset_key="milvus_collection", metadata=summary))
     return report
 
 
-@dg.job(executor_def=dg.in_process_executor, tags={"kb/store_change": "repair"},
-        description="kb-assets verify --repair as a run: what was found and what was repaired.")
+@dg.job(
+    executor_def=dg.in_process_executor,
+    tags={"kb/store_change": "repair"},
+    description="kb-assets verify --repair as a run: what was found and what was repaired.",
+)
 def repair_stores():
     repair()
 

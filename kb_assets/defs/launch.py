@@ -12,17 +12,17 @@ needed; ``dagster dev`` shows every run, since they share the instance at ``DAGS
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import dagster as dg
 
 from kb_assets.defs.partitions import documents_partitions
-from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
 from kb_assets.lib.processes import process_alive, process_token
+from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
+from kb_assets.pipeline.versions import from_step
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.pipeline.versions import from_step
 
 # step events still go to the instance (the UI shows them); the terminal shows progress lines
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -46,12 +46,16 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark failed the runs that a process of this host started and that are still STARTED (or STARTING)
     although that process is gone (killed: no handler ran); returns their run ids."""
     failed = []
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
-                                                                 dg.DagsterRunStatus.STARTING])):
+    for run in instance.get_runs(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
+    ):
         token = run.tags.get(PROCESS_TAG)
         if token and process_alive(token) is False:
-            instance.report_run_failed(run, message=f"the process that ran this run ({token}) is gone (killed?); "
-                                                    "marked failed by the next kb-assets command")
+            instance.report_run_failed(
+                run,
+                message=f"the process that ran this run ({token}) is gone (killed?); "
+                "marked failed by the next kb-assets command",
+            )
             failed.append(run.run_id)
     return failed
 
@@ -63,17 +67,30 @@ def selection(step: str) -> tuple[str, ...] | None:
     return None if step == "raw_files" else from_step(step)
 
 
-def execute(job: dg.JobDefinition, instance: dg.DagsterInstance, tags: dict[str, str],
-            asset_selection: tuple[str, ...] | None = None, run_config: dict | None = None):
+def execute(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    tags: dict[str, str],
+    asset_selection: tuple[str, ...] | None = None,
+    run_config: dict | None = None,
+):
     """One in-process run, tagged with this process; errors are the run's (never raised here)."""
     return job.execute_in_process(
-        instance=instance, raise_on_error=False, run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        instance=instance,
+        raise_on_error=False,
+        run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
         tags={**tags, PROCESS_TAG: process_token()},
-        asset_selection=[dg.AssetKey(key) for key in asset_selection] if asset_selection else None)
+        asset_selection=[dg.AssetKey(key) for key in asset_selection] if asset_selection else None,
+    )
 
 
-def run_plans(defs: dg.Definitions, instance: dg.DagsterInstance, catalog: Catalog, plans: list[RunPlan],
-              progress: Progress = lambda message: None) -> list[str]:
+def run_plans(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    plans: list[RunPlan],
+    progress: Progress = lambda message: None,
+) -> list[str]:
     """Execute the planned runs of the document job; failures of a batch are retried alone."""
     job = defs.resolve_job_def("ingest_documents")
     run_ids, done, total = [], 0, sum(len(p.documents) for p in plans)
@@ -84,13 +101,16 @@ def run_plans(defs: dg.Definitions, instance: dg.DagsterInstance, catalog: Catal
             run_ids += retry_failures_alone(job, instance, catalog, plan, result.run_id)
         done += len(plan.documents)
         docs = catalog.get_documents([d.document_id for d in plan.documents]).values()
-        progress(f"documents {done}/{total} (from {plan.step}): "
-                 f"{sum(d.status == 'published' for d in docs)} published, {sum(d.status == 'failed' for d in docs)} failed")
+        progress(
+            f"documents {done}/{total} (from {plan.step}): "
+            f"{sum(d.status == 'published' for d in docs)} published, {sum(d.status == 'failed' for d in docs)} failed"
+        )
     return run_ids
 
 
-def retry_failures_alone(job: dg.JobDefinition, instance: dg.DagsterInstance, catalog: Catalog, plan: RunPlan,
-                         run_id: str) -> list[str]:
+def retry_failures_alone(
+    job: dg.JobDefinition, instance: dg.DagsterInstance, catalog: Catalog, plan: RunPlan, run_id: str
+) -> list[str]:
     """Retry each document that failed in the batch run ``run_id`` alone, from the step it failed at, unless
     Dagster already shows that partition failed (a step where every document failed fails the run)."""
     run_ids = []
@@ -117,10 +137,16 @@ def purge(defs: dg.Definitions, instance: dg.DagsterInstance, gone: list[Documen
     """Purge documents whose files are gone, as a ``purge_documents`` run; returns what was removed."""
     if not gone:
         return []
-    tags = {"kb/knowledge_base_id": ",".join(sorted({d.knowledge_base_id for d in gone}))[:200],
-            "kb/documents": str(len(gone))}
-    result = execute(defs.resolve_job_def("purge_documents"), instance, tags,
-                     run_config={"ops": {"purge": {"config": {"document_ids": [d.document_id for d in gone]}}}})
+    tags = {
+        "kb/knowledge_base_id": ",".join(sorted({d.knowledge_base_id for d in gone}))[:200],
+        "kb/documents": str(len(gone)),
+    }
+    result = execute(
+        defs.resolve_job_def("purge_documents"),
+        instance,
+        tags,
+        run_config={"ops": {"purge": {"config": {"document_ids": [d.document_id for d in gone]}}}},
+    )
     if not result.success:
         raise RuntimeError(f"the purge run {result.run_id} failed: see it in the Dagster UI")
     return result.output_for_node("purge")
@@ -146,28 +172,53 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
     known = set(ordered)
     keys = {d.document_id: d.partition_key for d in docs}
     picked = {document_id: why for document_id, why in picked.items() if keys.get(document_id) in known}
-    return plan_runs([d for d in docs if d.document_id in picked], picked, ordered, settings.run_batch_size,
-                     retry_failed=False, migration=settings.embedding_model)
+    return plan_runs(
+        [d for d in docs if d.document_id in picked],
+        picked,
+        ordered,
+        settings.run_batch_size,
+        retry_failed=False,
+        migration=settings.embedding_model,
+    )
 
 
-def migrate(defs: dg.Definitions, settings: Settings, stores: Stores, instance: dg.DagsterInstance, due: dict,
-            progress: Progress = lambda message: None) -> dict:
+def migrate(
+    defs: dg.Definitions,
+    settings: Settings,
+    stores: Stores,
+    instance: dg.DagsterInstance,
+    due: dict,
+    progress: Progress = lambda message: None,
+) -> dict:
     """Backfill the configured spec's collection from the lake, then validate and swap (``due``: what
     ``migration.migration_due`` found; ``defs``: ``make_definitions(settings)``). Returns the report
     ``kb-assets migrate`` prints."""
     plans = migration_plans(settings, stores, instance)
-    progress(f"migration to {settings.embedding_model}: {sum(len(p.documents) for p in plans)} documents to "
-             f"backfill into the new collection ({due['reason']})")
+    progress(
+        f"migration to {settings.embedding_model}: {sum(len(p.documents) for p in plans)} documents to "
+        f"backfill into the new collection ({due['reason']})"
+    )
     run_ids = run_plans(defs, instance, stores.catalog, plans, progress)
-    result = execute(defs.resolve_job_def("publish_collection"), instance,
-                     {MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"})
+    result = execute(
+        defs.resolve_job_def("publish_collection"),
+        instance,
+        {MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"},
+    )
     run_ids.append(result.run_id)
     report = {}
     for event in result.asset_materializations_for_node("collection_candidate"):
         report = event.metadata["report"].value
     if not report:
-        return {"status": "failed", "problems": [f"the publish run {result.run_id} failed before validating"],
-                "published": due["published"], "runIds": run_ids}
+        return {
+            "status": "failed",
+            "problems": [f"the publish run {result.run_id} failed before validating"],
+            "published": due["published"],
+            "runIds": run_ids,
+        }
     status = "published" if result.success and not report["problems"] else "failed"
-    return {**report, "status": status, "published": report["collection"] if status == "published" else due["published"],
-            "runIds": run_ids}
+    return {
+        **report,
+        "status": status,
+        "published": report["collection"] if status == "published" else due["published"],
+        "runIds": run_ids,
+    }

@@ -26,8 +26,9 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
     docs = [doc for doc in catalog.list_documents() if not doc.partition_key]
     if not docs:
         return 0
-    keys = planning.new_partition_keys([(d.knowledge_base_id, d.source_root, d.source_path, d.document_id)
-                                        for d in docs], catalog)
+    keys = planning.new_partition_keys(
+        [(d.knowledge_base_id, d.source_root, d.source_path, d.document_id) for d in docs], catalog
+    )
     with catalog.connect() as conn:
         catalog.set_partition_keys(conn, keys)
     existing = set(instance.get_dynamic_partitions(documents_partitions.name))
@@ -37,11 +38,18 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
         done = instance.get_materialized_partitions(dg.AssetKey(asset))
         for doc in moved:
             if doc.document_id in done and doc.status != "deleted":
-                instance.report_runless_asset_event(dg.AssetMaterialization(
-                    asset, partition=keys[doc.document_id],
-                    description="carried over from the document's earlier partition key",
-                    metadata={"earlier_partition_key": doc.document_id, "source": doc.source_path,
-                              "knowledge_base": doc.knowledge_base_id}))
+                instance.report_runless_asset_event(
+                    dg.AssetMaterialization(
+                        asset,
+                        partition=keys[doc.document_id],
+                        description="carried over from the document's earlier partition key",
+                        metadata={
+                            "earlier_partition_key": doc.document_id,
+                            "source": doc.source_path,
+                            "knowledge_base": doc.knowledge_base_id,
+                        },
+                    )
+                )
     for doc in moved:
         instance.delete_dynamic_partition(documents_partitions.name, doc.document_id)
     return len(docs)

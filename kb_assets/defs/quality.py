@@ -52,8 +52,11 @@ def validate(frame: pl.DataFrame, expectations: list) -> list[Violation]:
         indexes = item.result.get("unexpected_index_list") or []
         if indexes and isinstance(indexes[0], dict):  # pandas results may carry index dicts
             indexes = [next(iter(i.values())) for i in indexes]
-        document_ids = sorted(set(pandas_frame.loc[indexes, "document_id"])) if indexes else sorted(
-            set(pandas_frame["document_id"]))
+        document_ids = (
+            sorted(set(pandas_frame.loc[indexes, "document_id"]))
+            if indexes
+            else sorted(set(pandas_frame["document_id"]))
+        )
         violations.append(Violation(config.type, config.kwargs.get("column"), tuple(document_ids)))
     return violations
 

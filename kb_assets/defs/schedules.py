@@ -14,8 +14,9 @@ from kb_assets.settings import Settings
 def build_incremental_update_schedule(settings: Settings) -> dg.ScheduleDefinition:
     """The schedule of the KB_WATCH folders (stopped by default: the sensor keeps them current)."""
 
-    @dg.schedule(job=ingest_documents, cron_schedule=settings.refresh_cron,
-                 default_status=dg.DefaultScheduleStatus.STOPPED)
+    @dg.schedule(
+        job=ingest_documents, cron_schedule=settings.refresh_cron, default_status=dg.DefaultScheduleStatus.STOPPED
+    )
     def incremental_update_schedule(context: dg.ScheduleEvaluationContext, stores: StoresResource):
         """Re-scans the KB_WATCH folders: new, changed and stale files are re-materialized from their first
         stale step, unchanged ones cost nothing (deleted files: the folder sensor's purge run)."""

@@ -23,18 +23,23 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from kb_assets.pipeline import planning
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
 from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
 from kb_assets.defs.partitions import documents_partitions, readable_partition_keys
 from kb_assets.defs.resources import StoresResource
+from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 
 MAX_NEW_KEYS_PER_TICK = 1000
-UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
 
 
 @dataclass
@@ -43,21 +48,27 @@ class WatchPlan:
     new_keys: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped_new: int = 0
-    failures: list[planning.ScanFailure] = field(default_factory=list)   # entries that could not be read
+    failures: list[planning.ScanFailure] = field(default_factory=list)  # entries that could not be read
 
     def purge_request(self) -> dg.RunRequest:
         return dg.RunRequest(
             run_key="purge:" + hashlib.sha256(",".join(sorted(self.deleted)).encode()).hexdigest()[:32],
-            job_name=purge_documents.name, tags={"kb/documents": str(len(self.deleted))},
-            run_config={"ops": {"purge": {"config": {"document_ids": sorted(self.deleted)}}}})
+            job_name=purge_documents.name,
+            tags={"kb/documents": str(len(self.deleted))},
+            run_config={"ops": {"purge": {"config": {"document_ids": sorted(self.deleted)}}}},
+        )
 
 
 def document_run_request(plan: planning.RunPlan, job_name: str | None = ingest_documents.name) -> dg.RunRequest:
     """A run of ``ingest_documents`` for a planned range, from its first stale step; the same documents
     at the same versions never launch twice (the run key)."""
     keys = selection(plan.step)
-    return dg.RunRequest(run_key=plan.key(), job_name=job_name, tags=plan.tags(),
-                         asset_selection=[dg.AssetKey(key) for key in keys] if keys else None)
+    return dg.RunRequest(
+        run_key=plan.key(),
+        job_name=job_name,
+        tags=plan.tags(),
+        asset_selection=[dg.AssetKey(key) for key in keys] if keys else None,
+    )
 
 
 def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchPlan:
@@ -71,10 +82,10 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
     current = settings.step_versions()
     legacy = {c["name"]: c["model"] for c in catalog.collections()}
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
-    buckets = planning.bucket_count(settings.partitioning) is not None   # runs of changed documents only
+    buckets = planning.bucket_count(settings.partitioning) is not None  # runs of changed documents only
     plan = WatchPlan()
     for knowledge_base_id, source in settings.watched_folders():
-        with catalog.registration_lock():   # one registration at a time (ingests, ticks)
+        with catalog.registration_lock():  # one registration at a time (ingests, ticks)
             found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
             changed = planning.register_changes(found.files, knowledge_base_id, catalog).to_run
             gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
@@ -84,25 +95,36 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
         by_id = {d.document_id: d for d in docs}
         if buckets:
             stale = {}
-            fresh = [key for key in planning.partition_keys([by_id[d] for d in changed], settings.partitioning)
-                     if key not in known]
+            fresh = [
+                key
+                for key in planning.partition_keys([by_id[d] for d in changed], settings.partitioning)
+                if key not in known
+            ]
         else:
             stale = planning.stale_documents(docs, current, legacy, migrating)
             fresh = [by_id[d].partition_key for d in stale if by_id[d].partition_key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
-        admitted = fresh[:max(0, room)]
+        admitted = fresh[: max(0, room)]
         plan.new_keys += admitted
         known.update(admitted)
         ordered = [*existing, *plan.new_keys]
         if buckets:
-            admitted_docs = [d for d in docs if d.document_id in set(changed)
-                             and planning.partition_key(d, settings.partitioning) in known]
-            plan.runs += planning.plan_bucket_runs(admitted_docs, changed, settings.partitioning, ordered,
-                                                   settings.run_batch_size)
+            admitted_docs = [
+                d
+                for d in docs
+                if d.document_id in set(changed) and planning.partition_key(d, settings.partitioning) in known
+            ]
+            plan.runs += planning.plan_bucket_runs(
+                admitted_docs, changed, settings.partitioning, ordered, settings.run_batch_size
+            )
             continue
-        stale = {d: why for d, why in stale.items() if by_id[d].partition_key in known and not (
-            why.failed and shown_failed(instance, why.step, by_id[d].partition_key))}
+        stale = {
+            d: why
+            for d, why in stale.items()
+            if by_id[d].partition_key in known
+            and not (why.failed and shown_failed(instance, why.step, by_id[d].partition_key))
+        }
         plan.runs += planning.plan_runs(docs, stale, ordered, settings.run_batch_size)
     return plan
 
@@ -110,8 +132,11 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
 def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
     """The sensor of the KB_WATCH folders (running by default when KB_WATCH is set)."""
 
-    @dg.sensor(jobs=[ingest_documents, purge_documents], minimum_interval_seconds=settings.watch_interval_seconds,
-               default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED)
+    @dg.sensor(
+        jobs=[ingest_documents, purge_documents],
+        minimum_interval_seconds=settings.watch_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED,
+    )
     def watched_folders_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
         """Materializes new, changed and stale files of the KB_WATCH folders from their first stale step and
         purges deleted ones (a purge_documents run)."""
@@ -125,8 +150,9 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
         requests = [document_run_request(run) for run in plan.runs] + ([plan.purge_request()] if plan.deleted else [])
         if not requests:
             return dg.SkipReason("nothing changed")
-        return dg.SensorResult(run_requests=requests,
-                               dynamic_partitions_requests=[documents_partitions.build_add_request(plan.new_keys)])
+        return dg.SensorResult(
+            run_requests=requests, dynamic_partitions_requests=[documents_partitions.build_add_request(plan.new_keys)]
+        )
 
     return watched_folders_sensor
 
@@ -134,9 +160,11 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
 def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition:
     """The sensor that starts a collection migration by itself (running unless KB_AUTO_MIGRATE=0)."""
 
-    @dg.sensor(jobs=[ingest_documents, publish_collection], minimum_interval_seconds=settings.watch_interval_seconds,
-               default_status=dg.DefaultSensorStatus.RUNNING if settings.auto_migrate
-               else dg.DefaultSensorStatus.STOPPED)
+    @dg.sensor(
+        jobs=[ingest_documents, publish_collection],
+        minimum_interval_seconds=settings.watch_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING if settings.auto_migrate else dg.DefaultSensorStatus.STOPPED,
+    )
     def collection_migration_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
         """When the published collection's embedding spec is not the configured one: backfills the new
         collection from the lake, then validates it and swaps the alias (publish_collection)."""
@@ -145,19 +173,25 @@ def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition
         due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
         if due is None:
             return dg.SkipReason("the published collection has the configured embedding spec")
-        running = context.instance.get_runs(filters=dg.RunsFilter(
-            tags={MIGRATION_TAG: settings.embedding_model}, statuses=UNFINISHED), limit=1)
+        running = context.instance.get_runs(
+            filters=dg.RunsFilter(tags={MIGRATION_TAG: settings.embedding_model}, statuses=UNFINISHED), limit=1
+        )
         if running:
             return dg.SkipReason(f"migration to {settings.embedding_model} running ({running[0].run_id})")
         plans = migration_plans(settings, stores, context.instance)
         if plans:
             context.log.info(f"{due['reason']}: backfilling {sum(len(p.documents) for p in plans)} documents")
             return [document_run_request(plan) for plan in plans]
-        serving = sorted(f"{d.document_id}@{d.published_version}" for d in stores.catalog.list_documents()
-                         if d.published_version and d.status != "deleted")
-        return dg.RunRequest(run_key="publish:" + hashlib.sha256(
-            f"{settings.embedding_model}|{','.join(serving)}".encode()).hexdigest()[:32],
+        serving = sorted(
+            f"{d.document_id}@{d.published_version}"
+            for d in stores.catalog.list_documents()
+            if d.published_version and d.status != "deleted"
+        )
+        return dg.RunRequest(
+            run_key="publish:"
+            + hashlib.sha256(f"{settings.embedding_model}|{','.join(serving)}".encode()).hexdigest()[:32],
             job_name=publish_collection.name,
-            tags={MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"})
+            tags={MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"},
+        )
 
     return collection_migration_sensor

@@ -26,7 +26,7 @@ PROBE_TEXTS = [
     "How long are backups kept?",
     "Nightly backups of the orders database are kept for 35 days in the cold tier. " * 30,
     "数据平台的备份每天执行一次，备份保留三十五天。",
-    "write.table(x, file = \"out.csv\", sep = \",\", col.names = NA, qmethod = \"double\")",
+    'write.table(x, file = "out.csv", sep = ",", col.names = NA, qmethod = "double")',
 ]
 
 
@@ -40,12 +40,14 @@ def probe(model) -> dict:
     """The probe's token ids (as the window tokenizer cuts them) and torch's vectors for them."""
     import torch
 
-    encoded = model.tokenizer(PROBE_TEXTS, truncation=True, max_length=model.max_seq_length, padding=True,
-                              return_tensors="pt")
+    encoded = model.tokenizer(
+        PROBE_TEXTS, truncation=True, max_length=model.max_seq_length, padding=True, return_tensors="pt"
+    )
     with torch.inference_mode():
         vectors = model(features(model, encoded["input_ids"], encoded["attention_mask"]))["sentence_embedding"]
     vectors = torch.nn.functional.normalize(vectors.float(), dim=1).numpy()
-    rows = [ids[: int(mask.sum())].tolist() for ids, mask in zip(encoded["input_ids"], encoded["attention_mask"])]
+    pairs = zip(encoded["input_ids"], encoded["attention_mask"], strict=True)
+    rows = [ids[: int(mask.sum())].tolist() for ids, mask in pairs]
     return {"input_ids": rows, "vectors": vectors.round(7).tolist()}
 
 
@@ -76,17 +78,24 @@ def export_fp32(model, target: Path) -> None:
 
     eager_attention(model)
     names = [n for n in MODEL_INPUTS if n in set(getattr(model.tokenizer, "model_input_names", MODEL_INPUTS))]
-    example = model.tokenizer(PROBE_TEXTS[:2], truncation=True, max_length=model.max_seq_length, padding=True,
-                              return_tensors="pt")
+    example = model.tokenizer(
+        PROBE_TEXTS[:2], truncation=True, max_length=model.max_seq_length, padding=True, return_tensors="pt"
+    )
     if "token_type_ids" in names and "token_type_ids" not in example:
         example["token_type_ids"] = torch.zeros_like(example["input_ids"])
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Pipeline(model).eval(), tuple(example[n] for n in names), str(temporary),
-                          input_names=names, output_names=["sentence_embedding"], opset_version=17, dynamo=False,
-                          dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
-                                        "sentence_embedding": {0: "batch"}})
+        torch.onnx.export(
+            Pipeline(model).eval(),
+            tuple(example[n] for n in names),
+            str(temporary),
+            input_names=names,
+            output_names=["sentence_embedding"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "sentence_embedding": {0: "batch"}},
+        )
     weights_apart(temporary, target)
 
 
@@ -99,10 +108,16 @@ def weights_apart(exported: Path, target: Path) -> None:
 
     graph = onnx.load(str(exported))
     weights = weights_file(target)
-    weights.unlink(missing_ok=True)     # onnx appends to an existing data file
+    weights.unlink(missing_ok=True)  # onnx appends to an existing data file
     temporary = target.with_name(f".{target.name}.{os.getpid()}.split.tmp")
-    onnx.save_model(graph, str(temporary), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=weights.name, size_threshold=1024)
+    onnx.save_model(
+        graph,
+        str(temporary),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=weights.name,
+        size_threshold=1024,
+    )
     os.replace(temporary, target)
     exported.unlink()
 
@@ -113,8 +128,14 @@ def quantize_int8(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    quantize_dynamic(str(source), str(temporary), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
+    quantize_dynamic(
+        str(source),
+        str(temporary),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul"],
+        extra_options={"MatMulConstBOnly": True},
+    )
     os.replace(temporary, target)
 
 
@@ -134,18 +155,25 @@ def main() -> None:
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
     model = load_sentence_transformer(args.source)
-    record = {"source": str(args.source), "probe": probe(model), "maxTokens": model.max_seq_length,
-              "dimension": int(model.get_embedding_dimension())}
+    record = {
+        "source": str(args.source),
+        "probe": probe(model),
+        "maxTokens": model.max_seq_length,
+        "dimension": int(model.get_embedding_dimension()),
+    }
     fp32 = args.folder / VARIANTS[None]
     if not fp32_intact(fp32):
         export_fp32(model, fp32)
-        write_atomically(fp32.with_name(fp32.name + ".json"),
-                         json.dumps({**record, "sha256": export_sha256(fp32)}).encode())
+        write_atomically(
+            fp32.with_name(fp32.name + ".json"), json.dumps({**record, "sha256": export_sha256(fp32)}).encode()
+        )
     if args.quantize:
         target = args.folder / VARIANTS[args.quantize]
         quantize_int8(fp32, target)
-        write_atomically(target.with_name(target.name + ".json"),
-                         json.dumps({**record, "quantization": args.quantize, "sha256": export_sha256(target)}).encode())
+        write_atomically(
+            target.with_name(target.name + ".json"),
+            json.dumps({**record, "quantization": args.quantize, "sha256": export_sha256(target)}).encode(),
+        )
 
 
 if __name__ == "__main__":

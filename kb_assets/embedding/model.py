@@ -92,8 +92,6 @@ def short_model_name(model: str) -> str:
     return named + suffix
 
 
-
-
 @dataclass
 class EmbeddingModel:
     """A sentence-transformers model with its spec (id, dimension, languages), encoding on the CPU.
@@ -190,7 +188,9 @@ class EmbeddingModel:
             except OnnxUnavailable as error:
                 if self.quantized:
                     raise
-                log.warning("embedding model %s: onnxruntime unavailable (%s); encoding with torch", self.model_id, error)
+                log.warning(
+                    "embedding model %s: onnxruntime unavailable (%s); encoding with torch", self.model_id, error
+                )
         from kb_assets.embedding.torch_runner import TorchRunner
 
         return TorchRunner(self.path, self.threads or cores())
@@ -227,12 +227,12 @@ class EmbeddingModel:
         with self._lock:
             while start < len(order):
                 width = len(ids[order[start]])
-                batch = order[start:start + max(1, min(most, budget // max(width, 1)))]
+                batch = order[start : start + max(1, min(most, budget // max(width, 1)))]
                 input_ids = np.zeros((len(batch), width), dtype=np.int64)
                 mask = np.zeros((len(batch), width), dtype=np.int64)
                 for row, index in enumerate(batch):
-                    input_ids[row, :len(ids[index])] = ids[index]
-                    mask[row, :len(ids[index])] = 1
+                    input_ids[row, : len(ids[index])] = ids[index]
+                    mask[row, : len(ids[index])] = 1
                 out[batch] = self.runner.run(input_ids, mask)
                 start += len(batch)
         if self.truncate_dim:

@@ -30,8 +30,8 @@ from kb_assets.lib.machine import DEFAULT_CACHE_DIR
 
 # how export.py builds model.onnx (2: eager attention, 3: external weights): a new one re-exports
 EXPORT_VERSION = "3"
-SAME_SPEC_COSINE = 0.9999     # vectors this close to torch's are the same embedding spec
-INT8_SANITY_COSINE = 0.8      # an int8 file further than this from torch's probe is broken, not just quantized
+SAME_SPEC_COSINE = 0.9999  # vectors this close to torch's are the same embedding spec
+INT8_SANITY_COSINE = 0.8  # an int8 file further than this from torch's probe is broken, not just quantized
 EXPORT_TIMEOUT_S = 900
 VARIANTS = {None: "model.onnx", "int8": "model-int8.onnx"}
 
@@ -98,8 +98,8 @@ def padded(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     input_ids = np.zeros((len(rows), width), dtype=np.int64)
     mask = np.zeros_like(input_ids)
     for n, row in enumerate(rows):
-        input_ids[n, :len(row)] = row
-        mask[n, :len(row)] = 1
+        input_ids[n, : len(row)] = row
+        mask[n, : len(row)] = 1
     return input_ids, mask
 
 
@@ -117,8 +117,9 @@ def shrinking_run_options():
     return options
 
 
-def run_session(session, input_names: set[str], input_ids: np.ndarray, mask: np.ndarray,
-                shrink: bool = False) -> np.ndarray:
+def run_session(
+    session, input_names: set[str], input_ids: np.ndarray, mask: np.ndarray, shrink: bool = False
+) -> np.ndarray:
     feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
     options = shrinking_run_options() if shrink else None
     return session.run(None, {k: v for k, v in feed.items() if k in input_names}, options)[0]
@@ -135,8 +136,9 @@ def probe_problem(model_file: Path, session, input_names: set[str], quantized: s
         return f"{model_file.name} does not match its recorded sha256 (corrupt or partly written)"
     expected = np.asarray(record["probe"]["vectors"], dtype=np.float32)
     # one probe text at a time: a padded batch of them grows the arena by tens of MB that the process keeps
-    got = np.vstack([run_session(session, input_names, *padded([row]), shrink=True)
-                     for row in record["probe"]["input_ids"]])
+    got = np.vstack(
+        [run_session(session, input_names, *padded([row]), shrink=True) for row in record["probe"]["input_ids"]]
+    )
     if got.shape != expected.shape or not np.isfinite(got).all():
         return f"{model_file.name} gives vectors of shape {got.shape}, expected {expected.shape}"
     got = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)

@@ -32,12 +32,14 @@ class ChatEndpoint:
         """The answer's text on one line, or None (and ``failure`` set) when there is none."""
         if self.failure is not None:
             return None
-        body = json.dumps({
-            "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "temperature": 0,
-            "max_tokens": max_tokens,
-        }).encode()
+        body = json.dumps(
+            {
+                "model": self.model,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "temperature": 0,
+                "max_tokens": max_tokens,
+            }
+        ).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"

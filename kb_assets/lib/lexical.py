@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kb_assets.lib.segmentation import search_words, words
 
@@ -73,7 +73,7 @@ def chunk_terms(chunks: Iterable[tuple[str, str]]) -> list[ChunkTerms]:
 def chunk_row_terms(chunks) -> list[ChunkTerms]:
     """The term counts of a document's chunk rows (a frame with ``chunk_id`` and ``content``): what
     publishing keeps and ``verify --repair`` rewrites."""
-    return chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list()))
+    return chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list(), strict=False))
 
 
 @dataclass

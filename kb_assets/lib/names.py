@@ -15,6 +15,8 @@ def validate_knowledge_base_id(name: str) -> str:
     """``name`` when it is a valid knowledge-base name; else ValueError saying what a name may hold."""
     if not isinstance(name, str) or not _KNOWLEDGE_BASE_ID.fullmatch(name):
         shown = repr(name) if len(str(name)) <= 80 else repr(str(name)[:80]) + "..."
-        raise ValueError(f"knowledge base name {shown} is not valid: 1-64 ASCII letters, digits, '_', '.' or '-', "
-                         f"starting with a letter or digit")
+        raise ValueError(
+            f"knowledge base name {shown} is not valid: 1-64 ASCII letters, digits, '_', '.' or '-', "
+            f"starting with a letter or digit"
+        )
     return name

@@ -21,8 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
-PARENT_POLL_S = 1.0           # how often a helper looks whether its parent is still there
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 1.0  # how often a helper looks whether its parent is still there
 
 
 def _start_time(pid: int) -> str:
@@ -30,7 +30,7 @@ def _start_time(pid: int) -> str:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return "0"
-    return stat.rsplit(")", 1)[1].split()[19]   # field 22: start time in clock ticks since boot
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks since boot
 
 
 def process_token(pid: int | None = None) -> str:
@@ -84,7 +84,7 @@ def die_with_parent(parent_pid: int) -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
-    if os.getppid() != parent_pid:        # the parent died before the signal was asked for
+    if os.getppid() != parent_pid:  # the parent died before the signal was asked for
         os._exit(1)
 
     def watch() -> None:

@@ -35,7 +35,7 @@ class CompactFrequencies(Mapping):
             self._ranges[key[:1]] = (start, index + 1)
 
     def _key(self, index: int) -> str:
-        return self._text[self._ends[index - 1] if index else 0:self._ends[index]]
+        return self._text[self._ends[index - 1] if index else 0 : self._ends[index]]
 
     def _index(self, key: str) -> int:
         low, high = self._ranges.get(key[:1], (0, 0))

@@ -14,10 +14,12 @@ _SPACE_NEAR_CJK = re.compile(f"(?<=[{_CJK_CLASS}]) | (?=[{_CJK_CLASS}])")
 SPACE_NEAR_CJK = _SPACE_NEAR_CJK  # the spaces normalize_ws drops from collapsed text (chunking/regions.py maps them)
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)|(?<=[。！？；])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{2,}|[\u3400-\u9fff]{2,}")
-_STOPWORDS = set("""the and for are but not you all any can had her was one our out has his how its may new now
+_STOPWORDS = set(
+    """the and for are but not you all any can had her was one our out has his how its may new now
  old see two who did get let put say she too use with this that from they will would there their what when
  which were been have into than then them these those each other some such only also more most very just
- over under about after before between through during without within upon your yours page""".split())
+ over under about after before between through during without within upon your yours page""".split()
+)
 
 
 def normalize_ws(text: str) -> str:
@@ -69,10 +71,10 @@ def _hard_split(text: str, max_chars: int) -> list[str]:
         return [text]
     words = text.split(" ")
     if len(words) == 1:  # no spaces (e.g. Chinese): cut by characters
-        return [text[i:i + max_chars] for i in range(0, len(text), max_chars)]
+        return [text[i : i + max_chars] for i in range(0, len(text), max_chars)]
     out, current = [], ""
     for word in words:
-        for piece in ([word] if len(word) <= max_chars else _hard_split(word, max_chars)):
+        for piece in [word] if len(word) <= max_chars else _hard_split(word, max_chars):
             candidate = join_pieces(current, piece)
             if len(candidate) <= max_chars:
                 current = candidate

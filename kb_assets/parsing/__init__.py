@@ -32,7 +32,7 @@ ocr.py (OCR engines), images.py (image files), render.py (page images and figure
 
 Adding a format: write a reader ``SourceFile -> ParsedDocument`` (a new module here, or a function
 beside a relative), then add one ``Format(...)`` line to ``formats.FORMATS``.
-"""
+"""  # noqa: E501 (the table of formats: one row a line)
 
 from __future__ import annotations
 
@@ -125,13 +125,17 @@ def _format_of_content(display: str, fmt: Format, suffix: str, content: str) -> 
     extension's own, or the format its content really is (with a warning); refusals otherwise."""
     declared, actual = fmt.content, sniff.family(content)
     if content == "encrypted-office":
-        raise DocumentParseError(display, "password-protected (encrypted) Office document: remove the password and ingest it again")
+        raise DocumentParseError(
+            display, "password-protected (encrypted) Office document: remove the password and ingest it again"
+        )
     if content == "ole2":
         raise DocumentParseError(
             display, "legacy Office 97-2003 binary file (.doc/.xls/.ppt) is not supported: save it as .docx/.xlsx/.pptx"
         )
     if actual == "zip":
-        what = f"not a valid {suffix.lstrip('.').upper()} file" if declared in sniff.PACKAGES else f"not a {suffix} file"
+        what = (
+            f"not a valid {suffix.lstrip('.').upper()} file" if declared in sniff.PACKAGES else f"not a {suffix} file"
+        )
         raise DocumentParseError(display, f"{what} (a ZIP archive that is no Office document, or a truncated one)")
     if actual == "binary":
         raise DocumentParseError(display, f"binary content that is no supported format (extension {suffix})")
@@ -139,6 +143,8 @@ def _format_of_content(display: str, fmt: Format, suffix: str, content: str) -> 
         raise DocumentParseError(display, f"not a valid {suffix.lstrip('.').upper()} file: the content is text")
     if actual == declared or actual == "text":
         return fmt, suffix, []
-    warning = f"the extension is {suffix} but the content is {sniff.describe(content)}: parsed as {sniff.describe(content)}"
+    warning = (
+        f"the extension is {suffix} but the content is {sniff.describe(content)}: parsed as {sniff.describe(content)}"
+    )
     suffix = f".{content}"  # every binary content kind is registered under its own name (formats.py)
     return format_for(suffix), suffix, [warning]

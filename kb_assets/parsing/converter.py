@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _LOCK = threading.Lock()
 _CONVERT_LOCK = threading.Lock()  # one conversion at a time: pipelines are shared, not thread-safe
-_CONVERTER: "DocumentConverter | None" = None
+_CONVERTER: DocumentConverter | None = None
 
 PDF_PAGES_PER_BATCH = 50  # docling holds every page's cell objects until a conversion ends
 
@@ -87,7 +87,7 @@ def _lines_only_pdf_backend():
     return LinesOnlyDocument
 
 
-def get_converter() -> "DocumentConverter":
+def get_converter() -> DocumentConverter:
     """The process-wide converter for every docling format this package reads."""
     global _CONVERTER
     if _CONVERTER is not None:
@@ -136,8 +136,8 @@ def convert(
     suffix: str | None = None,
     page_range: tuple[int, int] | None = None,
     data: bytes | None = None,
-    converter: "DocumentConverter | None" = None,
-) -> "ConversionResult":
+    converter: DocumentConverter | None = None,
+) -> ConversionResult:
     """Convert one file with docling; raise ``DocumentParseError`` unless docling reports success.
 
     docling returns a failed status instead of raising for most problems (``raises_on_error=False``

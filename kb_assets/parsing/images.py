@@ -4,7 +4,8 @@ mode ``ocr-rapidocr`` by default, or ``ocr-tesseract``).
 The OCR cells go through the layout pass (layout/: running lines, tables, headings, paragraphs),
 in pixel units. The limits come first, before anything that depends on the machine (whether OCR can
 run here): the pixel count is checked before anything is decoded (decompression bombs:
-``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. A page's image (the frame) is rendered apart from the parse
+``ParseOptions.max_image_pixels``), frames beyond ``max_pages`` are refused. A page's image (the frame) is
+rendered apart from the parse
 (``render.render_page_images``).
 """
 
@@ -45,7 +46,11 @@ def parse_image(file: SourceFile) -> ParsedDocument:
         frames = getattr(image, "n_frames", 1)
         if frames > options.max_pages:
             raise DocumentParseError(name, f"image has {frames} frames, over the limit of {options.max_pages} pages")
-        reason = ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir) if options.ocr else "OCR is switched off"
+        reason = (
+            ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir)
+            if options.ocr
+            else "OCR is switched off"
+        )
         if reason:  # after the limits: a refusal must not depend on what this machine has installed
             raise DocumentParseError(name, f"an image file needs OCR to be read: {reason}")
         pages: dict[int, PageLines] = {}
@@ -62,8 +67,14 @@ def parse_image(file: SourceFile) -> ParsedDocument:
             raise DocumentParseError(name, f"not a readable image (truncated or corrupt: {exc})") from exc
     blocks = layout_pages(pages, {})
     parsed = [
-        ParsedPage(i, blocks.get(i, []), options.ocr_engine, page_mode(options.ocr_engine),
-                   width=pages[i].width, height=pages[i].height)
+        ParsedPage(
+            i,
+            blocks.get(i, []),
+            options.ocr_engine,
+            page_mode(options.ocr_engine),
+            width=pages[i].width,
+            height=pages[i].height,
+        )
         for i in sorted(pages)
     ]
     warnings = [] if any(p.blocks for p in parsed) else ["no text found by OCR"]

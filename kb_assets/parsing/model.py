@@ -26,7 +26,10 @@ BLOCK_KINDS = ("heading", "paragraph", "list", "table", "figure", "code")
 Box = tuple[float, float, float, float]  # (left, top, right, bottom), page units, top-left origin
 LineSpan = tuple[int, int, float, float, float, float]  # (start, end) of a line in the block text, and its box
 
-_CJK_CLASS = "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_CJK_CLASS = (
+    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+)
 _CJK_END = re.compile(f"[{_CJK_CLASS}]$")
 _CJK_START = re.compile(f"^[{_CJK_CLASS}]")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000\f\v]+")

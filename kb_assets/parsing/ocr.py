@@ -49,7 +49,10 @@ _TESSDATA_DIRS = (
     "/usr/share/tessdata",
     "/usr/local/share/tessdata",
 )
-_CJK = "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_CJK = (
+    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+)
 _CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
 
 _LOCK = threading.Lock()
@@ -61,7 +64,7 @@ class OcrCell:
     """A run of text on one line (a table cell, or a whole line of prose)."""
 
     text: str
-    l: float
+    l: float  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
     t: float
     r: float
     b: float
@@ -143,7 +146,7 @@ def _rapidocr_cells(image) -> list[OcrCell]:
     if result.boxes is None or result.txts is None:  # nothing found
         return []
     cells = []
-    for box, text in zip(result.boxes, result.txts):  # boxes: four corners, in reading order
+    for box, text in zip(result.boxes, result.txts, strict=False):  # boxes: four corners, in reading order
         xs, ys = [float(p[0]) for p in box], [float(p[1]) for p in box]
         cells.append(OcrCell(_CJK_GAP.sub("", clean_inline(text)), min(xs), min(ys), max(xs), max(ys)))
     return cells

@@ -30,10 +30,10 @@ _WORKERS = 0
 def _start_worker(parent_pid: int, records: str | None) -> None:
     """A worker's initializer: end with the parent, record this worker, build docling's converter."""
     die_with_parent(parent_pid)
-    if records:     # what clean_scratch reads (written here: the stores package is too heavy for a worker)
+    if records:  # what clean_scratch reads (written here: the stores package is too heavy for a worker)
         record = Path(records) / process_token()
         try:
-            record.parent.mkdir(exist_ok=True)    # not parents: a removed scratch folder stays removed
+            record.parent.mkdir(exist_ok=True)  # not parents: a removed scratch folder stays removed
             record.touch()
             atexit.register(record.unlink, missing_ok=True)
         except OSError:
@@ -55,9 +55,12 @@ def parse_pool(workers: int) -> ProcessPoolExecutor | None:
             from kb_assets.stores.scratch import workers_dir  # the stores package: not in workers
 
             records = workers_dir()
-            _POOL = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_start_worker,
-                                        initargs=(os.getpid(), str(records) if records else None))
+            _POOL = ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(os.getpid(), str(records) if records else None),
+            )
             _WORKERS = workers
         return _POOL
 

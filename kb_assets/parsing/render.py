@@ -37,7 +37,9 @@ def png_bytes(image) -> bytes:
     return buffer.getvalue()
 
 
-def render_figure_crops(pdf, parsed: list[ParsedPage], boxes: dict[int, list[tuple[float, float, float, float]]]) -> None:
+def render_figure_crops(
+    pdf, parsed: list[ParsedPage], boxes: dict[int, list[tuple[float, float, float, float]]]
+) -> None:
     """Figure crops (144 dpi) as PNG, into the parsed pages' figure blocks (in the order of ``boxes``)."""
     import dataclasses
 

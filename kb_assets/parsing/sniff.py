@@ -24,7 +24,7 @@ PACKAGES = ("docx", "pptx", "xlsx")  # Office Open XML: ZIP packages, checked by
 # what a format expects to find (formats.py): every image kind is "image"
 CONTENT_FAMILIES = ("pdf", *PACKAGES, "image", "text")
 
-_UNICODE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")   # UTF-16/32 text holds NUL bytes
+_UNICODE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")  # UTF-16/32 text holds NUL bytes
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _IMAGE_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "png"),
@@ -99,7 +99,9 @@ def check_zip(path: Path, name: str, max_unpacked_bytes: int) -> None:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise DocumentParseError(name, f"not a valid Office file (the ZIP package is truncated or corrupt: {exc})") from exc
+        raise DocumentParseError(
+            name, f"not a valid Office file (the ZIP package is truncated or corrupt: {exc})"
+        ) from exc
     if len(members) > MAX_ZIP_MEMBERS:
         raise DocumentParseError(name, f"the package has {len(members)} parts (limit {MAX_ZIP_MEMBERS}): refused")
     if any(m.flag_bits & 0x1 for m in members):

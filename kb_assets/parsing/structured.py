@@ -176,7 +176,7 @@ def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
             out.append(ParsedPage(len(out), page.blocks, page.parser, page.mode, sheet or None))
             continue
         current: list[Block] = []
-        for block in page.blocks[len(heading):]:
+        for block in page.blocks[len(heading) :]:
             if block in big:
                 if current:
                     out.append(ParsedPage(len(out), heading + current, page.parser, page.mode, sheet or None))

@@ -46,8 +46,12 @@ PAGE_LINES = 60
 
 def decode(data: bytes, name: str) -> tuple[str, str | None]:
     """Text and a warning when it was not UTF-8; DocumentParseError when it is no text in a known encoding."""
-    boms = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
-            (b"\xfe\xff", "utf-16"))
+    boms = (
+        (b"\xff\xfe\x00\x00", "utf-32"),
+        (b"\x00\x00\xfe\xff", "utf-32"),
+        (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"),
+    )
     bom = next((encoding for mark, encoding in boms if data.startswith(mark)), None)
     if b"\x00" in data[:8192] and bom is None:
         raise DocumentParseError(name, "binary content (NUL bytes), not a text file")
@@ -59,17 +63,22 @@ def decode(data: bytes, name: str) -> tuple[str, str | None]:
         try:
             return data.decode(bom), f"not UTF-8: decoded as {bom} (byte order mark)"
         except UnicodeDecodeError:
-            raise DocumentParseError(name, f"not text in a known encoding (a {bom} byte order mark, but the "
-                                           f"bytes after it are not {bom})") from None
+            raise DocumentParseError(
+                name, f"not text in a known encoding (a {bom} byte order mark, but the bytes after it are not {bom})"
+            ) from None
     from charset_normalizer import from_bytes
 
     matches = from_bytes(data)
     best = matches.best()
     if best is None or not best.encoding:
-        raise DocumentParseError(name, "not text in a known encoding (not UTF-8 nor UTF-16 with a byte order mark, "
-                                       "and no single- or multi-byte encoding reads it as text): save it as UTF-8")
-    western = next((m for m in matches if m.encoding == "cp1252" and m.chaos <= best.chaos
-                    and m.coherence >= best.coherence), None)
+        raise DocumentParseError(
+            name,
+            "not text in a known encoding (not UTF-8 nor UTF-16 with a byte order mark, "
+            "and no single- or multi-byte encoding reads it as text): save it as UTF-8",
+        )
+    western = next(
+        (m for m in matches if m.encoding == "cp1252" and m.chaos <= best.chaos and m.coherence >= best.coherence), None
+    )
     chosen = western or best
     return str(chosen), f"not UTF-8: decoded as {chosen.encoding} (detected by charset-normalizer)"
 
@@ -109,7 +118,7 @@ def _definition_starts(lines: list[str]) -> list[int]:
 def _code_ranges(lines: list[str]) -> list[tuple[int, int]]:
     """Pages of whole definitions, up to PAGE_LINES lines; a longer definition by line windows."""
     starts = _definition_starts(lines)
-    units = list(zip(starts, [*starts[1:], len(lines)]))
+    units = list(zip(starts, [*starts[1:], len(lines)], strict=False))
     ranges: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None
     for start, end in units:
@@ -155,7 +164,7 @@ def _text_ranges(lines: list[str], headings: dict[int, tuple[int, int]]) -> list
     top = min(repeated) if repeated else (min(levels) if levels else 0)
     cuts = sorted({0, *(i for i, (level, _) in headings.items() if level <= top), len(lines)})
     ranges: list[tuple[int, int]] = []
-    for start, end in zip(cuts, cuts[1:]):
+    for start, end in zip(cuts, cuts[1:], strict=False):
         ranges.extend(_page_ranges(lines, start, end))
     return ranges
 

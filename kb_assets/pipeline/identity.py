@@ -23,7 +23,7 @@ from pathlib import Path
 
 MAX_KEY_CHARS = 100
 HASH_CHARS = 6
-_UNSAFE = re.compile(r"[^\w.\-/]+")       # \w: letters and digits of any script, and _
+_UNSAFE = re.compile(r"[^\w.\-/]+")  # \w: letters and digits of any script, and _
 
 
 def document_id_for(knowledge_base_id: str, source_root: str, source_path: str) -> str:
@@ -34,7 +34,7 @@ def document_id_for(knowledge_base_id: str, source_root: str, source_path: str) 
 
 def canonical_s3_root(url: str) -> str:
     """``s3://bucket//a/b/`` -> ``s3://bucket/a/b``: one spelling per prefix."""
-    bucket, _, prefix = url[len("s3://"):].partition("/")
+    bucket, _, prefix = url[len("s3://") :].partition("/")
     parts = [part for part in prefix.split("/") if part]
     return "/".join([f"s3://{bucket}", *parts])
 
@@ -53,7 +53,8 @@ class OverlappingRoots(ValueError):
         super().__init__(
             f"{given}: knowledge base {knowledge_base_id!r} already has documents from {shown}, inside this "
             f"folder; ingest that folder as before, ingest this one into another knowledge base, or move those "
-            f"documents under it with `kb-assets relocate --kb {knowledge_base_id} OLD_ROOT NEW_ROOT`")
+            f"documents under it with `kb-assets relocate --kb {knowledge_base_id} OLD_ROOT NEW_ROOT`"
+        )
 
 
 def place(given: str, knowledge_base_id: str, roots: list[str]) -> tuple[str, str]:
@@ -62,7 +63,7 @@ def place(given: str, knowledge_base_id: str, roots: list[str]) -> tuple[str, st
     A path that holds other roots of the knowledge base is refused."""
     holder = max((root for root in roots if contains(root, given)), key=len, default=None)
     if holder is not None:
-        return holder, "" if holder == given else given[len(holder.rstrip("/")) + 1:]
+        return holder, "" if holder == given else given[len(holder.rstrip("/")) + 1 :]
     inner = sorted(root for root in roots if contains(given, root))
     if inner:
         raise OverlappingRoots(knowledge_base_id, given, inner)
@@ -71,13 +72,17 @@ def place(given: str, knowledge_base_id: str, roots: list[str]) -> tuple[str, st
 
 def root_label(source_root: str) -> str:
     """The last name of a root (``/srv/docs`` -> ``docs``, ``s3://bucket`` -> ``bucket``)."""
-    name = posixpath.basename(source_root.rstrip("/")) if not source_root.startswith("s3://") \
-        else source_root[len("s3://"):].rstrip("/").rsplit("/", 1)[-1]
+    name = (
+        posixpath.basename(source_root.rstrip("/"))
+        if not source_root.startswith("s3://")
+        else source_root[len("s3://") :].rstrip("/").rsplit("/", 1)[-1]
+    )
     return name or "root"
 
 
-def readable_key(knowledge_base_id: str, source_root: str, source_path: str, document_id: str,
-                 taken: set[str] = frozenset()) -> str:
+def readable_key(
+    knowledge_base_id: str, source_root: str, source_path: str, document_id: str, taken: set[str] = frozenset()
+) -> str:
     """The partition key people read: ``kb/root-name/relative/path``, normalised to characters that Dagster
     and URLs take, at most MAX_KEY_CHARS long; a short hash of the document id is appended where the plain
     key was cut or changed by normalisation, or is ``taken`` by another document."""
@@ -103,7 +108,7 @@ def _cut(key: str, room: int) -> str:
     if len(key) <= room:
         return key
     tail = room // 2
-    return f"{key[:room - tail - 1]}_{key[-tail:]}"
+    return f"{key[: room - tail - 1]}_{key[-tail:]}"
 
 
 def canonical_root(given: str) -> str:
@@ -117,7 +122,7 @@ def relocation(knowledge_base_id: str, old: str, new: str, roots: list[str]) -> 
     """The canonical (old, new) roots of a move, checked: ``old`` is a root of the knowledge base, and
     ``new`` neither is one nor overlaps one (a local ``new`` must exist). ValueError says what is wrong."""
     if old not in roots and not old.startswith("s3://"):
-        old = str(Path(old).expanduser().absolute())   # the old folder is usually gone: no resolve
+        old = str(Path(old).expanduser().absolute())  # the old folder is usually gone: no resolve
     old = canonical_s3_root(old) if old.startswith("s3://") else old
     if old not in roots:
         listed = ", ".join(roots) or "none"

@@ -19,16 +19,16 @@ Under hash buckets, a bucket's run finds only its new and changed (pending) docu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import dagster as dg
 
-from kb_assets.pipeline import planning, runs
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import add_partitions, documents_partitions, readable_partition_keys
+from kb_assets.pipeline import planning, runs
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
@@ -44,7 +44,7 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
-    stale: list[dict] = field(default_factory=list)        # unchanged files re-run for a newer pipeline version
+    stale: list[dict] = field(default_factory=list)  # unchanged files re-run for a newer pipeline version
     published: dict = field(default_factory=dict)
     migration: dict | None = None
     run_ids: list[str] = field(default_factory=list)
@@ -53,8 +53,13 @@ class IngestReport:
 
     def as_json(self) -> dict:
         return {
-            "documents": {"new": len(self.new), "changed": len(self.changed), "unchanged": len(self.unchanged),
-                          "deleted": len(self.deleted), "failed": len(self.failures)},
+            "documents": {
+                "new": len(self.new),
+                "changed": len(self.changed),
+                "unchanged": len(self.unchanged),
+                "deleted": len(self.deleted),
+                "failed": len(self.failures),
+            },
             "failures": self.failures,
             "stale": self.stale,
             "published": self.published,
@@ -65,8 +70,14 @@ class IngestReport:
         }
 
 
-def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, instance: dg.DagsterInstance,
-             settings: Settings, defs: dg.Definitions | None = None) -> tuple[IngestReport, list[str], list[str], int]:
+def register(
+    paths: list[Path | str],
+    knowledge_base_id: str,
+    stores: Stores,
+    instance: dg.DagsterInstance,
+    settings: Settings,
+    defs: dg.Definitions | None = None,
+) -> tuple[IngestReport, list[str], list[str], int]:
     """Scan, register the changes, add their partitions and purge what is gone (a ``purge_documents``
     run of ``defs``), one ingest or sensor tick at a time (the registration lock): the report so far,
     the new and changed documents, their partitions and how many files were found. An entry that cannot
@@ -77,8 +88,12 @@ def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, in
         readable_partition_keys(catalog, instance)
         found = planning.scan(paths, knowledge_base_id, catalog, settings.storage_options())
         changes = planning.register_changes(found.files, knowledge_base_id, catalog)
-        report = IngestReport(new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
-                              failures=[failure.as_json() for failure in found.failures])
+        report = IngestReport(
+            new=changes.new,
+            changed=changes.changed,
+            unchanged=changes.unchanged,
+            failures=[failure.as_json() for failure in found.failures],
+        )
         registered = catalog.get_documents(changes.to_run)
         keys = planning.partition_keys([registered[d] for d in changes.to_run], settings.partitioning)
         add_partitions(instance, keys)
@@ -92,8 +107,12 @@ def register(paths: list[Path | str], knowledge_base_id: str, stores: Stores, in
     return report, changes.to_run, keys, len(found.files)
 
 
-def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
-           progress: Callable[[str], None] = lambda message: None) -> IngestReport:
+def ingest(
+    paths: list[Path | str],
+    knowledge_base_id: str,
+    settings: Settings,
+    progress: Callable[[str], None] = lambda message: None,
+) -> IngestReport:
     """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
     documents whose sources are gone are purged. One ingest of a knowledge base at a time: a second one
     waits for the first, then finds what it finished current."""
@@ -102,13 +121,14 @@ def ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
     def waiting() -> None:
         progress(f"another ingest of {knowledge_base_id} is running: waiting for it to finish")
 
-    with connect_retries():   # a Postgres restart is waited out (bounded), not fatal
+    with connect_retries():  # a Postgres restart is waited out (bounded), not fatal
         with stores.catalog.ingest_lock(knowledge_base_id, waiting):
             return _ingest(paths, knowledge_base_id, settings, stores, progress)
 
 
-def _ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings, stores: Stores,
-            progress: Callable[[str], None]) -> IngestReport:
+def _ingest(
+    paths: list[Path | str], knowledge_base_id: str, settings: Settings, stores: Stores, progress: Callable[[str], None]
+) -> IngestReport:
     """``ingest`` while holding the knowledge base's ingest lock."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
 
@@ -124,39 +144,55 @@ def _ingest(paths: list[Path | str], knowledge_base_id: str, settings: Settings,
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
     workers = max(1, settings.concurrent_runs)
     if planning.bucket_count(settings.partitioning) is None:
-        stale = planning.stale_documents(docs, settings.step_versions(),
-                                         {c["name"]: c["model"] for c in catalog.collections()},
-                                         migrating=due is not None)
-        stale = {key: why for key, why in stale.items() if not why.migration}   # the migration's, below
+        stale = planning.stale_documents(
+            docs,
+            settings.step_versions(),
+            {c["name"]: c["model"] for c in catalog.collections()},
+            migrating=due is not None,
+        )
+        stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
         unchanged = set(report.unchanged)
-        report.stale = [{"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items()
-                        if key in unchanged]
+        report.stale = [
+            {"documentId": key, "step": why.step, "reason": why.reason}
+            for key, why in stale.items()
+            if key in unchanged
+        ]
         with catalog.registration_lock():
             add_partitions(instance, [doc.partition_key for doc in docs if doc.document_id in stale])
-        batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))   # at least one range a run
+        batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))  # at least one range a run
         plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch)
     else:
         batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
-        plans = planning.plan_bucket_runs(docs, to_run, settings.partitioning,
-                                          instance.get_dynamic_partitions(documents_partitions.name), batch)
-    progress(f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
-             f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
-             + (f", {len(report.failures)} unreadable" if report.failures else ""))
+        plans = planning.plan_bucket_runs(
+            docs, to_run, settings.partitioning, instance.get_dynamic_partitions(documents_partitions.name), batch
+        )
+    progress(
+        f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
+        f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
+        + (f", {len(report.failures)} unreadable" if report.failures else "")
+    )
     report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
     if due and settings.auto_migrate:
         report.migration = launch.migrate(defs, settings, stores, instance, due, progress)
         report.run_ids += report.migration.pop("runIds")
     elif due:
-        report.warnings.append(f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
-                               "(changed documents are written into both collections meanwhile)")
+        report.warnings.append(
+            f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
+            "(changed documents are written into both collections meanwhile)"
+        )
     ran = list(dict.fromkeys(doc.document_id for plan in plans for doc in plan.documents))
     after = catalog.get_documents(ran)
     for document_id in ran:
         doc = after[document_id]
         if doc.status != "published":
-            report.failures.append({"documentId": document_id, "sourceUri": doc.source_uri,
-                                    "reason": doc.error or f"not published (status {doc.status})",
-                                    "servesLastGoodVersion": doc.serves_last_good_version})
+            report.failures.append(
+                {
+                    "documentId": document_id,
+                    "sourceUri": doc.source_uri,
+                    "reason": doc.error or f"not published (status {doc.status})",
+                    "servesLastGoodVersion": doc.serves_last_good_version,
+                }
+            )
     report.published = {"alias": settings.alias, "collection": published_collection(stores.milvus, settings.alias)}
     return report

@@ -15,7 +15,7 @@ from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
-from kb_assets.stores.vectors import chunk_document
+from kb_assets.stores.entities import chunk_document
 
 if TYPE_CHECKING:
     from kb_assets.stores.lake import Lake
@@ -33,13 +33,14 @@ def chunk_found_in_pages(chunk: dict, page_texts: dict[int, str]) -> bool:
     content = chunk["content"]
     header = chunk.get("table_header")
     if header and content.startswith(header):
-        content = content[len(header):]
+        content = content[len(header) :]
     joined = "\n".join(page_texts.get(i, "") for i in range(chunk["page_index"], chunk["page_end"] + 1))
     return normalize_ws(content) in normalize_ws(joined)
 
 
-def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, catalog: Catalog,
-                    scope: set[str] | None = None) -> str:
+def locate_document(
+    chunk_id: str, client: MilvusClient | None, alias: str, catalog: Catalog, scope: set[str] | None = None
+) -> str:
     """The document of a chunk, within ``scope`` (knowledge bases; None: all), found through indexes, never
     by reading the lake: the catalog's ``chunk_terms`` (every chunk that serves, by its primary key), else
     the published collection (documents published before term counts were kept), asked with an escaped
@@ -61,8 +62,9 @@ def locate_document(chunk_id: str, client: MilvusClient | None, alias: str, cata
     return document_id
 
 
-def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str,
-                  scope: set[str] | None = None) -> dict:
+def chunk_lineage(
+    chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str, scope: set[str] | None = None
+) -> dict:
     """A chunk's lineage; ``scope`` (knowledge bases the caller may read, None: all) is enforced
     before any store is read, and a chunk outside it is not found."""
     document_id = locate_document(chunk_id, client, alias, catalog, scope)
@@ -73,18 +75,22 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
     if chunks.is_empty():
         raise ChunkNotFound(f"chunk {chunk_id} is no longer in document {document_id}")
     chunk = chunks.row(0, named=True)
-    pages = [p for p in catalog.read_pages(document_id)
-             if chunk["page_index"] <= p["page_index"] <= chunk["page_end"]]
+    pages = [p for p in catalog.read_pages(document_id) if chunk["page_index"] <= p["page_index"] <= chunk["page_end"]]
     found = chunk_found_in_pages(chunk, {p["page_index"]: p["text"] for p in pages})
-    same_version = doc is not None and all(p["version"] == chunk["document_version"] for p in pages) \
+    same_version = (
+        doc is not None
+        and all(p["version"] == chunk["document_version"] for p in pages)
         and doc.version == chunk["document_version"]
+    )
     nodes = catalog.read_nodes(document_id)
     embeddings = lake.read("embeddings", document_id).filter(chunk_id=chunk_id)
-    runs = [("parsed_pages", pages[0]["run_id"] if pages else None),
-            ("pageindex_trees", nodes[0]["run_id"] if nodes else None),
-            ("chunks", chunk["run_id"]),
-            ("embeddings", embeddings["run_id"][0] if embeddings.height else None),
-            ("milvus_collection", doc.last_run_id if doc and doc.status == "published" else None)]
+    runs = [
+        ("parsed_pages", pages[0]["run_id"] if pages else None),
+        ("pageindex_trees", nodes[0]["run_id"] if nodes else None),
+        ("chunks", chunk["run_id"]),
+        ("embeddings", embeddings["run_id"][0] if embeddings.height else None),
+        ("milvus_collection", doc.last_run_id if doc and doc.status == "published" else None),
+    ]
     return {
         "chunkId": chunk_id,
         "chunkIndex": chunk["chunk_index"],
@@ -92,14 +98,27 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
         "sectionTitle": chunk["section_title"],
         "pageIndex": chunk["page_index"],
         "pageEnd": chunk["page_end"],
-        "pages": [{"pageIndex": p["page_index"], "pageLabel": p["page_label"], "parser": p["parser"],
-                   "mode": p["mode"], "version": p["version"], "runId": p["run_id"],
-                   "text": p["text"][:MAX_PAGE_CHARS], "truncated": len(p["text"]) > MAX_PAGE_CHARS,
-                   "width": p.get("width"), "height": p.get("height"), "imageUrl": asset_url(p["image_key"])}
-                  for p in pages],
+        "pages": [
+            {
+                "pageIndex": p["page_index"],
+                "pageLabel": p["page_label"],
+                "parser": p["parser"],
+                "mode": p["mode"],
+                "version": p["version"],
+                "runId": p["run_id"],
+                "text": p["text"][:MAX_PAGE_CHARS],
+                "truncated": len(p["text"]) > MAX_PAGE_CHARS,
+                "width": p.get("width"),
+                "height": p.get("height"),
+                "imageUrl": asset_url(p["image_key"]),
+            }
+            for p in pages
+        ],
         # the page areas the chunk covers, in the units of its pages' width/height (top-left origin)
-        "regions": [{"pageIndex": r["page_index"], "l": r["l"], "t": r["t"], "r": r["r"], "b": r["b"]}
-                    for r in chunk.get("regions") or []],
+        "regions": [
+            {"pageIndex": r["page_index"], "l": r["l"], "t": r["t"], "r": r["r"], "b": r["b"]}
+            for r in chunk.get("regions") or []
+        ],
         "kind": chunk["kind"],
         "tableHeader": chunk["table_header"],
         "document": {
@@ -117,8 +136,11 @@ def chunk_lineage(chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusCli
             "pageCount": doc.page_count if doc else None,
         },
         "runs": [{"asset": asset, "runId": run_id} for asset, run_id in runs],
-        "runIds": {"chunks": chunk["run_id"], "pages": pages[0]["run_id"] if pages else None,
-                   "document": doc.last_run_id if doc else None},
+        "runIds": {
+            "chunks": chunk["run_id"],
+            "pages": pages[0]["run_id"] if pages else None,
+            "document": doc.last_run_id if doc else None,
+        },
         "verified": bool(found and same_version),
         "verification": {"contentFoundInPages": found, "versionsMatch": same_version},
     }

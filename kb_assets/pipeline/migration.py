@@ -20,17 +20,15 @@ from pymilvus import MilvusClient
 
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.entities import count_entities, count_version, stored_vectors
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (
     SCHEMA_VERSION,
     collection_exists,
     collection_spec,
-    count_entities,
-    count_version,
     load,
     publish,
     published_collection,
-    stored_vectors,
     unpublish,
 )
 
@@ -47,9 +45,13 @@ def migration_due(client: MilvusClient, alias: str, model_id: str) -> dict | Non
     spec = collection_spec(client, current)
     if spec["model"] == model_id and spec.get("schemaVersion", SCHEMA_VERSION) == SCHEMA_VERSION:
         return None
-    return {"published": current, "publishedModel": spec["model"], "configuredModel": model_id,
-            "reason": f"the alias {alias} publishes {current} ({spec['model']}, schema "
-                      f"{spec.get('schemaVersion')}); the configuration asks for {model_id}, schema {SCHEMA_VERSION}"}
+    return {
+        "published": current,
+        "publishedModel": spec["model"],
+        "configuredModel": model_id,
+        "reason": f"the alias {alias} publishes {current} ({spec['model']}, schema "
+        f"{spec.get('schemaVersion')}); the configuration asks for {model_id}, schema {SCHEMA_VERSION}",
+    }
 
 
 def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[tuple[str, str, str]]:
@@ -75,8 +77,9 @@ def document_hit_rate(searcher: Searcher, queries: list[tuple[str, str, str]]) -
     return hits / len(queries) if queries else 1.0
 
 
-def candidate_hit_rate(client: MilvusClient, catalog: Catalog, collection: str, load_model,
-                       queries: list[tuple[str, str, str]]) -> float:
+def candidate_hit_rate(
+    client: MilvusClient, catalog: Catalog, collection: str, load_model, queries: list[tuple[str, str, str]]
+) -> float:
     """The hit rate of a collection searched the way the service will search it: through an alias
     (a temporary one, dropped afterwards)."""
     alias = f"{collection}__candidate"
@@ -103,24 +106,30 @@ def carried_documents(catalog: Catalog, client: MilvusClient, collection: str) -
         elif doc.status != "published" and found == 0:
             not_carried.append(doc)
         else:
-            problems.append(f"{doc.source_path}: {found} entities of its published version for "
-                            f"{doc.chunk_count} chunk rows")
+            problems.append(
+                f"{doc.source_path}: {found} entities of its published version for {doc.chunk_count} chunk rows"
+            )
     return carried, not_carried, problems
 
 
-def validate(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, alias: str, dimension: int,
-             load_model) -> dict:
+def validate(
+    catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, alias: str, dimension: int, load_model
+) -> dict:
     """The candidate collection against the published one: entity counts, dimension, golden queries."""
     current = published_collection(client, alias)
     carried, not_carried, problems = carried_documents(catalog, client, collection)
     expected = sum(doc.chunk_count for doc in carried)
     entities = count_entities(client, collection)
     if entities != expected:
-        problems.append(f"{entities} entities for {expected} chunk rows of the documents it carries "
-                        f"({entities - expected:+d})")
+        problems.append(
+            f"{entities} entities for {expected} chunk rows of the documents it carries ({entities - expected:+d})"
+        )
     spec = collection_spec(client, collection)
-    sample = stored_vectors(client, collection, [lake.read("chunks", carried[0].document_id)["chunk_id"][0]]) \
-        if carried else {}
+    sample = (
+        stored_vectors(client, collection, [lake.read("chunks", carried[0].document_id)["chunk_id"][0]])
+        if carried
+        else {}
+    )
     dimensions = {spec["dimension"], *(len(v) for v in sample.values())}
     if dimensions != {dimension}:
         problems.append(f"vectors of dimension {sorted(dimensions)}, the model gives {dimension}")
@@ -128,12 +137,21 @@ def validate(catalog: Catalog, lake: Lake, client: MilvusClient, collection: str
     new_quality = candidate_hit_rate(client, catalog, collection, load_model, queries)
     old_quality = candidate_hit_rate(client, catalog, current, load_model, queries) if current else 0.0
     if new_quality < old_quality - QUALITY_TOLERANCE:
-        problems.append(f"golden-query document hit@5 {new_quality:.3f} is worse than the published "
-                        f"collection's {old_quality:.3f}")
-    return {"previous": current, "collection": collection, "entities": entities, "chunkRows": expected,
-            "documents": len(carried), "notCarried": [d.source_uri for d in not_carried],
-            "goldenQueries": len(queries), "quality": {"new": round(new_quality, 3), "published": round(old_quality, 3)},
-            "dimension": dimension, "problems": problems}
+        problems.append(
+            f"golden-query document hit@5 {new_quality:.3f} is worse than the published collection's {old_quality:.3f}"
+        )
+    return {
+        "previous": current,
+        "collection": collection,
+        "entities": entities,
+        "chunkRows": expected,
+        "documents": len(carried),
+        "notCarried": [d.source_uri for d in not_carried],
+        "goldenQueries": len(queries),
+        "quality": {"new": round(new_quality, 3), "published": round(old_quality, 3)},
+        "dimension": dimension,
+        "problems": problems,
+    }
 
 
 def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) -> dict:
@@ -143,7 +161,7 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
     _, not_carried, _ = carried_documents(catalog, client, collection)
     dropped = {doc.document_id for doc in not_carried}
     load(client, collection)
-    publish(client, alias, collection)       # alter_alias: atomic, searches never see a gap
+    publish(client, alias, collection)  # alter_alias: atomic, searches never see a gap
     entities = count_entities(client, collection)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, collection, "published", entity_count=entities)
@@ -156,15 +174,22 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
                 catalog.update_document(conn, doc.document_id, published_version=None, collection_name=None)
             else:
                 catalog.update_document(conn, doc.document_id, collection_name=collection)
-    return {"previous": previous, "published": collection, "entities": entities,
-            "stoppedServing": [d.source_uri for d in not_carried]}
+    return {
+        "previous": previous,
+        "published": collection,
+        "entities": entities,
+        "stoppedServing": [d.source_uri for d in not_carried],
+    }
 
 
 def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
     """Re-publish the most recently retired collection that still exists."""
     current = published_collection(client, alias)
-    retired = [c for c in catalog.collections() if c["state"] == "retired" and c["name"] != current
-               and collection_exists(client, c["name"])]
+    retired = [
+        c
+        for c in catalog.collections()
+        if c["state"] == "retired" and c["name"] != current and collection_exists(client, c["name"])
+    ]
     if not retired:
         raise LookupError("no retired collection to roll back to")
     previous = max(retired, key=lambda c: c["published_at"] or c["created_at"])["name"]

@@ -16,7 +16,7 @@ from kb_assets.parsing.render import render_page_images
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
 
-PAGE_IMAGE_KINDS = ("pdf", "image")     # source kinds whose pages have an image
+PAGE_IMAGE_KINDS = ("pdf", "image")  # source kinds whose pages have an image
 KEY = re.compile(r"^pages/(?P<document_id>[A-Za-z0-9_-]+)/(?P<version>[0-9a-f]{64})/(?P<page_index>\d{1,6})\.png$")
 
 

@@ -23,8 +23,9 @@ from kb_assets.pipeline.scanning import (  # noqa: F401  (planning's names since
     sha256_bytes,
     sha256_stream,
 )
-from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.pipeline.versions import Staleness, staleness
+from kb_assets.stores.catalog import Catalog, Document
+
 
 # registering, run ranges, gone documents ---------------------------------------------------------
 @dataclass
@@ -45,8 +46,10 @@ def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: C
     document registered for the first time gets its readable partition key. Call it under the
     registration lock (keys are unique)."""
     known = catalog.get_documents([f.document_id for f in files])
-    keys = new_partition_keys([(knowledge_base_id, f.source_root, f.source_path, f.document_id) for f in files
-                               if f.document_id not in known], catalog)
+    keys = new_partition_keys(
+        [(knowledge_base_id, f.source_root, f.source_path, f.document_id) for f in files if f.document_id not in known],
+        catalog,
+    )
     changes = Changes()
     with catalog.connect() as conn:
         for source in files:
@@ -54,13 +57,27 @@ def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: C
             if previous is not None and previous.status == "published" and previous.version == source.sha256:
                 changes.unchanged.append(source.document_id)
             else:
-                new = previous is None or previous.status == "deleted" or (   # or registered by an ingest still running
-                    previous.status == "pending" and previous.version == source.sha256 and not previous.published_version)
+                new = (
+                    previous is None
+                    or previous.status == "deleted"
+                    or (  # or registered by an ingest still running
+                        previous.status == "pending"
+                        and previous.version == source.sha256
+                        and not previous.published_version
+                    )
+                )
                 (changes.new if new else changes.changed).append(source.document_id)
-                catalog.register_document(conn, document_id=source.document_id, knowledge_base_id=knowledge_base_id,
-                                          source_root=source.source_root, source_path=source.source_path,
-                                          source_uri=source.uri, version=source.sha256, size_bytes=source.size,
-                                          partition_key=keys.get(source.document_id))
+                catalog.register_document(
+                    conn,
+                    document_id=source.document_id,
+                    knowledge_base_id=knowledge_base_id,
+                    source_root=source.source_root,
+                    source_path=source.source_path,
+                    source_uri=source.uri,
+                    version=source.sha256,
+                    size_bytes=source.size,
+                    partition_key=keys.get(source.document_id),
+                )
             if source.etag:
                 catalog.record_source_etag(conn, source.document_id, source.etag, source.sha256)
     return changes
@@ -138,13 +155,17 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Docume
     buckets = [key for key in keys if is_bucket(key)]
     if buckets:
         wanted, counts = set(buckets), {int(key.rsplit("-of-", 1)[1]) for key in buckets}
-        docs += [doc for doc in catalog.documents_of_run(run_id)
-                 if any(partition_key(doc, f"buckets:{n}") in wanted for n in counts)]
+        docs += [
+            doc
+            for doc in catalog.documents_of_run(run_id)
+            if any(partition_key(doc, f"buckets:{n}") in wanted for n in counts)
+        ]
     return docs
 
 
-def plan_bucket_runs(docs: list[Document], changed: list[str], partitioning: str, ordered_keys: list[str],
-                     batch_size: int) -> list[RunPlan]:
+def plan_bucket_runs(
+    docs: list[Document], changed: list[str], partitioning: str, ordered_keys: list[str], batch_size: int
+) -> list[RunPlan]:
     """Runs over the hash buckets of the new and changed documents (``KB_PARTITIONING=buckets:N``), from
     ``raw_files``: a bucket's run finds its pending documents (``run_documents``), so a document stale only
     by a pipeline version, or failed, is not planned under buckets (it runs again when its file changes)."""
@@ -155,15 +176,18 @@ def plan_bucket_runs(docs: list[Document], changed: list[str], partitioning: str
             by_bucket.setdefault(partition_key(doc, partitioning), []).append(doc)
     plans = []
     for start, end, _ in contiguous_ranges(ordered_keys, set(by_bucket), batch_size):
-        keys = ordered_keys[ordered_keys.index(start):ordered_keys.index(end) + 1]
+        keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
         plans.append(RunPlan(start, end, [doc for key in keys for doc in by_bucket.get(key, [])], "raw_files"))
     return plans
 
 
 def range_tags(start: str, end: str, knowledge_base_id: str) -> dict[str, str]:
     """The tags of a run over a range of document partitions."""
-    return {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
-            "kb/knowledge_base_id": knowledge_base_id}
+    return {
+        "dagster/asset_partition_range_start": start,
+        "dagster/asset_partition_range_end": end,
+        "kb/knowledge_base_id": knowledge_base_id,
+    }
 
 
 @dataclass
@@ -174,35 +198,43 @@ class RunPlan:
     end: str
     documents: list[Document]
     step: str
-    alone: bool = False             # one document retried alone: if it fails again, so does the run
-    migration: str | None = None    # the collection a migration backfill fills
+    alone: bool = False  # one document retried alone: if it fails again, so does the run
+    migration: str | None = None  # the collection a migration backfill fills
 
     def tags(self) -> dict[str, str]:
         """Run tags that make the run readable in the UI: knowledge base(s), source paths, first step."""
         first, last = self.documents[0], self.documents[-1]
         kbs = sorted({d.knowledge_base_id for d in self.documents})
-        tags = {"kb/knowledge_base_id": ",".join(kbs)[:200], "kb/from_step": self.step,
-                "kb/documents": str(len(self.documents)),
-                "kb/source": first.source_path[:200] if first is last
-                else f"{first.source_path[:95]} .. {last.source_path[:95]}"}
+        tags = {
+            "kb/knowledge_base_id": ",".join(kbs)[:200],
+            "kb/from_step": self.step,
+            "kb/documents": str(len(self.documents)),
+            "kb/source": first.source_path[:200]
+            if first is last
+            else f"{first.source_path[:95]} .. {last.source_path[:95]}",
+        }
         if self.alone:
             tags["dagster/partition"] = self.start
             tags["kb/retry_alone"] = "true"
         else:
-            tags.update({"dagster/asset_partition_range_start": self.start, "dagster/asset_partition_range_end": self.end})
+            tags.update(
+                {"dagster/asset_partition_range_start": self.start, "dagster/asset_partition_range_end": self.end}
+            )
         if self.migration:
             tags["kb/migration"] = self.migration
         return tags
 
     def key(self) -> str:
         """The same documents at the same versions from the same step give the same key (sensor run keys)."""
-        material = f"{self.step}|{self.migration}|" + ",".join(f"{d.document_id}@{d.version}@{d.failed_step}"
-                                                               for d in self.documents)
+        material = f"{self.step}|{self.migration}|" + ",".join(
+            f"{d.document_id}@{d.version}@{d.failed_step}" for d in self.documents
+        )
         return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
-def stale_documents(docs: list[Document], current: dict[str, str], legacy_models: dict[str, str] | None = None,
-                    migrating: bool = True) -> dict[str, Staleness]:
+def stale_documents(
+    docs: list[Document], current: dict[str, str], legacy_models: dict[str, str] | None = None, migrating: bool = True
+) -> dict[str, Staleness]:
     """Why each of ``docs`` must run again, by document id (current documents left out).
     ``legacy_models``: collection name -> embedding model, for documents published before versions were
     recorded. ``migrating``: whether a collection migration is due; when it is not (the published
@@ -215,8 +247,14 @@ def stale_documents(docs: list[Document], current: dict[str, str], legacy_models
     return out
 
 
-def plan_runs(docs: list[Document], stale: dict[str, Staleness], ordered_keys: list[str], batch_size: int,
-              retry_failed: bool = True, migration: str | None = None) -> list[RunPlan]:
+def plan_runs(
+    docs: list[Document],
+    stale: dict[str, Staleness],
+    ordered_keys: list[str],
+    batch_size: int,
+    retry_failed: bool = True,
+    migration: str | None = None,
+) -> list[RunPlan]:
     """Runs for the stale documents: one per contiguous range of partitions that start at the same step
     (at most ``batch_size`` documents); failed documents are retried alone (``retry_failed``; else a
     failure stands until its step's version changes). Stale only by a new embedding spec: a migration's
@@ -238,16 +276,26 @@ def plan_runs(docs: list[Document], stale: dict[str, Staleness], ordered_keys: l
     ranged = []
     for step, selected in groups.items():
         for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):
-            keys = ordered_keys[ordered_keys.index(start):ordered_keys.index(end) + 1]
-            ranged.append(RunPlan(start, end, [by_key[k] for k in keys], step,
-                                  migration=migration if step == "embeddings" and any(
-                                      stale[by_key[k].document_id].migration for k in keys) else None))
+            keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
+            ranged.append(
+                RunPlan(
+                    start,
+                    end,
+                    [by_key[k] for k in keys],
+                    step,
+                    migration=migration
+                    if step == "embeddings" and any(stale[by_key[k].document_id].migration for k in keys)
+                    else None,
+                )
+            )
     order = {key: i for i, key in enumerate(ordered_keys)}
     ranged.sort(key=lambda plan: order.get(plan.start, 0))
     return ranged + plans
 
 
-def migration_documents(docs: list[Document], stale: dict[str, Staleness], current: dict[str, str]) -> dict[str, Staleness]:
+def migration_documents(
+    docs: list[Document], stale: dict[str, Staleness], current: dict[str, str]
+) -> dict[str, Staleness]:
     """The documents a collection migration backfills from the lake: published documents stale only by
     the embedding spec, and failed documents whose last good version still serves (carried over when
     its chunks are still in the lake)."""
@@ -256,16 +304,22 @@ def migration_documents(docs: list[Document], stale: dict[str, Staleness], curre
         why = stale.get(doc.document_id)
         if doc.status == "published" and why is not None and why.migration:
             picked[doc.document_id] = why
-        elif doc.status == "failed" and doc.published_version and \
-                (doc.step_versions or {}).get("milvus_collection") != current["milvus_collection"]:
-            picked[doc.document_id] = Staleness("embeddings", "its last good version is carried into the new "
-                                                "collection", migration=True)
+        elif (
+            doc.status == "failed"
+            and doc.published_version
+            and (doc.step_versions or {}).get("milvus_collection") != current["milvus_collection"]
+        ):
+            picked[doc.document_id] = Staleness(
+                "embeddings", "its last good version is carried into the new collection", migration=True
+            )
     return picked
 
 
 def gone_documents(knowledge_base_id: str, scopes: list[Scope], present: set[str], catalog: Catalog) -> list[Document]:
     """Documents of the knowledge base inside the scanned scopes (their root, under the given path) whose
     source is gone: documents of other roots are never touched."""
-    return [doc for doc in catalog.list_documents([knowledge_base_id])
-            if doc.status != "deleted" and doc.document_id not in present
-            and any(scope.holds(doc) for scope in scopes)]
+    return [
+        doc
+        for doc in catalog.list_documents([knowledge_base_id])
+        if doc.status != "deleted" and doc.document_id not in present and any(scope.holds(doc) for scope in scopes)
+    ]

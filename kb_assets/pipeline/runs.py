@@ -24,9 +24,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
 
 import dagster as dg
 
@@ -36,8 +36,8 @@ from kb_assets.pipeline.planning import RunPlan
 from kb_assets.settings import Settings, dagster_child_environment
 from kb_assets.stores.catalog import Catalog
 
-DAEMON_HEARTBEAT_S = 120          # a daemon whose last heartbeat is older than this is not running
-QUEUED_RUN_TIMEOUT_S = 6 * 3600   # ingest gives up waiting for a queued run after this long
+DAEMON_HEARTBEAT_S = 120  # a daemon whose last heartbeat is older than this is not running
+QUEUED_RUN_TIMEOUT_S = 6 * 3600  # ingest gives up waiting for a queued run after this long
 FROM_STEP_TAG = "kb/from_step"
 
 JOBS: dict[Settings, dg.JobDefinition] = {}
@@ -54,8 +54,9 @@ def ingest_job(settings: Settings) -> dg.JobDefinition:
 
 def run_tagged(settings: Settings, tags: dict[str, str]) -> str:
     """Execute one run in this process (a worker's): the job from the step its tags name; its run id."""
-    return launch.execute(ingest_job(settings), dagster_instance(settings), tags,
-                          launch.selection(tags.get(FROM_STEP_TAG, "raw_files"))).run_id
+    return launch.execute(
+        ingest_job(settings), dagster_instance(settings), tags, launch.selection(tags.get(FROM_STEP_TAG, "raw_files"))
+    ).run_id
 
 
 def has_live_daemon(instance: dg.DagsterInstance) -> bool:
@@ -91,16 +92,35 @@ def execute_runs(ranges: list[dict[str, str]], settings: Settings, done: Callabl
     return run_ids
 
 
-def submit_to_queue(ranges: list[dict[str, str]], settings: Settings, instance: dg.DagsterInstance,
-                    done: Callable[[str], None]) -> list[str]:
+def submit_to_queue(
+    ranges: list[dict[str, str]], settings: Settings, instance: dg.DagsterInstance, done: Callable[[str], None]
+) -> list[str]:
     """Submit each range to the instance's run queue (the daemon launches them) and wait for all."""
     dagster = Path(sys.executable).with_name("dagster")
     pending = []
     for tags in ranges:
         run_id = str(uuid.uuid4())
-        subprocess.run([str(dagster), "job", "launch", "-m", "kb_assets.definitions", "-a", "defs",
-                        "-j", "ingest_documents", "--tags", json.dumps(tags), "--run-id", run_id],
-                       check=True, capture_output=True, text=True, env=dagster_child_environment(settings))
+        subprocess.run(
+            [
+                str(dagster),
+                "job",
+                "launch",
+                "-m",
+                "kb_assets.definitions",
+                "-a",
+                "defs",
+                "-j",
+                "ingest_documents",
+                "--tags",
+                json.dumps(tags),
+                "--run-id",
+                run_id,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=dagster_child_environment(settings),
+        )
         pending.append(run_id)
     ordered = list(pending)
     deadline = time.monotonic() + QUEUED_RUN_TIMEOUT_S
@@ -115,8 +135,14 @@ def submit_to_queue(ranges: list[dict[str, str]], settings: Settings, instance: 
     return ordered
 
 
-def run_plans(settings: Settings, defs: dg.Definitions, instance: dg.DagsterInstance, catalog: Catalog,
-              plans: list[RunPlan], progress: Callable[[str], None] = lambda message: None) -> list[str]:
+def run_plans(
+    settings: Settings,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    plans: list[RunPlan],
+    progress: Callable[[str], None] = lambda message: None,
+) -> list[str]:
     """Execute the planned runs, ``settings.concurrent_runs`` at a time: one at a time in this process
     (``launch.run_plans``), or the batch runs concurrently (``execute_runs``) and then, in this process,
     each failure of a batch retried alone and the planned retries."""
@@ -129,11 +155,17 @@ def run_plans(settings: Settings, defs: dg.Definitions, instance: dg.DagsterInst
     def done(run_id: str) -> None:
         finished.append(run_id)
         docs = catalog.documents_of_run(run_id)
-        progress(f"runs {len(finished)}/{len(batch)} ({total} documents): last run {sum(d.status == 'published' for d in docs)} "
-                 f"published, {sum(d.status == 'failed' for d in docs)} failed")
+        progress(
+            f"runs {len(finished)}/{len(batch)} ({total} documents): "
+            f"last run {sum(d.status == 'published' for d in docs)} "
+            f"published, {sum(d.status == 'failed' for d in docs)} failed"
+        )
 
     run_ids = execute_runs([plan.tags() for plan in batch], settings, done)
     job = defs.resolve_job_def("ingest_documents")
-    retried = [alone for plan, run_id in zip(batch, run_ids)
-               for alone in launch.retry_failures_alone(job, instance, catalog, plan, run_id)]
+    retried = [
+        alone
+        for plan, run_id in zip(batch, run_ids, strict=False)
+        for alone in launch.retry_failures_alone(job, instance, catalog, plan, run_id)
+    ]
     return run_ids + retried + launch.run_plans(defs, instance, catalog, [p for p in plans if p.alone], progress)

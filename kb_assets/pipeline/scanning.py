@@ -23,8 +23,12 @@ from kb_assets.stores.paths import is_s3, list_objects, source_path
 
 IGNORED_NAMES = {".DS_Store", "Thumbs.db"}
 READ_CHUNK = 1 << 20
-NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+NOT_REGULAR = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -43,22 +47,22 @@ def sha256_stream(stream) -> tuple[str, int]:
 
 @dataclass
 class SourceFile:
-    uri: str                  # what raw_files reads: an absolute local path or an s3:// URI
-    source_path: str          # relative to source_root
+    uri: str  # what raw_files reads: an absolute local path or an s3:// URI
+    source_path: str  # relative to source_root
     document_id: str
     sha256: str
     size: int
-    etag: str = ""            # s3://: the ETag whose bytes this scan hashed (remembered for the next scan)
-    source_root: str = ""     # the canonical folder or s3:// prefix of its identity (kb_assets.pipeline.identity)
+    etag: str = ""  # s3://: the ETag whose bytes this scan hashed (remembered for the next scan)
+    source_root: str = ""  # the canonical folder or s3:// prefix of its identity (kb_assets.pipeline.identity)
 
 
 @dataclass
 class ScanFailure:
     """An entry the scan could not take; the others go on."""
 
-    source_uri: str                  # its path; bytes that are not UTF-8 are shown escaped (\xff)
+    source_uri: str  # its path; bytes that are not UTF-8 are shown escaped (\xff)
     reason: str
-    document_id: str | None = None   # when it can be named: its document is not purged for it
+    document_id: str | None = None  # when it can be named: its document is not purged for it
 
     def as_json(self) -> dict:
         return {"documentId": self.document_id, "sourceUri": self.source_uri, "reason": self.reason}
@@ -101,16 +105,27 @@ class _Ids:
         """The ids of every document registered under this root (one query a root)."""
         if self.catalog is not None and source_root not in self.loaded:
             self.loaded.add(source_root)
-            self.known.update({(source_root, path): document_id for path, document_id
-                               in self.catalog.document_ids_under(self.knowledge_base_id, source_root).items()})
+            self.known.update(
+                {
+                    (source_root, path): document_id
+                    for path, document_id in self.catalog.document_ids_under(
+                        self.knowledge_base_id, source_root
+                    ).items()
+                }
+            )
 
     def __call__(self, source_root: str, source_path: str) -> str:
-        return self.known.get((source_root, source_path)) or \
-            document_id_for(self.knowledge_base_id, source_root, source_path)
+        return self.known.get((source_root, source_path)) or document_id_for(
+            self.knowledge_base_id, source_root, source_path
+        )
 
 
-def scan(sources: list[Path | str], knowledge_base_id: str, catalog: Catalog | None = None,
-         storage_options: dict | None = None) -> Scan:
+def scan(
+    sources: list[Path | str],
+    knowledge_base_id: str,
+    catalog: Catalog | None = None,
+    storage_options: dict | None = None,
+) -> Scan:
     """Files under the given folders, files or s3:// prefixes (hidden entries skipped) with their ids and
     hashes. Each given path is placed in a source root (``identity.place``: a root of the knowledge base
     that holds it, else its own); a path that holds roots of the knowledge base raises
@@ -123,8 +138,9 @@ def scan(sources: list[Path | str], knowledge_base_id: str, catalog: Catalog | N
     ids = _Ids(knowledge_base_id, catalog)
     for source in sources:
         if is_s3(str(source)):
-            _scan_bucket(canonical_s3_root(str(source)), knowledge_base_id, roots, ids, catalog, storage_options,
-                         result)
+            _scan_bucket(
+                canonical_s3_root(str(source)), knowledge_base_id, roots, ids, catalog, storage_options, result
+            )
         else:
             _scan_folder(Path(source), knowledge_base_id, roots, ids, result)
     return result
@@ -172,21 +188,26 @@ def _walk(root: Path, top: Path, folder: Path, ancestors: frozenset[Path], ids: 
             result.failures.append(ScanFailure(_shown(path), f"{what} name is not valid UTF-8: rename it"))
             continue
         try:
-            info = os.stat(path)   # follows symlinks: a loop or a dangling link fails here
+            info = os.stat(path)  # follows symlinks: a loop or a dangling link fails here
         except OSError as error:
             if not _vanished(path, error):
                 result.failures.append(_link_failure(root, path, error, ids))
             continue
         real = Path(os.path.realpath(path))
         if entry.is_symlink() and not (real == top or top in real.parents):
-            result.failures.append(ScanFailure(
-                _shown(path), f"symlink leaves the ingested folder ({_shown(Path(os.readlink(path)))}): not followed",
-                _document_id(root, path, ids)))
+            result.failures.append(
+                ScanFailure(
+                    _shown(path),
+                    f"symlink leaves the ingested folder ({_shown(Path(os.readlink(path)))}): not followed",
+                    _document_id(root, path, ids),
+                )
+            )
             continue
         if stat.S_ISDIR(info.st_mode):
             if real in ancestors:
-                result.failures.append(ScanFailure(_shown(path), f"symlink loop: points to {_shown(real)}, "
-                                                                 "a folder above it"))
+                result.failures.append(
+                    ScanFailure(_shown(path), f"symlink loop: points to {_shown(real)}, a folder above it")
+                )
             else:
                 _walk(root, top, path, ancestors | {real}, ids, result)
             continue
@@ -217,9 +238,11 @@ def _take_file(root: Path, path: Path, ids: _Ids, result: Scan, info: os.stat_re
         return
     except OSError as error:
         if not _vanished(path, error):
-            result.failures.append(_link_failure(root, path, error, ids)
-                                   if error.errno in (errno.ELOOP, errno.ENOENT)
-                                   else ScanFailure(_shown(path), f"cannot read: {_os_reason(error)}", document_id))
+            result.failures.append(
+                _link_failure(root, path, error, ids)
+                if error.errno in (errno.ELOOP, errno.ENOENT)
+                else ScanFailure(_shown(path), f"cannot read: {_os_reason(error)}", document_id)
+            )
         return
     result.files.append(SourceFile(str(path), relative, document_id, sha, size, source_root=str(root)))
 
@@ -234,8 +257,9 @@ def _link_failure(root: Path, path: Path, error: OSError, ids: _Ids) -> ScanFail
     if error.errno == errno.ELOOP:
         return ScanFailure(_shown(path), "symlink loop: it never reaches a file", document_id)
     if error.errno == errno.ENOENT and os.path.islink(path):
-        return ScanFailure(_shown(path), f"broken symlink: {_shown(Path(os.readlink(path)))} does not exist",
-                           document_id)
+        return ScanFailure(
+            _shown(path), f"broken symlink: {_shown(Path(os.readlink(path)))} does not exist", document_id
+        )
     return ScanFailure(_shown(path), f"cannot stat: {_os_reason(error)}", document_id)
 
 
@@ -268,15 +292,22 @@ def _os_reason(error: OSError) -> str:
 
 
 # s3:// prefixes ------------------------------------------------------------------------------------
-def _scan_bucket(url: str, knowledge_base_id: str, roots: list[str], ids: _Ids, catalog: Catalog | None,
-                 storage_options: dict | None, result: Scan) -> None:
+def _scan_bucket(
+    url: str,
+    knowledge_base_id: str,
+    roots: list[str],
+    ids: _Ids,
+    catalog: Catalog | None,
+    storage_options: dict | None,
+    result: Scan,
+) -> None:
     """Objects under an s3:// prefix, listed page by page. An object whose listed ETag is the one its
     published version was hashed from is not downloaded; new and changed ones are read and hashed."""
     if catalog is None:
         raise ValueError(f"{url}: scanning object storage needs the catalog (the ETags seen before)")
     pages = list_objects(url, storage_options)
     first = next(pages, [])
-    single = len(first) == 1 and first[0].url == url          # the URL names one object: its folder is its root
+    single = len(first) == 1 and first[0].url == url  # the URL names one object: its folder is its root
     root, scope = place(url.rsplit("/", 1)[0] if single else url, knowledge_base_id, roots)
     if single:
         name = url.rsplit("/", 1)[1]
@@ -285,7 +316,7 @@ def _scan_bucket(url: str, knowledge_base_id: str, roots: list[str], ids: _Ids, 
     result.scopes.append(Scope(root, scope))
     for page in itertools.chain([first], pages):
         listed = [item for item in page if not _hidden(item.relative)]
-        names = {item.url: item.url[len(root) + 1:] for item in listed}
+        names = {item.url: item.url[len(root) + 1 :] for item in listed}
         by_url = {item.url: ids(root, names[item.url]) for item in listed}
         known = catalog.get_documents(list(by_url.values()))
         seen = catalog.source_etags(list(by_url.values()))
@@ -293,19 +324,21 @@ def _scan_bucket(url: str, knowledge_base_id: str, roots: list[str], ids: _Ids, 
             document_id, relative = by_url[item.url], names[item.url]
             doc = known.get(document_id)
             if doc is not None and doc.status == "published" and seen.get(document_id) == (item.etag, doc.version):
-                result.files.append(SourceFile(item.url, relative, document_id, doc.version, item.size,
-                                               source_root=root))
+                result.files.append(
+                    SourceFile(item.url, relative, document_id, doc.version, item.size, source_root=root)
+                )
                 continue
             try:
                 with source_path(item.url, storage_options).open("rb") as stream:
                     sha, size = sha256_stream(stream)
             except FileNotFoundError:
-                continue   # deleted between the listing and the read: gone
+                continue  # deleted between the listing and the read: gone
             except OSError as error:
                 result.failures.append(ScanFailure(item.url, f"cannot read object: {error}", document_id))
                 continue
-            result.files.append(SourceFile(item.url, relative, document_id, sha, size, etag=item.etag,
-                                           source_root=root))
+            result.files.append(
+                SourceFile(item.url, relative, document_id, sha, size, etag=item.etag, source_root=root)
+            )
 
 
 def _hidden(relative: str) -> bool:

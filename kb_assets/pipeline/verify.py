@@ -19,30 +19,31 @@ from pymilvus import MilvusClient
 from kb_assets.embedding.vectors import vectors_for
 from kb_assets.lib.lexical import chunk_row_terms
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.lake import Lake
-from kb_assets.stores.vectors import (
+from kb_assets.stores.entities import (
     chunk_entities,
-    collection_spec,
     count_entities,
     delete_document,
     delete_stale_versions,
     document_ids,
-    flush,
-    published_collection,
     sync_document,
     version_counts,
 )
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.vectors import collection_spec, flush, published_collection
 
 
 def last_good_notice(doc) -> str:
     """What ``docs``, ``verify`` and search say of a document whose newer file did not publish."""
     state = f"failed ({doc.error})" if doc.status == "failed" else doc.status
-    return (f"{doc.source_path}: version {(doc.version or '')[:12]} is {state}; its last good version "
-            f"{(doc.published_version or '')[:12]} serves")
+    return (
+        f"{doc.source_path}: version {(doc.version or '')[:12]} is {state}; its last good version "
+        f"{(doc.published_version or '')[:12]} serves"
+    )
 
 
-def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False,
-           load_model=None) -> dict:
+def verify(
+    catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False, load_model=None
+) -> dict:
     """Problems per document; ``repair`` fixes them (``load_model``: model id -> EmbeddingModel, used to
     re-encode chunks whose lake vectors are of another spec than the published collection's)."""
     problems: list[dict] = []
@@ -60,9 +61,14 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
         if repair:
             with catalog.connect() as conn:
                 catalog.replace_chunk_terms(conn, doc.document_id, chunk_row_terms(chunks))
-        problem(doc.document_id, "no BM25 statistics kept for what serves (search keeps Milvus's scores for it)"
-                if doc.term_count is None else f"BM25 statistics kept for {len(kept & chunk_ids)} of its "
-                f"{len(chunk_ids)} chunks and {len(kept - chunk_ids)} others", repair)
+        problem(
+            doc.document_id,
+            "no BM25 statistics kept for what serves (search keeps Milvus's scores for it)"
+            if doc.term_count is None
+            else f"BM25 statistics kept for {len(kept & chunk_ids)} of its "
+            f"{len(chunk_ids)} chunks and {len(kept - chunk_ids)} others",
+            repair,
+        )
 
     collection = published_collection(client, alias)
     documents = {d.document_id: d for d in catalog.list_documents()}
@@ -78,16 +84,25 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                     delete_document(client, collection, doc.document_id)
                     lake.delete("chunks", doc.document_id)
                     lake.delete("embeddings", doc.document_id)
-                problem(doc.document_id, f"deleted document still has {entities} entities, {chunks.height} chunk "
-                        f"rows, {vectors.height} vectors", repair)
+                problem(
+                    doc.document_id,
+                    f"deleted document still has {entities} entities, {chunks.height} chunk "
+                    f"rows, {vectors.height} vectors",
+                    repair,
+                )
             continue
         serving = doc.published_version
         strays = {version: n for version, n in versions.items() if version != serving}
         if strays:
             if repair:
                 delete_stale_versions(client, collection, doc.document_id, serving)
-            problem(doc.document_id, f"{sum(strays.values())} stray entities of versions that do not serve ("
-                    + ", ".join(f"{v[:12]}: {n}" for v, n in strays.items()) + f"; {doc.status})", repair)
+            problem(
+                doc.document_id,
+                f"{sum(strays.values())} stray entities of versions that do not serve ("
+                + ", ".join(f"{v[:12]}: {n}" for v, n in strays.items())
+                + f"; {doc.status})",
+                repair,
+            )
         if not serving:
             continue
         published_rows += doc.chunk_count or 0
@@ -95,12 +110,16 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
         if doc.serves_last_good_version:
             notices.append({"documentId": doc.document_id, "notice": last_good_notice(doc)})
         if not chunks.height or not (chunks["document_version"] == serving).all():
-            if collection and entities != doc.chunk_count:   # the lake holds another version: count only
-                problem(doc.document_id, f"{entities} entities of its published version for {doc.chunk_count} "
-                        "recorded chunks, and the lake holds another version: re-ingest it")
+            if collection and entities != doc.chunk_count:  # the lake holds another version: count only
+                problem(
+                    doc.document_id,
+                    f"{entities} entities of its published version for {doc.chunk_count} "
+                    "recorded chunks, and the lake holds another version: re-ingest it",
+                )
             elif doc.status == "published":
-                problem(doc.document_id, "published document has no chunk rows of its version in the lake: "
-                        "re-ingest it")
+                problem(
+                    doc.document_id, "published document has no chunk rows of its version in the lake: re-ingest it"
+                )
             continue
         problem_with_statistics(doc, chunks)
         if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
@@ -115,11 +134,15 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
                 [(vectors, _)] = vectors_for([(chunks, vectors)], load_model(spec["model"]), spec["model"], "repair")
                 sync_document(client, collection, doc.document_id, chunk_entities(chunks, vectors))
                 with catalog.connect() as conn:
-                    catalog.update_document(conn, doc.document_id, chunk_count=chunks.height,
-                                            collection_name=collection)
+                    catalog.update_document(
+                        conn, doc.document_id, chunk_count=chunks.height, collection_name=collection
+                    )
                 repaired = True
-            problem(doc.document_id, f"{chunks.height} chunk rows, {entities} Milvus entities, "
-                    f"{doc.chunk_count} recorded chunks", repaired)
+            problem(
+                doc.document_id,
+                f"{chunks.height} chunk rows, {entities} Milvus entities, {doc.chunk_count} recorded chunks",
+                repaired,
+            )
     if collection:
         for document_id in sorted(document_ids(client, collection, excluding=list(documents))):
             if repair:
@@ -136,7 +159,13 @@ def verify(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repai
         if repair:
             flush(client, collection)
         total = count_entities(client, collection)
-        if total != published_rows and not problems:   # a difference no document's problem explains
+        if total != published_rows and not problems:  # a difference no document's problem explains
             problem(None, f"{total} entities in {collection} for {published_rows} published chunk rows")
-    return {"consistent": not problems, "collection": collection, "entities": total,
-            "publishedChunkRows": published_rows, "problems": problems, "notices": notices}
+    return {
+        "consistent": not problems,
+        "collection": collection,
+        "entities": total,
+        "publishedChunkRows": published_rows,
+        "problems": problems,
+        "notices": notices,
+    }

@@ -31,8 +31,14 @@ from kb_assets.structure import STRUCTURE_VERSION
 
 STEPS = ("raw_files", "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection")
 # what each step's version versions, for people
-WHAT = {"raw_files": "raw file store", "parsed_pages": "parser", "pageindex_trees": "tree builder/summarizer",
-        "chunks": "chunker", "embeddings": "embedding spec", "milvus_collection": "collection schema"}
+WHAT = {
+    "raw_files": "raw file store",
+    "parsed_pages": "parser",
+    "pageindex_trees": "tree builder/summarizer",
+    "chunks": "chunker",
+    "embeddings": "embedding spec",
+    "milvus_collection": "collection schema",
+}
 # outputs made before versions were recorded count as version 1 of their step
 BASELINE = "1"
 
@@ -46,8 +52,9 @@ class PipelineVersions:
     embeddings: str = EMBEDDING_VERSION
 
 
-def step_versions(versions: PipelineVersions, embedding_model: str, summarizer_model: str = "",
-                  context_model: str = "") -> dict[str, str]:
+def step_versions(
+    versions: PipelineVersions, embedding_model: str, summarizer_model: str = "", context_model: str = ""
+) -> dict[str, str]:
     """The current version of every step: the code's versions plus the configured models."""
     from kb_assets.stores.vectors import SCHEMA_VERSION  # pymilvus: imported only where collections matter
 
@@ -70,12 +77,12 @@ def partly_contextualized(chunks_version: str) -> str:
 
 def after(step: str) -> tuple[str, ...]:
     """The steps downstream of ``step``."""
-    return STEPS[STEPS.index(step) + 1:]
+    return STEPS[STEPS.index(step) + 1 :]
 
 
 def from_step(step: str) -> tuple[str, ...]:
     """``step`` and the steps downstream of it: the selection of a run that starts there."""
-    return STEPS[STEPS.index(step):]
+    return STEPS[STEPS.index(step) :]
 
 
 def model_of(version: str | None) -> str | None:
@@ -89,8 +96,8 @@ class Staleness:
 
     step: str
     reason: str
-    failed: bool = False      # a failure that stands: the step's version is the one that failed
-    migration: bool = False   # stale only because the embedding model or the collection schema changed
+    failed: bool = False  # a failure that stands: the step's version is the one that failed
+    migration: bool = False  # stale only because the embedding model or the collection schema changed
 
     def as_json(self) -> dict:
         return {"step": self.step, "reason": self.reason, "failed": self.failed, "migration": self.migration}
@@ -103,8 +110,9 @@ def staleness(doc, current: dict[str, str], legacy_model: str | None = None) -> 
     if doc.status == "deleted":
         return None
     if doc.status == "pending":
-        return Staleness("raw_files", "new or changed file" if doc.version != doc.published_version
-                         else "a run did not finish")
+        return Staleness(
+            "raw_files", "new or changed file" if doc.version != doc.published_version else "a run did not finish"
+        )
     if doc.status == "failed":
         step, _, version = (doc.failed_step or "raw_files@").partition("@")
         step = step if step in STEPS else "raw_files"
@@ -118,8 +126,11 @@ def staleness(doc, current: dict[str, str], legacy_model: str | None = None) -> 
         if made_by == "":
             return Staleness(step, f"{WHAT[step]}: its input changed since it ran (a run did not finish)")
         if made_by != current[step]:
-            migration = step in ("embeddings", "milvus_collection") and made_by is not None and (
-                model_of(made_by) != model_of(current[step]) or step == "milvus_collection")
+            migration = (
+                step in ("embeddings", "milvus_collection")
+                and made_by is not None
+                and (model_of(made_by) != model_of(current[step]) or step == "milvus_collection")
+            )
             return Staleness(step, f"{WHAT[step]} {made_by or 'unknown'} -> {current[step]}", migration=migration)
     if doc.published_version and doc.term_count is None:
         return Staleness("milvus_collection", "no BM25 statistics kept for what serves (published before they were)")

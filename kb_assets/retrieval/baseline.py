@@ -26,7 +26,7 @@ def windows(pages: list[dict]) -> list[tuple[str, int, int]]:
     indexes = [p["page_index"] for p in sorted(pages, key=lambda p: p["page_index"])]
     out = []
     for start in range(0, max(1, len(text) - OVERLAP), WINDOW - OVERLAP):
-        piece = text[start:start + WINDOW]
+        piece = text[start : start + WINDOW]
         if piece.strip():
             first = indexes[bisect_right(starts, start) - 1]
             last = indexes[bisect_right(starts, min(len(text) - 1, start + len(piece) - 1)) - 1]
@@ -43,8 +43,15 @@ class NaiveBaseline:
         for doc, pages in documents:
             for text, first, last in windows(pages):
                 texts.append(text)
-                self.rows.append({"knowledgeBaseId": doc["knowledgeBaseId"], "sourceUri": doc["sourceUri"],
-                                  "pageIndex": first, "pageEnd": last, "content": text})
+                self.rows.append(
+                    {
+                        "knowledgeBaseId": doc["knowledgeBaseId"],
+                        "sourceUri": doc["sourceUri"],
+                        "pageIndex": first,
+                        "pageEnd": last,
+                        "content": text,
+                    }
+                )
         self.model = model
         self.vectors = model.encode(texts) if texts else np.zeros((0, model.dimension), dtype=np.float32)
         self.kb = np.array([row["knowledgeBaseId"] for row in self.rows])

@@ -34,7 +34,7 @@ from kb_assets.retrieval.rerank import question_words
 
 CHUNK_WEIGHT = 1.0  # what holding the whole chunk is worth, in units of an average term's weight
 
-Term = str | tuple[str, ...]   # a term: one form, or several forms any of which counts for it
+Term = str | tuple[str, ...]  # a term: one form, or several forms any of which counts for it
 
 
 def question_terms(query: str, translations: dict[str, list[str]] | None = None) -> list[Term]:
@@ -94,7 +94,7 @@ def _alnum(ch: str) -> bool:
 def occurrences(terms: list[Term], text: str) -> dict[tuple[str, ...], list[tuple[int, int]]]:
     """Each term's (start, end) spans in the text, by its forms (any form counts for it)."""
     folded = text.casefold()
-    squeezed = "".join(folded.split())      # a plain substring test first: most terms are not on most pages
+    squeezed = "".join(folded.split())  # a plain substring test first: most terms are not on most pages
     out: dict[tuple[str, ...], list[tuple[int, int]]] = {}
     for term in terms:
         forms = tuple(f.casefold() for f in ((term,) if isinstance(term, str) else term) if f)
@@ -112,12 +112,17 @@ def rarity(found: list[dict[tuple[str, ...], list[tuple[int, int]]]]) -> dict[tu
     """Each term's weight from its ``occurrences`` in n texts (the result pages):
     log(1 + (n + 1) / (df + 0.5)), df the texts holding it."""
     keys = {key for spans in found for key in spans}
-    return {key: math.log(1 + (len(found) + 1) / (sum(1 for spans in found if spans.get(key)) + 0.5))
-            for key in keys}
+    return {key: math.log(1 + (len(found) + 1) / (sum(1 for spans in found if spans.get(key)) + 0.5)) for key in keys}
 
 
-def _best(length: int, hits: list[tuple[int, int, tuple[str, ...]]], weight: dict[tuple[str, ...], float],
-          budget: int, chunk: tuple[int, int] | None = None, chunk_value: float = 0.0) -> tuple[int, float]:
+def _best(
+    length: int,
+    hits: list[tuple[int, int, tuple[str, ...]]],
+    weight: dict[tuple[str, ...], float],
+    budget: int,
+    chunk: tuple[int, int] | None = None,
+    chunk_value: float = 0.0,
+) -> tuple[int, float]:
     """(start, value) of the best window of ``budget`` characters over a text of ``length``: the weight of
     the distinct terms it holds (plus ``chunk_value`` when it holds the whole ``chunk``); ties go to the
     window nearest the chunk (else the first). Windows start at an occurrence or end at one (or hold the
@@ -164,8 +169,12 @@ def _best(length: int, hits: list[tuple[int, int, tuple[str, ...]]], weight: dic
     return best, best_key[0]
 
 
-def coverage(spans: dict[tuple[str, ...], list[tuple[int, int]]], length: int,
-             weights: dict[tuple[str, ...], float] | None = None, budget: int = 800) -> float:
+def coverage(
+    spans: dict[tuple[str, ...], list[tuple[int, int]]],
+    length: int,
+    weights: dict[tuple[str, ...], float] | None = None,
+    budget: int = 800,
+) -> float:
     """The weighted share of the terms (their ``occurrences`` in a page of ``length`` characters) that the
     page's best window of ``budget`` characters holds (0..1)."""
     weight = {key: (weights or {}).get(key, 1.0) for key in spans}
@@ -176,9 +185,15 @@ def coverage(spans: dict[tuple[str, ...], list[tuple[int, int]]], length: int,
     return _best(length, hits, weight, budget)[1] / total
 
 
-def window(page_text: str, content: str, terms: list[Term], budget: int = 800,
-           weights: dict[tuple[str, ...], float] | None = None, shown: list[tuple[int, int]] = (),
-           chunk_weight: float = CHUNK_WEIGHT) -> tuple[str, int, int]:
+def window(
+    page_text: str,
+    content: str,
+    terms: list[Term],
+    budget: int = 800,
+    weights: dict[tuple[str, ...], float] | None = None,
+    shown: list[tuple[int, int]] = (),
+    chunk_weight: float = CHUNK_WEIGHT,
+) -> tuple[str, int, int]:
     """(text, start, end): the window of the page for the chunk and the terms (see the module docstring);
     ``shown``: spans of this page already given, whose occurrences count for nothing. ``text`` is the page,
     or the chunk's content when the chunk is not found on it."""
@@ -193,29 +208,41 @@ def window(page_text: str, content: str, terms: list[Term], budget: int = 800,
     spans = occurrences(terms, text)
     weight = {key: (weights or {}).get(key, 1.0) for key in spans}
     average = sum(weight.values()) / len(weight) if weight else 1.0
-    hits = [(a, b, key) for key, found in spans.items() for a, b in found
-            if not any(s <= a and b <= e for s, e in shown)]
+    hits = [
+        (a, b, key) for key, found in spans.items() for a, b in found if not any(s <= a and b <= e for s, e in shown)
+    ]
     best, _ = _best(len(text), hits, weight, budget, (start, end), chunk_weight * average)
     a, b = _snap(text, best, best + budget)
     return text, a, b
 
 
-def page_passage(page_text: str, content: str, terms: list[Term], budget: int = 800,
-                 weights: dict[tuple[str, ...], float] | None = None) -> str:
+def page_passage(
+    page_text: str,
+    content: str,
+    terms: list[Term],
+    budget: int = 800,
+    weights: dict[tuple[str, ...], float] | None = None,
+) -> str:
     """At most ``budget`` characters of the page for the chunk and the terms (see the module docstring)."""
     text, a, b = window(page_text, content, terms, budget, weights)
     return text[a:b].strip()
 
 
-def passages(rows: list[dict], page_texts: dict[tuple[str, int], str], terms: list[Term], budget: int,
-             chunk_weight: float = CHUNK_WEIGHT) -> None:
+def passages(
+    rows: list[dict],
+    page_texts: dict[tuple[str, int], str],
+    terms: list[Term],
+    budget: int,
+    chunk_weight: float = CHUNK_WEIGHT,
+) -> None:
     """Set each result row's ``context`` (in place), rows in rank order; terms weighted by their rarity
     among the rows' pages, a page's later rows showing what its earlier ones did not."""
     weights = rarity([occurrences(terms, text) for text in page_texts.values()])
     shown: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for row in rows:
         key = (row["documentId"], row["pageIndex"])
-        text, a, b = window(page_texts.get(key) or "", row["content"], terms, budget, weights,
-                            shown.get(key, []), chunk_weight)
+        text, a, b = window(
+            page_texts.get(key) or "", row["content"], terms, budget, weights, shown.get(key, []), chunk_weight
+        )
         shown.setdefault(key, []).append((a, b))
         row["context"] = text[a:b].strip()

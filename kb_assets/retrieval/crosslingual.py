@@ -17,20 +17,25 @@ import re
 import threading
 from functools import lru_cache
 
-from kb_assets.retrieval.lexical_query import is_content_word
 from kb_assets.lib.segmentation import search_words
 from kb_assets.lib.segmentation import words as jieba_words
+from kb_assets.retrieval.lexical_query import is_content_word
 
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _GLOSS_WORD = re.compile(r"[A-Za-z][A-Za-z\-']+")
 _PARENTHESES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
-_SKIP_GLOSS = re.compile(r"^(CL:|variant of|old variant|see |surname |abbr\. |used in |\(?grammatical|"
-                         r"(erhua )?variant|also written|radical)", re.IGNORECASE)
+_SKIP_GLOSS = re.compile(
+    r"^(CL:|variant of|old variant|see |surname |abbr\. |used in |\(?grammatical|"
+    r"(erhua )?variant|also written|radical)",
+    re.IGNORECASE,
+)
 # gloss words that carry no content
-_FUNCTION_WORDS = frozenset("""a an the to of in on at by for with from as into and or but not no is are be
+_FUNCTION_WORDS = frozenset(
+    """a an the to of in on at by for with from as into and or but not no is are be
  one's oneself sb sth something somebody etc what which who how why when where whether can could would
  should may might will shall do does did it its this that these those there here very also used particle
- indicating kind sort""".split())
+ indicating kind sort""".split()
+)
 GLOSSES_PER_WORD = 2
 _lock = threading.Lock()
 

@@ -19,8 +19,8 @@ import re
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 K_FOR_MRR = 10
 
@@ -102,8 +102,7 @@ def evaluate(search: Callable[[dict], list[dict]], questions: list[dict]) -> dic
         elapsed_ms = (time.perf_counter() - started) * 1000
         row: tuple = (first_hit_rank(results, question), elapsed_ms)
         if question.get("answer"):
-            row += (first_answer_rank(results, question),
-                    max((len(returned_text(r)) for r in results[:5]), default=0))
+            row += (first_answer_rank(results, question), max((len(returned_text(r)) for r in results[:5]), default=0))
         per_kb[question["kb"]].append(row)
     report = {kb: summarize(rows) for kb, rows in sorted(per_kb.items())}
     report["overall"] = summarize([row for rows in per_kb.values() for row in rows])

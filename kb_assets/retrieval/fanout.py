@@ -16,7 +16,8 @@ from pymilvus import MilvusClient
 
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import elapsed_ms
-from kb_assets.stores.vectors import in_filter, search_bm25, search_dense
+from kb_assets.stores.vector_search import search_bm25, search_dense
+from kb_assets.stores.vectors import in_filter
 
 # above this many requested knowledge bases, one search with an ``in`` filter replaces one search each
 MAX_SEPARATE_KB_SEARCHES = 8
@@ -29,26 +30,35 @@ class Found:
     hits: dict[str, dict] = field(default_factory=dict)
     dense: dict[str, float] = field(default_factory=dict)
     bm25: dict[str, float] = field(default_factory=dict)
-    no_bm25: set[str] = field(default_factory=set)   # returned by dense; BM25 exhausted without them: score 0
-    vectors: dict[str, list[float]] = field(default_factory=dict)   # stored vectors of BM25 hits
+    no_bm25: set[str] = field(default_factory=set)  # returned by dense; BM25 exhausted without them: score 0
+    vectors: dict[str, list[float]] = field(default_factory=dict)  # stored vectors of BM25 hits
     dense_error: Exception | None = None
     bm25_error: Exception | None = None
     ms: float = 0.0
 
-    def only(self, chunk_ids: set[str]) -> "Found":
+    def only(self, chunk_ids: set[str]) -> Found:
         """The candidates among ``chunk_ids`` (failures and timing kept)."""
-        kept = Found({k: v for k, v in self.hits.items() if k in chunk_ids},
-                     {k: v for k, v in self.dense.items() if k in chunk_ids},
-                     {k: v for k, v in self.bm25.items() if k in chunk_ids},
-                     self.no_bm25 & chunk_ids, {k: v for k, v in self.vectors.items() if k in chunk_ids},
-                     self.dense_error, self.bm25_error, self.ms)
+        kept = Found(
+            {k: v for k, v in self.hits.items() if k in chunk_ids},
+            {k: v for k, v in self.dense.items() if k in chunk_ids},
+            {k: v for k, v in self.bm25.items() if k in chunk_ids},
+            self.no_bm25 & chunk_ids,
+            {k: v for k, v in self.vectors.items() if k in chunk_ids},
+            self.dense_error,
+            self.bm25_error,
+            self.ms,
+        )
         return kept
 
-    def merge(self, other: "Found") -> "Found":
+    def merge(self, other: Found) -> Found:
         """Both searches' candidates; a path failed only if it failed in both (BM25 scores do not depend on
         the filter, so one chunk has one BM25 score)."""
-        merged = Found({**self.hits, **other.hits}, {**self.dense, **other.dense}, {**self.bm25, **other.bm25},
-                       ms=self.ms + other.ms)
+        merged = Found(
+            {**self.hits, **other.hits},
+            {**self.dense, **other.dense},
+            {**self.bm25, **other.bm25},
+            ms=self.ms + other.ms,
+        )
         merged.no_bm25 = (self.no_bm25 | other.no_bm25) - set(merged.bm25)
         merged.vectors = {**self.vectors, **other.vectors}
         if self.dense_error is not None and other.dense_error is not None:
@@ -58,8 +68,15 @@ class Found:
         return merged
 
 
-def fan_out(client: MilvusClient, pool: Executor, query: Query, knowledge_base_ids: list[str] | None,
-            timeout: float, pages: str | None = None, dense_search: bool = True) -> Found:
+def fan_out(
+    client: MilvusClient,
+    pool: Executor,
+    query: Query,
+    knowledge_base_ids: list[str] | None,
+    timeout: float,
+    pages: str | None = None,
+    dense_search: bool = True,
+) -> Found:
     """Dense and BM25 searches, one pair per filter, in parallel (BM25 starts while the query is embedded).
 
     ``pages``: a filter to candidate pages (pageindex); ``dense_search=False``: BM25 only. Every job put
@@ -67,12 +84,28 @@ def fan_out(client: MilvusClient, pool: Executor, query: Query, knowledge_base_i
     """
     started = time.perf_counter()
     filters = _kb_filters(knowledge_base_ids, pages)
-    bm25_jobs = {kb: pool.submit(search_bm25, client, query.collection, query.bm25_text or query.text, flt,
-                                 query.limit, timeout, bool(query.dense_text)) for kb, flt in filters.items()}
+    bm25_jobs = {
+        kb: pool.submit(
+            search_bm25,
+            client,
+            query.collection,
+            query.bm25_text or query.text,
+            flt,
+            query.limit,
+            timeout,
+            bool(query.dense_text),
+        )
+        for kb, flt in filters.items()
+    }
     vector = query.vector()
-    dense_jobs = {} if vector is None or not dense_search else {
-        kb: pool.submit(search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)
-        for kb, flt in filters.items()}
+    dense_jobs = (
+        {}
+        if vector is None or not dense_search
+        else {
+            kb: pool.submit(search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)
+            for kb, flt in filters.items()
+        }
+    )
     found = Found()
     dense_ids: dict[str | None, set[str]] = {}
     for kb, job in dense_jobs.items():
@@ -97,8 +130,8 @@ def fan_out(client: MilvusClient, pool: Executor, query: Query, knowledge_base_i
             if vector_of_hit is not None:
                 found.vectors[hit.id] = vector_of_hit
             found.hits.setdefault(hit.id, entity)
-            found.bm25[hit.id] = abs(float(hit.distance))   # Milvus Lite returns -score
-        if len(hits) < query.limit:     # exhausted: what it did not return shares no word with the query
+            found.bm25[hit.id] = abs(float(hit.distance))  # Milvus Lite returns -score
+        if len(hits) < query.limit:  # exhausted: what it did not return shares no word with the query
             found.no_bm25 |= dense_ids.get(kb, set()) - {hit.id for hit in hits}
     found.ms = elapsed_ms(started)
     return found

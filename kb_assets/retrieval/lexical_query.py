@@ -17,19 +17,23 @@ from kb_assets.lib.segmentation import search_words
 
 _PUNCT = re.compile(r"^[\W_]+$", re.UNICODE)
 # Chinese function words and question words: what a question adds around its content words
-ZH_STOPWORDS = frozenset("""
+ZH_STOPWORDS = frozenset(
+    """
 的 了 着 过 是 在 有 和 与 及 或 或者 而 就 都 也 还 又 才 只 再 很 太 更 最 把 被 让 给 对 从 到 向 往 于 以 为 为了
 因为 所以 如果 要是 但 但是 而且 并 并且 吗 呢 吧 啊 呀 么 嘛 哪 哪个 哪些 哪里 哪儿 什么 怎样 怎么 怎么样 如何 多少 几
 多久 多大 为什么 是否 是不是 能否 能不能 可否 可以 能 能够 会 应 应该 应当 该 要 需要 需 得 想 想要 打算 用 使用 通过
 这 那 这个 那个 这些 那些 这里 那里 这样 那样 其 它 它们 他 她 他们 我 我们 你 你们 您 自己 时 时候 之后 之前 以后
 以前 后 前 里 上 下 中 内 外 之 等 等等 一个 一种 一下 一些 些 个 种 次 请问 请 吗？ 呢？
-""".split())
-EN_STOPWORDS = frozenset("""
+""".split()
+)
+EN_STOPWORDS = frozenset(
+    """
 a an the is are was were be been being do does did doing have has had i me my we our you your it its
 they them their he she his her this that these those what which who whom whose when where why how
 to of in on at by for with from as into onto about than then so if or and but not no can could would
 should shall will may might must there here get gets got make makes made want wants need needs one
-""".split())
+""".split()
+)
 
 
 def _jieba_tokens(text: str) -> list[str]:

@@ -17,21 +17,22 @@ from kb_assets.retrieval.request import short
 from kb_assets.stores.catalog import Catalog
 
 
-def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str, dict],
-             warnings: list[str]) -> Found:
+def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str, dict], warnings: list[str]) -> Found:
     """``found`` with every candidate's BM25 score from the statistics of its knowledge base (``versions``:
     the candidates' document rows, ``Catalog.published_versions``); unchanged, with a warning, when
     those statistics cannot be used."""
     if found.bm25_error is not None or not found.hits:
         return found
-    if not versions:            # Postgres did not answer for the documents (said by the searcher already)
+    if not versions:  # Postgres did not answer for the documents (said by the searcher already)
         warnings.append("BM25 statistics unavailable (document rows unread); lexical scores are Milvus's")
         return found
     documents = {hit["document_id"] for hit in found.hits.values()}
     lacking = sorted(d for d in documents if versions.get(d, {}).get("term_count") is None)
     if lacking:
-        warnings.append(f"BM25 statistics not kept yet for {len(lacking)} document(s) ({', '.join(lacking[:3])}); "
-                        "lexical scores are Milvus's (the next ingest run keeps them)")
+        warnings.append(
+            f"BM25 statistics not kept yet for {len(lacking)} document(s) ({', '.join(lacking[:3])}); "
+            "lexical scores are Milvus's (the next ingest run keeps them)"
+        )
         return found
     asked_terms = query_terms(query_text)
     asked = sorted(set(asked_terms))
@@ -39,11 +40,14 @@ def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str
         kept = catalog.term_statistics(asked, sorted({hit["knowledge_base_id"] for hit in found.hits.values()}))
         counts = catalog.chunk_term_counts(list(found.hits), asked)
     except Exception as error:
-        warnings.append(f"BM25 statistics unavailable ({type(error).__name__}: {short(error)}); "
-                        "lexical scores are Milvus's")
+        warnings.append(
+            f"BM25 statistics unavailable ({type(error).__name__}: {short(error)}); lexical scores are Milvus's"
+        )
         return found
-    statistics = {kb: Statistics(chunks, length / chunks if chunks else 0.0, frequencies)
-                  for kb, (chunks, length, frequencies) in kept.items()}
+    statistics = {
+        kb: Statistics(chunks, length / chunks if chunks else 0.0, frequencies)
+        for kb, (chunks, length, frequencies) in kept.items()
+    }
     scores = {}
     for chunk_id, (length, tf) in counts.items():
         kb = found.hits[chunk_id]["knowledge_base_id"]

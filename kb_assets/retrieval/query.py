@@ -43,8 +43,13 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
-def dense_query_text(query: str, languages: tuple[str, ...], policy: str = "share",
-                     english: list[str] | None = None, translated_weight: float = 0.5) -> tuple[str, float, str | None]:
+def dense_query_text(
+    query: str,
+    languages: tuple[str, ...],
+    policy: str = "share",
+    english: list[str] | None = None,
+    translated_weight: float = 0.5,
+) -> tuple[str, float, str | None]:
     """The part of the query the model reads, the share of the dense weight it keeps, and a warning.
 
     Policies for a Chinese query and a model that does not read Chinese (see the module docstring):
@@ -61,18 +66,36 @@ def dense_query_text(query: str, languages: tuple[str, ...], policy: str = "shar
         chinese = [w for run in _CJK_RUN.findall(query) for w in _jieba_words(run)]
         share = (len(latin) + translated_weight * len(chinese)) / (len(latin) + len(chinese))
         text = " ".join(latin + english)
-        return text, share, (f"dense score computed on the query's non-Chinese words and dictionary words for "
-                             f"its Chinese ({text!r}), weighted by {share:.2f}")
+        return (
+            text,
+            share,
+            (
+                f"dense score computed on the query's non-Chinese words and dictionary words for "
+                f"its Chinese ({text!r}), weighted by {share:.2f}"
+            ),
+        )
     if policy == "translate":
         policy = "share"
     if policy == "drop" or not latin:
-        return "", 0.0, ("dense score not used: the embedding model does not read Chinese "
-                         f"(it reads {', '.join(languages)}); ranked by BM25")
+        return (
+            "",
+            0.0,
+            (
+                "dense score not used: the embedding model does not read Chinese "
+                f"(it reads {', '.join(languages)}); ranked by BM25"
+            ),
+        )
     if policy == "share":
         chinese = [w for run in _CJK_RUN.findall(query) for w in _jieba_words(run)]
         share = len(latin) / (len(latin) + len(chinese))
-        return " ".join(latin), share, (f"dense score computed on the query's non-Chinese words only "
-                                        f"({' '.join(latin)!r}), weighted by their share of the query ({share:.2f})")
+        return (
+            " ".join(latin),
+            share,
+            (
+                f"dense score computed on the query's non-Chinese words only "
+                f"({' '.join(latin)!r}), weighted by their share of the query ({share:.2f})"
+            ),
+        )
     return " ".join(latin), 1.0, f"dense score computed on the query's non-Chinese words only ({' '.join(latin)!r})"
 
 
@@ -113,9 +136,9 @@ class Query:
     model: EmbeddingModel
     dense_text: str
     share: float
-    limit: int                          # hits asked of each search
-    bm25_text: str = ""                 # the text BM25 searches with ("": the query as it is)
-    translations: dict[str, list[str]] | None = None   # Chinese words -> dictionary English words
+    limit: int  # hits asked of each search
+    bm25_text: str = ""  # the text BM25 searches with ("": the query as it is)
+    translations: dict[str, list[str]] | None = None  # Chinese words -> dictionary English words
     _vector: np.ndarray | None = None
 
     def vector(self) -> np.ndarray | None:

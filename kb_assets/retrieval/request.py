@@ -13,7 +13,7 @@ class SearchRequest:
     knowledge_base_ids: list[str] | None = None
     limit: int = 10
     min_score: float | None = None
-    strategy: str | None = None         # None: the configured default
+    strategy: str | None = None  # None: the configured default
 
 
 @dataclass
@@ -22,7 +22,7 @@ class SearchResponse:
     warnings: list[str] = field(default_factory=list)
     strategy: str | None = None
     timings_ms: dict = field(default_factory=dict)
-    last_good: dict = field(default_factory=dict)   # document id -> notice: a newer file failed, an older version serves
+    last_good: dict = field(default_factory=dict)  # document id -> notice: a newer file failed, an older version serves
 
     def as_json(self) -> dict:
         return {"results": self.results, "warnings": self.warnings}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kb_assets.retrieval.lexical_query import content_words
 
-NEAR = 40          # characters between two neighbouring question words that count as a kept phrase
+NEAR = 40  # characters between two neighbouring question words that count as a kept phrase
 _SPACE = re.compile(r"\s+")
 _SUFFIX = re.compile(r"(ations?|ings?|ed|es|s|ly)$")
 _WORD_CHAR = re.compile(r"[a-z0-9]")
@@ -63,8 +63,11 @@ def _positions(word: Word, text: str) -> list[int]:
     ``installation``, not ``sit`` in ``position``), a Chinese one anywhere. The word start is checked on
     each match: a look-behind in front of the pattern makes ``re`` try every position (30x slower)."""
     pattern = "|".join(re.escape(form) for form in sorted(word.forms, key=len, reverse=True))
-    return [match.start() for match in re.finditer(pattern, text)
-            if not (text[match.start()].isascii() and match.start() > 0 and _WORD_CHAR.match(text[match.start() - 1]))]
+    return [
+        match.start()
+        for match in re.finditer(pattern, text)
+        if not (text[match.start()].isascii() and match.start() > 0 and _WORD_CHAR.match(text[match.start() - 1]))
+    ]
 
 
 def features(words: list[Word], content: str) -> tuple[float, float]:
@@ -76,9 +79,8 @@ def features(words: list[Word], content: str) -> tuple[float, float]:
     coverage = sum(1 for p in positions if p) / len(words)
     if len(words) < 2:
         return coverage, coverage
-    pairs = list(zip(positions, positions[1:]))
-    near = sum(1 for left, right in pairs if left and right and
-               any(abs(a - b) <= NEAR for a in left for b in right))
+    pairs = list(zip(positions, positions[1:], strict=False))
+    near = sum(1 for left, right in pairs if left and right and any(abs(a - b) <= NEAR for a in left for b in right))
     return coverage, near / len(pairs)
 
 
@@ -88,5 +90,6 @@ def rerank(rows: list[dict], words: list[Word], coverage_weight: float, proximit
         coverage, proximity = features(words, row["content"])
         row["scores"]["coverage"] = round(coverage, 6)
         row["scores"]["proximity"] = round(proximity, 6)
-        row["scores"]["rerank"] = round((row["score"] or 0.0) + coverage_weight * coverage
-                                        + proximity_weight * proximity, 6)
+        row["scores"]["rerank"] = round(
+            (row["score"] or 0.0) + coverage_weight * coverage + proximity_weight * proximity, 6
+        )

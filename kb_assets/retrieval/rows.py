@@ -36,8 +36,12 @@ def result_row(entity: dict, score: float | None, scores: dict, source: str = "h
 
 def page_row(page: dict) -> dict:
     """A page-fallback result: page text from Postgres, no hybrid score."""
-    row = result_row({**page, "content": page["text"][:2000], "page_end": page["page_index"], "image_key": None},
-                     None, {"dense": None, "lexical": None, "exactBoost": None}, source="fallback_pages")
+    row = result_row(
+        {**page, "content": page["text"][:2000], "page_end": page["page_index"], "image_key": None},
+        None,
+        {"dense": None, "lexical": None, "exactBoost": None},
+        source="fallback_pages",
+    )
     row["pageSummary"] = page.get("summary")
     if page.get("image_key"):
         row["pageImageUrl"] = asset_url(page["image_key"])

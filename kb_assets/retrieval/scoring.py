@@ -27,20 +27,25 @@ Degraded modes, each with a warning in the response and never an error:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
+from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, keyword_overlap, query_terms
 from kb_assets.retrieval.request import short
 from kb_assets.retrieval.rows import result_row
-from kb_assets.lib.text import normalize_ws
 
 
-def score(query: Query, found: Found, weights: Weights, warnings: list[str],
-          read_vectors: Callable[[list[str]], dict[str, list[float]]]) -> list[dict]:
+def score(
+    query: Query,
+    found: Found,
+    weights: Weights,
+    warnings: list[str],
+    read_vectors: Callable[[list[str]], dict[str, list[float]]],
+) -> list[dict]:
     """The hybrid score of every candidate as a result row (neither cut nor ordered); degraded modes add
     to ``warnings``. ``read_vectors``: chunk ids -> their stored vectors, for candidates that came
     without one."""
@@ -48,18 +53,24 @@ def score(query: Query, found: Found, weights: Weights, warnings: list[str],
     dense_ok = vector is not None and found.dense_error is None
     bm25_ok = found.bm25_error is None
     if not dense_ok and not bm25_ok:
-        raise RuntimeError("dense and BM25 search both failed: "
-                           f"{short(found.dense_error) if found.dense_error else 'dense not used'}; "
-                           f"{short(found.bm25_error)}")
+        raise RuntimeError(
+            "dense and BM25 search both failed: "
+            f"{short(found.dense_error) if found.dense_error else 'dense not used'}; "
+            f"{short(found.bm25_error)}"
+        )
     if found.dense_error is not None:
-        warnings.append(f"dense search unavailable ({type(found.dense_error).__name__}: "
-                        f"{short(found.dense_error)}); ranked by BM25 only")
+        warnings.append(
+            f"dense search unavailable ({type(found.dense_error).__name__}: "
+            f"{short(found.dense_error)}); ranked by BM25 only"
+        )
     if found.bm25_error is not None:
-        warnings.append(f"BM25 search unavailable ({type(found.bm25_error).__name__}: "
-                        f"{short(found.bm25_error)}); lexical score is keyword overlap")
+        warnings.append(
+            f"BM25 search unavailable ({type(found.bm25_error).__name__}: "
+            f"{short(found.bm25_error)}); lexical score is keyword overlap"
+        )
     dense = dict(found.dense) if dense_ok else {}
     if dense_ok:
-        for chunk_id, stored in found.vectors.items():     # BM25-only hits: cosine with the stored vector
+        for chunk_id, stored in found.vectors.items():  # BM25-only hits: cosine with the stored vector
             if chunk_id not in dense:
                 dense[chunk_id] = _cosine(stored, vector)
         missing = [chunk_id for chunk_id in found.hits if chunk_id not in dense]
@@ -68,8 +79,10 @@ def score(query: Query, found: Found, weights: Weights, warnings: list[str],
                 for chunk_id, stored in read_vectors(missing).items():
                     dense[chunk_id] = _cosine(stored, vector)
             except Exception as error:
-                warnings.append(f"stored vectors unreadable ({type(error).__name__}); dense score "
-                                f"missing for {len(missing)} BM25-only candidates")
+                warnings.append(
+                    f"stored vectors unreadable ({type(error).__name__}); dense score "
+                    f"missing for {len(missing)} BM25-only candidates"
+                )
         dense_weight = weights.dense * query.share
         lexical_weight = weights.lexical + weights.dense * (1 - query.share)
     else:
@@ -89,8 +102,9 @@ def score(query: Query, found: Found, weights: Weights, warnings: list[str],
         dense_score = dense.get(chunk_id) if dense_ok else None
         exact = weights.exact_boost if needle and needle in normalize_ws(entity["content"]).casefold() else 0.0
         total = dense_weight * (dense_score or 0.0) + lexical_weight * (lexical or 0.0) + exact
-        rows.append(result_row(entity, total, {"dense": _round(dense_score), "lexical": _round(lexical),
-                                               "exactBoost": exact}))
+        rows.append(
+            result_row(entity, total, {"dense": _round(dense_score), "lexical": _round(lexical), "exactBoost": exact})
+        )
     return rows
 
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 from pymilvus import MilvusClient
 
@@ -34,17 +34,18 @@ from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.retrieval import fanout, scoring
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import passages, question_terms
+from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.lexical_scores import rescored
-from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.vectors import alias_target, collection_spec, load, not_loaded, stored_vectors
+from kb_assets.stores.entities import not_loaded, stored_vectors
+from kb_assets.stores.vectors import alias_target, collection_spec, load
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -53,19 +54,25 @@ log = logging.getLogger(__name__)
 class Searcher:
     """Searches the collection the alias publishes, with the model recorded for that collection."""
 
-    def __init__(self, client: MilvusClient, catalog: Catalog, alias: str,
-                 load_model: Callable[[str], EmbeddingModel], config: SearchConfig | None = None,
-                 owns_catalog: bool = False):
+    def __init__(
+        self,
+        client: MilvusClient,
+        catalog: Catalog,
+        alias: str,
+        load_model: Callable[[str], EmbeddingModel],
+        config: SearchConfig | None = None,
+        owns_catalog: bool = False,
+    ):
         self.client = client
         self.catalog = catalog
-        self.owns_catalog = owns_catalog      # close() then closes the catalog's pooled connections too
+        self.owns_catalog = owns_catalog  # close() then closes the catalog's pooled connections too
         self.alias = alias
-        self.load_model = load_model          # model id -> EmbeddingModel (cached by the caller)
+        self.load_model = load_model  # model id -> EmbeddingModel (cached by the caller)
         self.config = config or SearchConfig()
         # Milvus and Postgres calls of one search run here; every job is a leaf (waits on nothing in the pool)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kb-search")
         self._published: tuple[float, str, dict] | None = None
-        self._loaded: str | None = None       # the collection this searcher loaded (again after a failure)
+        self._loaded: str | None = None  # the collection this searcher loaded (again after a failure)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -114,17 +121,19 @@ class Searcher:
                     log.info("collection %s was released; loading it and searching again", loaded)
                     continue
                 log.warning("chunk search failed, answering from pages: %s: %s", type(error).__name__, short(error))
-                response.warnings.append(f"chunk search failed ({type(error).__name__}: {short(error)}); "
-                                         "answered from pages (fallback)")
+                response.warnings.append(
+                    f"chunk search failed ({type(error).__name__}: {short(error)}); answered from pages (fallback)"
+                )
                 response.results = []
                 return answer_from_pages(self.catalog, request, response)
         if not response.results and request.min_score is None:
             response.warnings.append("no chunk matched; answered from pages (fallback)")
             return answer_from_pages(self.catalog, request, response)
         budget = self.config.context_chars
-        facts = self.page_facts([(r["documentId"], r["pageIndex"]) for r in response.results], response,
-                                with_text=budget > 0)
-        if budget > 0:         # without the page text (page facts failed): the chunk, cut to the budget
+        facts = self.page_facts(
+            [(r["documentId"], r["pageIndex"]) for r in response.results], response, with_text=budget > 0
+        )
+        if budget > 0:  # without the page text (page facts failed): the chunk, cut to the budget
             terms = question_terms(request.query, self.dictionary_words(request.query))
             passages(response.results, {key: fact.get("text") or "" for key, fact in facts.items()}, terms, budget)
         for row in response.results:
@@ -132,8 +141,9 @@ class Searcher:
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
             if row["documentId"] in response.last_good:
                 row["versionNotice"] = response.last_good[row["documentId"]]
-        for notice in sorted({response.last_good[r["documentId"]] for r in response.results
-                              if r["documentId"] in response.last_good}):
+        for notice in sorted(
+            {response.last_good[r["documentId"]] for r in response.results if r["documentId"] in response.last_good}
+        ):
             response.warnings.append(notice)
         return response
 
@@ -149,19 +159,30 @@ class Searcher:
         collection, spec = self.published()
         model = self.load_model(spec["model"])
         if model.dimension != spec["dimension"]:
-            raise RuntimeError(f"model {spec['model']} gives {model.dimension}-d vectors, "
-                               f"collection {collection} holds {spec['dimension']}-d")
+            raise RuntimeError(
+                f"model {spec['model']} gives {model.dimension}-d vectors, "
+                f"collection {collection} holds {spec['dimension']}-d"
+            )
         languages = tuple(spec.get("languages") or ["en"])
         translated = self.dictionary_words(request.query)
         english = english_words(request.query, translated) if translated else []
-        text, share, warning = dense_query_text(request.query, languages, self.config.language_policy,
-                                                english, self.config.translated_weight)
+        text, share, warning = dense_query_text(
+            request.query, languages, self.config.language_policy, english, self.config.translated_weight
+        )
         if warning:
             response.warnings.append(warning)
         extra = english if self.config.translate_bm25 else []
         bm25_text = bm25_query(request.query, extra) if self.config.bm25_content_words else request.query
-        return Query(request.query, collection, model, text, share, limit=max(self.config.candidates, request.limit),
-                     bm25_text=bm25_text, translations=translated)
+        return Query(
+            request.query,
+            collection,
+            model,
+            text,
+            share,
+            limit=max(self.config.candidates, request.limit),
+            bm25_text=bm25_text,
+            translations=translated,
+        )
 
     def dictionary_words(self, query: str) -> dict[str, list[str]]:
         """The English dictionary words of a Chinese query's words under the ``translate`` policy (``{}``
@@ -170,11 +191,19 @@ class Searcher:
             return translations(query)
         return {}
 
-    def fan_out(self, request: SearchRequest, query: Query, pages: str | None = None,
-                dense_search: bool = True) -> Found:
+    def fan_out(
+        self, request: SearchRequest, query: Query, pages: str | None = None, dense_search: bool = True
+    ) -> Found:
         """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``)."""
-        return fanout.fan_out(self.client, self.pool, query, request.knowledge_base_ids,
-                              self.config.milvus_timeout_s, pages=pages, dense_search=dense_search)
+        return fanout.fan_out(
+            self.client,
+            self.pool,
+            query,
+            request.knowledge_base_ids,
+            self.config.milvus_timeout_s,
+            pages=pages,
+            dense_search=dense_search,
+        )
 
     def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
@@ -185,8 +214,13 @@ class Searcher:
             started = time.perf_counter()
             found = rescored(self.catalog, query.bm25_text or query.text, found, versions, response.warnings)
             response.timings_ms["bm25Statistics"] = elapsed_ms(started)
-        rows = scoring.score(query, found, self.config.weights, response.warnings,
-                             lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout))
+        rows = scoring.score(
+            query,
+            found,
+            self.config.weights,
+            response.warnings,
+            lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout),
+        )
         response.timings_ms["searches"] = found.ms
         return rows
 
@@ -206,11 +240,18 @@ class Searcher:
             if row["published_version"] and row["published_version"] != row["version"]:
                 response.last_good[document_id] = (
                     f"the current file of {document_id} failed ({row['error']}): results come from its last good "
-                    f"version {row['published_version'][:12]}" if row["status"] == "failed" else
-                    f"a new version of {document_id} is being ingested: results come from its published version "
-                    f"{row['published_version'][:12]}")
-        return found.only({chunk_id for chunk_id, hit in found.hits.items()
-                           if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")}), versions
+                    f"version {row['published_version'][:12]}"
+                    if row["status"] == "failed"
+                    else f"a new version of {document_id} is being ingested: results come from its published version "
+                    f"{row['published_version'][:12]}"
+                )
+        return found.only(
+            {
+                chunk_id
+                for chunk_id, hit in found.hits.items()
+                if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")
+            }
+        ), versions
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
         """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""
@@ -219,8 +260,10 @@ class Searcher:
         try:
             return self.catalog.page_facts(pages, with_text)
         except Exception as error:
-            response.warnings.append(f"page facts unavailable ({type(error).__name__}: {short(error)}): "
-                                     "no page images, table-of-contents pages not demoted")
+            response.warnings.append(
+                f"page facts unavailable ({type(error).__name__}: {short(error)}): "
+                "no page images, table-of-contents pages not demoted"
+            )
             return {}
 
     def published(self) -> tuple[str, dict]:
@@ -239,7 +282,7 @@ class Searcher:
         except Exception as error:
             raise RuntimeError(f"nothing is published under the alias {self.alias!r} ({short(error)})") from None
         spec = collection_spec(self.client, collection, timeout)
-        if collection != self._loaded:          # after a Milvus restart collections are not loaded
+        if collection != self._loaded:  # after a Milvus restart collections are not loaded
             load(self.client, collection, timeout)
             self._loaded = collection
         with self._lock:

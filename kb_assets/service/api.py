@@ -20,14 +20,14 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.retrieval.config import SearchConfig
-from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
 from kb_assets.retrieval.rows import ASSETS_PATH
-from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.retrieval.search import Searcher
-from kb_assets.service.handlers import Service
 from kb_assets.retrieval.strategies import STRATEGIES
+from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
+from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
+from kb_assets.service.handlers import Service
+from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
@@ -64,17 +64,18 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     from kb_assets.service.mcp import mcp_app
     from kb_assets.service.routes import web_router
 
-    hosts = HostPolicy.from_settings(settings)      # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
+    hosts = HostPolicy.from_settings(settings)  # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
     own_searcher = searcher is None
-    service = Service(settings, searcher or make_searcher(settings),
-                      heal_milvus=own_searcher if heal_milvus is None else heal_milvus)
+    service = Service(
+        settings, searcher or make_searcher(settings), heal_milvus=own_searcher if heal_milvus is None else heal_milvus
+    )
     mcp = mcp_app(service)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         service.start()
         async with AsyncExitStack() as stack:
-            await stack.enter_async_context(mcp.lifespan())   # the MCP session manager
+            await stack.enter_async_context(mcp.lifespan())  # the MCP session manager
             yield
         service.stop()
         if own_searcher:
@@ -86,22 +87,27 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     app.add_middleware(BodyTimeout, timeout_s=settings.body_timeout_s)
 
     if not service.keys.enabled:
+
         @app.middleware("http")
         async def loopback_only(request: Request, call_next):
             """Without KB_API_KEYS nobody is authenticated: answer this machine only."""
             if not is_loopback(request.client.host if request.client else None):
-                return JSONResponse({"detail": "no API keys are configured: this service answers 127.0.0.1 only"},
-                                    status_code=403)
+                return JSONResponse(
+                    {"detail": "no API keys are configured: this service answers 127.0.0.1 only"}, status_code=403
+                )
             return await call_next(request)
 
-    app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)      # outermost: before any body is read
+    app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)  # outermost: before any body is read
 
     def caller(authorization: str | None = Header(default=None)) -> Caller:
         """The caller of a Bearer key (its knowledge bases); 401 without a valid key when keys are set."""
         found = service.keys.from_header(authorization)
         if found is None:
-            raise HTTPException(401, "missing or unknown API key (send Authorization: Bearer KEY)",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401,
+                "missing or unknown API key (send Authorization: Bearer KEY)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return found
 
     @app.get("/healthz")
@@ -113,12 +119,17 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     def readyz():
         """Readiness: 200 when Postgres and Milvus answer, else 503 naming the store that does not (any
         Host; the reason goes to the log, not to the unauthenticated caller)."""
-        checks = {"Postgres": lambda: _postgres_answers(service.searcher.catalog),
-                  "Milvus": lambda: _milvus_answers(service.searcher)}
+        checks = {
+            "Postgres": lambda: _postgres_answers(service.searcher.catalog),
+            "Milvus": lambda: _milvus_answers(service.searcher),
+        }
         down = [store for store, check in checks.items() if not _answers(store, check)]
         if down:
-            return JSONResponse({"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
-                                status_code=503, headers={"Retry-After": RETRY_AFTER_S})
+            return JSONResponse(
+                {"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
+                status_code=503,
+                headers={"Retry-After": RETRY_AFTER_S},
+            )
         return {"status": "ready"}
 
     @app.post("/v1/kb/search", response_model=SearchAnswer)
@@ -139,8 +150,13 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         return service.lineage(chunk_id, who)
 
     @app.get(ASSETS_PATH + "/{key:path}")
-    def asset(key: str, k: str | None = None, e: str | None = None, s: str | None = None,
-              authorization: str | None = Header(default=None)):
+    def asset(
+        key: str,
+        k: str | None = None,
+        e: str | None = None,
+        s: str | None = None,
+        authorization: str | None = Header(default=None),
+    ):
         """A page or figure image: on a signed URL (``k``, ``e``, ``s``: what search, page and lineage
         answers hold), or with ``Authorization: Bearer``."""
         if s is not None:
@@ -170,6 +186,6 @@ def _answers(store: str, check) -> bool:
     try:
         check()
         return True
-    except Exception as error:      # any failure of the store's client means not ready
+    except Exception as error:  # any failure of the store's client means not ready
         log.warning("readyz: %s unavailable: %s: %s", store, type(error).__name__, " ".join(str(error).split())[:200])
         return False

@@ -106,7 +106,7 @@ class ApiKeys:
 
 
 # Host names -----------------------------------------------------------------------------------------
-UNCHECKED_PATHS = ("/healthz", "/readyz")     # no data: any Host (load balancers, Kubernetes probes)
+UNCHECKED_PATHS = ("/healthz", "/readyz")  # no data: any Host (load balancers, Kubernetes probes)
 
 
 def host_name(authority: str) -> str:
@@ -129,18 +129,21 @@ class HostPolicy:
         names = {host_name(name) for name in allowed_hosts.split(",") if name.strip()}
         self.any = "*" in names
         if self.any and not keyed:
-            raise ValueError("KB_ALLOWED_HOSTS=*: any Host is accepted only with KB_API_KEYS set; "
-                             "without keys name the hosts (or leave it unset: loopback names only)")
+            raise ValueError(
+                "KB_ALLOWED_HOSTS=*: any Host is accepted only with KB_API_KEYS set; "
+                "without keys name the hosts (or leave it unset: loopback names only)"
+            )
         if public_url:
             parsed = urlsplit(public_url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
-                raise ValueError(f"KB_PUBLIC_URL={public_url!r}: expected the service's base URL, "
-                                 f"e.g. https://kb.example.com")
+                raise ValueError(
+                    f"KB_PUBLIC_URL={public_url!r}: expected the service's base URL, e.g. https://kb.example.com"
+                )
             names.add(host_name(parsed.hostname))
         self.names = frozenset(names - {"*", ""})
 
     @classmethod
-    def from_settings(cls, settings) -> "HostPolicy":
+    def from_settings(cls, settings) -> HostPolicy:
         return cls(settings.allowed_hosts, settings.public_url, keyed=bool(parse_api_keys(settings.api_keys)))
 
     def allows(self, authority: str | None) -> bool:
@@ -169,12 +172,24 @@ class HostCheck:
             headers = Headers(scope=scope)
             refusal = None
             if not self.policy.allows(headers.get("host")):
-                refusal = JSONResponse({"detail": (
-                    f"this service does not answer requests to host {headers.get('host', '')[:100]!r}: add it to "
-                    "KB_ALLOWED_HOSTS (or set KB_PUBLIC_URL to the address clients use)")}, status_code=421)
+                refusal = JSONResponse(
+                    {
+                        "detail": (
+                            "this service does not answer requests to host "
+                            f"{headers.get('host', '')[:100]!r}: add it to "
+                            "KB_ALLOWED_HOSTS (or set KB_PUBLIC_URL to the address clients use)"
+                        )
+                    },
+                    status_code=421,
+                )
             elif not self.keyed and "origin" in headers and not self.policy.allows(_authority(headers["origin"])):
-                refusal = JSONResponse({"detail": "no API keys are configured: pages of other sites may not call "
-                                                  "this service (add their host to KB_ALLOWED_HOSTS)"}, status_code=403)
+                refusal = JSONResponse(
+                    {
+                        "detail": "no API keys are configured: pages of other sites may not call "
+                        "this service (add their host to KB_ALLOWED_HOSTS)"
+                    },
+                    status_code=403,
+                )
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return

@@ -65,8 +65,9 @@ def check_knowledge_base_ids(names: list[str] | None) -> list[str] | None:
         try:
             validate_knowledge_base_id(name)
         except ValueError as error:
-            errors.append({"type": "value_error", "loc": ("body", "knowledgeBaseIds", index), "msg": str(error),
-                           "input": name})
+            errors.append(
+                {"type": "value_error", "loc": ("body", "knowledgeBaseIds", index), "msg": str(error), "input": name}
+            )
     if errors:
         raise RequestValidationError(errors)
     return names
@@ -93,10 +94,14 @@ class BodyTimeout:
                 if message["type"] != "http.request" or not message.get("more_body", False):
                     break
         if not messages or messages[-1].get("more_body", False):
-            log.warning("request body of %s %s not received within %s s", scope["method"], scope["path"],
-                        self.timeout_s)
-            response = JSONResponse({"detail": f"the request body did not arrive within {self.timeout_s:g} s "
-                                               "(KB_BODY_TIMEOUT_S)"}, status_code=408, headers={"Connection": "close"})
+            log.warning(
+                "request body of %s %s not received within %s s", scope["method"], scope["path"], self.timeout_s
+            )
+            response = JSONResponse(
+                {"detail": f"the request body did not arrive within {self.timeout_s:g} s (KB_BODY_TIMEOUT_S)"},
+                status_code=408,
+                headers={"Connection": "close"},
+            )
             await response(scope, receive, send)
             return
 
@@ -122,8 +127,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     def unavailable(store: str, error: BaseException) -> JSONResponse:
         log.warning("%s unavailable: %s: %s", store, type(error).__name__, _reason(error))
-        return JSONResponse({"detail": f"{store} unavailable: {_reason(error)}"}, status_code=503,
-                            headers={"Retry-After": RETRY_AFTER_S})
+        return JSONResponse(
+            {"detail": f"{store} unavailable: {_reason(error)}"},
+            status_code=503,
+            headers={"Retry-After": RETRY_AFTER_S},
+        )
 
     @app.exception_handler(StoreUnavailable)
     async def store_unavailable(_: Request, error: StoreUnavailable):

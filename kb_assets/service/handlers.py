@@ -11,17 +11,17 @@ from pathlib import Path
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
-from kb_assets.pipeline.page_images import ensure_page_image
 from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.pipeline.page_images import ensure_page_image
+from kb_assets.retrieval.rows import asset_url
+from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.service.auth import ApiKeys, Caller
 from kb_assets.service.errors import check_id
 from kb_assets.service.healing import MilvusWatchdog
-from kb_assets.retrieval.rows import asset_url
-from kb_assets.retrieval.search import Searcher, SearchRequest
+from kb_assets.service.signing import UrlSigner
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
-from kb_assets.service.signing import UrlSigner
 
 log = logging.getLogger("kb_assets.retrieval")
 IMAGE_FOLDERS = ("pages", "figures")
@@ -35,8 +35,9 @@ class Service:
         self.keys = ApiKeys(settings.api_keys)
         self.signer = UrlSigner(settings.url_signing_secret, settings.url_ttl_seconds)
         # the embedded Milvus Lite server is restarted when it dies (an external KB_MILVUS_URI is not ours)
-        self.watchdog = MilvusWatchdog(settings.home, self.use_milvus) \
-            if heal_milvus and settings.milvus_uri is None else None
+        self.watchdog = (
+            MilvusWatchdog(settings.home, self.use_milvus) if heal_milvus and settings.milvus_uri is None else None
+        )
 
     # lifecycle -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -51,20 +52,28 @@ class Service:
 
     def use_milvus(self, uri: str) -> None:
         """After the Milvus server came back: a client of its URI (the same one when the port did not change)."""
-        self.searcher.client = self.stores.milvus_at(uri)   # one client per URI and process
+        self.searcher.client = self.stores.milvus_at(uri)  # one client per URI and process
         self.searcher.forget_published()
 
     # search ---------------------------------------------------------------------------------------
-    def search(self, caller: Caller, query: str, knowledge_base_ids: list[str] | None = None, limit: int = 10,
-               min_score: float | None = None, strategy: str | None = None) -> dict:
+    def search(
+        self,
+        caller: Caller,
+        query: str,
+        knowledge_base_ids: list[str] | None = None,
+        limit: int = 10,
+        min_score: float | None = None,
+        strategy: str | None = None,
+    ) -> dict:
         """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 403 outside the
         caller's scope, 422 for a request the searcher refuses."""
         try:
             kbs = caller.knowledge_bases(knowledge_base_ids)
         except PermissionError as error:
             raise HTTPException(403, str(error)) from None
-        request = SearchRequest(query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score,
-                                strategy=strategy)
+        request = SearchRequest(
+            query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score, strategy=strategy
+        )
         try:
             answer = self.searcher.search(request).as_json()
         except ValueError as error:
@@ -90,26 +99,47 @@ class Service:
         why = f"{doc.status}: {doc.error}" if doc.error else doc.status
         if doc.published_version is None:
             raise HTTPException(404, f"document {document_id} has no published version ({why})")
-        record = self.stores.catalog.read_page(document_id, page_index, MAX_PAGE_CHARS) \
-            if 0 <= page_index < 2**31 else None
+        record = (
+            self.stores.catalog.read_page(document_id, page_index, MAX_PAGE_CHARS) if 0 <= page_index < 2**31 else None
+        )
         if record is None:
             raise HTTPException(404, f"document {document_id} has no page {page_index}")
         if record["version"] != doc.published_version:
-            raise HTTPException(404, f"document {document_id}: its stored pages are of version "
-                                     f"{record['version'][:12]}, which is not published ({why}); the pages of its "
-                                     f"published version {doc.published_version[:12]} are no longer kept")
-        return {"documentId": document_id, "pageIndex": page_index, "pageLabel": record["page_label"],
-                "pageCount": doc.page_count, "text": record["text"], "truncated": record["text_chars"] > MAX_PAGE_CHARS,
-                "textChars": record["text_chars"], "summary": record["summary"],
-                "keywords": record["keywords"], "parser": record["parser"], "mode": record["mode"],
-                "version": record["version"], "width": record["width"], "height": record["height"],
-                "pageImageUrl": self.signer.sign_url(asset_url(record["image_key"]), caller)}
+            raise HTTPException(
+                404,
+                f"document {document_id}: its stored pages are of version "
+                f"{record['version'][:12]}, which is not published ({why}); the pages of its "
+                f"published version {doc.published_version[:12]} are no longer kept",
+            )
+        return {
+            "documentId": document_id,
+            "pageIndex": page_index,
+            "pageLabel": record["page_label"],
+            "pageCount": doc.page_count,
+            "text": record["text"],
+            "truncated": record["text_chars"] > MAX_PAGE_CHARS,
+            "textChars": record["text_chars"],
+            "summary": record["summary"],
+            "keywords": record["keywords"],
+            "parser": record["parser"],
+            "mode": record["mode"],
+            "version": record["version"],
+            "width": record["width"],
+            "height": record["height"],
+            "pageImageUrl": self.signer.sign_url(asset_url(record["image_key"]), caller),
+        }
 
     def lineage(self, chunk_id: str, caller: Caller) -> dict:
         check_id(chunk_id, "chunk")
         try:
-            found = chunk_lineage(chunk_id, self.stores.catalog, self.stores.lake, self.searcher.client,
-                                  self.settings.alias, None if caller.scope is None else set(caller.scope))
+            found = chunk_lineage(
+                chunk_id,
+                self.stores.catalog,
+                self.stores.lake,
+                self.searcher.client,
+                self.settings.alias,
+                None if caller.scope is None else set(caller.scope),
+            )
         except ChunkNotFound as error:
             raise HTTPException(404, str(error)) from None
         self.signer.sign_rows(found["pages"], caller)
@@ -119,22 +149,47 @@ class Service:
 
     def knowledge_bases(self, caller: Caller) -> dict:
         counts = self.stores.catalog.knowledge_base_counts(None if caller.scope is None else sorted(caller.scope))
-        return {"knowledgeBases": [{"knowledgeBaseId": c["knowledge_base_id"], "documents": c["documents"],
-                                    "published": c["published"], "failed": c["failed"], "pending": c["pending"]}
-                                   for c in counts]}
+        return {
+            "knowledgeBases": [
+                {
+                    "knowledgeBaseId": c["knowledge_base_id"],
+                    "documents": c["documents"],
+                    "published": c["published"],
+                    "failed": c["failed"],
+                    "pending": c["pending"],
+                }
+                for c in counts
+            ]
+        }
 
     def documents(self, knowledge_base_id: str, caller: Caller) -> dict:
         check_id(knowledge_base_id, "knowledge base")
         if not caller.may_read(knowledge_base_id):
             raise HTTPException(404, f"no knowledge base {knowledge_base_id}")
         docs = self.stores.catalog.list_documents([knowledge_base_id])
-        return {"documents": [{
-            "documentId": d.document_id, "knowledgeBaseId": d.knowledge_base_id, "sourcePath": d.source_path,
-            "sourceUri": d.source_uri, "title": d.title, "version": d.version, "sizeBytes": d.size_bytes,
-            "mime": d.mime, "sourceKind": d.source_kind, "status": d.status, "error": d.error,
-            "pages": d.page_count, "chunks": d.chunk_count, "lastRunId": d.last_run_id,
-            "lastRunUrl": self.run_url(d.last_run_id),
-            "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None} for d in docs]}
+        return {
+            "documents": [
+                {
+                    "documentId": d.document_id,
+                    "knowledgeBaseId": d.knowledge_base_id,
+                    "sourcePath": d.source_path,
+                    "sourceUri": d.source_uri,
+                    "title": d.title,
+                    "version": d.version,
+                    "sizeBytes": d.size_bytes,
+                    "mime": d.mime,
+                    "sourceKind": d.source_kind,
+                    "status": d.status,
+                    "error": d.error,
+                    "pages": d.page_count,
+                    "chunks": d.chunk_count,
+                    "lastRunId": d.last_run_id,
+                    "lastRunUrl": self.run_url(d.last_run_id),
+                    "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None,
+                }
+                for d in docs
+            ]
+        }
 
     def run_url(self, run_id: str | None) -> str | None:
         """The run's page in the Dagster UI, when KB_DAGSTER_URL is set."""
@@ -151,10 +206,10 @@ class Service:
         doc = self.stores.catalog.get_document(parts[1])
         if doc is None or not caller.may_read(doc.knowledge_base_id):
             raise HTTPException(404, f"no asset {key}")
-        ensure_page_image(key, self.stores.catalog, self.stores.objects)   # a page image is rendered on first request
+        ensure_page_image(key, self.stores.catalog, self.stores.objects)  # a page image is rendered on first request
         path = self.stores.objects.path(key)
         if path.protocol in ("", "file", "local"):
-            if not Path(path.path).is_file():     # a folder (pages/<doc>/) is no asset
+            if not Path(path.path).is_file():  # a folder (pages/<doc>/) is no asset
                 raise HTTPException(404, f"no asset {key}")
             return FileResponse(path.path, media_type="image/png")
         if not path.is_file():

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kb_assets.services import ensure_milvus, milvus_status
 
@@ -25,8 +25,14 @@ log = logging.getLogger("kb_assets.retrieval")
 
 
 class MilvusWatchdog:
-    def __init__(self, home: Path, on_restart: Callable[[str], None], interval_s: float = 2.0,
-                 min_backoff_s: float = 0.5, max_backoff_s: float = 30.0):
+    def __init__(
+        self,
+        home: Path,
+        on_restart: Callable[[str], None],
+        interval_s: float = 2.0,
+        min_backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+    ):
         self.home = home
         self.on_restart = on_restart
         self.interval_s = interval_s

@@ -23,8 +23,9 @@ class Refused(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name, path=None, target=None):
         if name.split(".", 1)[0] in self.modules:
-            raise ModuleNotFoundError(f"{name} is not loaded in the kb-assets retrieval service "
-                                      "(kb_assets/service/lean.py)", name=name)
+            raise ModuleNotFoundError(
+                f"{name} is not loaded in the kb-assets retrieval service (kb_assets/service/lean.py)", name=name
+            )
         return None
 
 

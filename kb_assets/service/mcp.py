@@ -36,8 +36,12 @@ class McpEndpoint:
 
     def __init__(self, server, keys):
         self.server, self.keys = server, keys
-        server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-                                   transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
         # POST only: a stateless JSON server sends nothing unasked, so GET (a standalone SSE stream that would
         # hold the connection forever) and DELETE (ending a session it never made) answer 405, as the spec allows
         self.route = Route(MCP_PATH, endpoint=self, methods=["POST"])
@@ -50,8 +54,11 @@ class McpEndpoint:
     async def __call__(self, scope, receive, send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.keys.from_header(headers.get("authorization")) is None:
-            response = JSONResponse({"detail": "missing or unknown API key (send Authorization: Bearer KEY)"},
-                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            response = JSONResponse(
+                {"detail": "missing or unknown API key (send Authorization: Bearer KEY)"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
             await response(scope, receive, send)
             return
         await self.server.session_manager.handle_request(scope, receive, send)
@@ -59,17 +66,26 @@ class McpEndpoint:
 
 def mcp_app(service) -> McpEndpoint:
     """The MCP server with its one tool, ``kb_search``, searching through ``service``."""
-    server = MCPServer("kb-assets", instructions="Search the knowledge bases this API key may read: "
-                       "chunks of documents with their page, section and score.")
+    server = MCPServer(
+        "kb-assets",
+        instructions="Search the knowledge bases this API key may read: "
+        "chunks of documents with their page, section and score.",
+    )
 
-    @server.tool(name="kb_search", description=(
-        "Search knowledge bases for passages that answer a question. Returns the best chunks, each with its "
-        "document, 0-based pageIndex, section, content and score (null for page-fallback rows)."))
+    @server.tool(
+        name="kb_search",
+        description=(
+            "Search knowledge bases for passages that answer a question. Returns the best chunks, each with its "
+            "document, 0-based pageIndex, section, content and score (null for page-fallback rows)."
+        ),
+    )
     async def kb_search(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="the question or keywords")],
         ctx: Context,
-        knowledge_base_ids: Annotated[list[str] | None, Field(
-            max_length=100, description="knowledge bases to search; none: every one the key may read")] = None,
+        knowledge_base_ids: Annotated[
+            list[str] | None,
+            Field(max_length=100, description="knowledge bases to search; none: every one the key may read"),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         min_score: Annotated[float | None, Field(description="drop results below this score")] = None,
     ) -> dict[str, Any]:
@@ -83,9 +99,10 @@ def mcp_app(service) -> McpEndpoint:
                 raise ToolError(f"422: {error}") from None
         try:
             answer = await anyio.to_thread.run_sync(
-                lambda: service.search(caller, query, knowledge_base_ids, limit, min_score))
-        except HTTPException as error:      # 403 outside the key's scope, 422 a refused request
+                lambda: service.search(caller, query, knowledge_base_ids, limit, min_score)
+            )
+        except HTTPException as error:  # 403 outside the key's scope, 422 a refused request
             raise ToolError(f"{error.status_code}: {error.detail}") from None
-        return SearchAnswer.model_validate(answer).model_dump()   # the fields POST /v1/kb/search answers
+        return SearchAnswer.model_validate(answer).model_dump()  # the fields POST /v1/kb/search answers
 
     return McpEndpoint(server, service.keys)

@@ -8,17 +8,18 @@ storage and sends it as ``Authorization: Bearer``; images come on signed URLs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN
+from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.auth import Caller
 from kb_assets.service.schemas import Documents, KnowledgeBases, ServiceInfo
-from kb_assets.retrieval.strategies import STRATEGIES
 
 STATIC = Path(__file__).resolve().parent / "static"
 STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css", "favicon.svg": "image/svg+xml"}
@@ -29,8 +30,9 @@ def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
 
     @router.get("/", include_in_schema=False)
     def index():
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8",
-                            headers={"Cache-Control": "no-cache"})
+        return FileResponse(
+            STATIC / "index.html", media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-cache"}
+        )
 
     @router.get("/static/{name}", include_in_schema=False)
     def static(name: str):
@@ -44,8 +46,9 @@ def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
         return service.knowledge_bases(who)
 
     @router.get("/v1/knowledge-bases/{knowledge_base_id}/documents", response_model=Documents)
-    def documents(knowledge_base_id: Annotated[str, PathParam(pattern=KNOWLEDGE_BASE_ID_PATTERN)],
-                  who: Caller = Depends(caller)):
+    def documents(
+        knowledge_base_id: Annotated[str, PathParam(pattern=KNOWLEDGE_BASE_ID_PATTERN)], who: Caller = Depends(caller)
+    ):
         """A knowledge base's documents: status, pages, chunks, last run and the reason when failed (422
         for a name that breaks ``kb_assets/lib/names.py``'s pattern)."""
         return service.documents(knowledge_base_id, who)
@@ -54,7 +57,11 @@ def web_router(service, caller: Callable[..., Caller]) -> APIRouter:
     def info(who: Caller = Depends(caller)):
         """Search strategies (the registry's), the default, and the Dagster UI runs link to."""
         settings = service.settings
-        return {"strategies": list(STRATEGIES), "defaultStrategy": settings.search.strategy,
-                "dagsterUrl": settings.dagster_url or None, "signedUrlSeconds": settings.url_ttl_seconds}
+        return {
+            "strategies": list(STRATEGIES),
+            "defaultStrategy": settings.search.strategy,
+            "dagsterUrl": settings.dagster_url or None,
+            "signedUrlSeconds": settings.url_ttl_seconds,
+        }
 
     return router

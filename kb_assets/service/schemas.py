@@ -7,23 +7,26 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
-from kb_assets.service.errors import valid_text
 from kb_assets.retrieval.strategies import STRATEGIES
+from kb_assets.service.errors import valid_text
 
 # the strategy names of the registry: validated, and listed in OpenAPI
 StrategyName = Literal[STRATEGIES]  # type: ignore[valid-type]
-KnowledgeBaseId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$"),
-                            AfterValidator(valid_text)]
+KnowledgeBaseId = Annotated[
+    str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$"), AfterValidator(valid_text)
+]
 QueryText = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(valid_text)]
 
 
 class SearchBody(BaseModel):
     query: QueryText
     knowledgeBaseIds: list[KnowledgeBaseId] | None = Field(
-        None, max_length=100, description="Knowledge bases to search; none: every one the caller may read.")
+        None, max_length=100, description="Knowledge bases to search; none: every one the caller may read."
+    )
     limit: int = Field(10, ge=1, le=100)
-    minScore: float | None = Field(None, allow_inf_nan=False,
-                                   description="Drop hybrid results below this score (then no page fallback).")
+    minScore: float | None = Field(
+        None, allow_inf_nan=False, description="Drop hybrid results below this score (then no page fallback)."
+    )
     strategy: StrategyName | None = Field(None, description="None: the configured default.")
 
 
@@ -31,11 +34,18 @@ class Scores(BaseModel):
     dense: float | None
     lexical: float | None
     exactBoost: float | None
-    coverage: float | None = Field(None, description="pageindex second stage: share of the question's words the chunk holds")
+    coverage: float | None = Field(
+        None, description="pageindex second stage: share of the question's words the chunk holds"
+    )
     proximity: float | None = Field(None, description="pageindex second stage: share of its phrases kept together")
-    rerank: float | None = Field(None, description="pageindex second stage: score + the weighted parts above (its order)")
-    pageCoverage: float | None = Field(None, description="pageindex, long questions: weighted share of the question's "
-                                                         "terms the page's best context window holds")
+    rerank: float | None = Field(
+        None, description="pageindex second stage: score + the weighted parts above (its order)"
+    )
+    pageCoverage: float | None = Field(
+        None,
+        description="pageindex, long questions: weighted share of the question's "
+        "terms the page's best context window holds",
+    )
 
 
 class SearchResult(BaseModel):
@@ -50,19 +60,27 @@ class SearchResult(BaseModel):
     chunkIndex: int | None
     sectionTitle: str | None
     content: str
-    context: str | None = Field(None, description=(
-        "The passage of the result's page around its chunk, which holds the whole chunk (at most "
-        "KB_SEARCH_CONTEXT_CHARS characters, default 800): what a RAG client should read. Null for "
-        "fallback rows and when KB_SEARCH_CONTEXT_CHARS=0."))
+    context: str | None = Field(
+        None,
+        description=(
+            "The passage of the result's page around its chunk, which holds the whole chunk (at most "
+            "KB_SEARCH_CONTEXT_CHARS characters, default 800): what a RAG client should read. Null for "
+            "fallback rows and when KB_SEARCH_CONTEXT_CHARS=0."
+        ),
+    )
     score: float | None = Field(description="null for fallback rows")
     scores: Scores
     retrievalSource: Literal["hybrid", "fallback_pages"]
     pageImageUrl: str | None = Field(None, description="a short-lived signed URL of the page image")
     figureImageUrl: str | None = Field(None, description="a short-lived signed URL of the figure image")
     pageSummary: str | None = None
-    versionNotice: str | None = Field(None, description=(
-        "set when the document's current file failed or is being ingested: the result comes from its "
-        "last good (published) version"))
+    versionNotice: str | None = Field(
+        None,
+        description=(
+            "set when the document's current file failed or is being ingested: the result comes from its "
+            "last good (published) version"
+        ),
+    )
 
 
 class SearchAnswer(BaseModel):

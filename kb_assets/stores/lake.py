@@ -11,44 +11,49 @@ import polars as pl
 
 from kb_assets.stores.paths import root_path, write_atomically
 
-CHUNKS_SCHEMA = pl.Schema({
-    "chunk_id": pl.String,
-    "document_id": pl.String,
-    "knowledge_base_id": pl.String,
-    "document_version": pl.String,
-    "document_title": pl.String,
-    "source_uri": pl.String,
-    "source_kind": pl.String,
-    "mime": pl.String,
-    "page_index": pl.Int32,
-    "page_end": pl.Int32,
-    "page_label": pl.String,
-    "chunk_index": pl.Int32,
-    "kind": pl.String,              # paragraph | heading | list | table | figure | code
-    "section_title": pl.String,
-    "content": pl.String,           # what users see
-    "embedding_input": pl.String,   # content with a locating prefix
-    "embedding_input_sha": pl.String,
-    "table_header": pl.String,      # header rows repeated into a table chunk (not in the page there)
-    "image_key": pl.String,
-    "run_id": pl.String,
-    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.pipeline.versions)
-    # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
-    # for formats without page geometry
-    "regions": pl.List(pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32,
-                                  "r": pl.Float32, "b": pl.Float32})),
-})
+CHUNKS_SCHEMA = pl.Schema(
+    {
+        "chunk_id": pl.String,
+        "document_id": pl.String,
+        "knowledge_base_id": pl.String,
+        "document_version": pl.String,
+        "document_title": pl.String,
+        "source_uri": pl.String,
+        "source_kind": pl.String,
+        "mime": pl.String,
+        "page_index": pl.Int32,
+        "page_end": pl.Int32,
+        "page_label": pl.String,
+        "chunk_index": pl.Int32,
+        "kind": pl.String,  # paragraph | heading | list | table | figure | code
+        "section_title": pl.String,
+        "content": pl.String,  # what users see
+        "embedding_input": pl.String,  # content with a locating prefix
+        "embedding_input_sha": pl.String,
+        "table_header": pl.String,  # header rows repeated into a table chunk (not in the page there)
+        "image_key": pl.String,
+        "run_id": pl.String,
+        "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.pipeline.versions)
+        # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
+        # for formats without page geometry
+        "regions": pl.List(
+            pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32, "r": pl.Float32, "b": pl.Float32})
+        ),
+    }
+)
 
-EMBEDDINGS_SCHEMA = pl.Schema({
-    "chunk_id": pl.String,
-    "document_id": pl.String,
-    "embedding_input_sha": pl.String,
-    "model": pl.String,
-    "dimension": pl.Int32,
-    "vector": pl.List(pl.Float32),
-    "run_id": pl.String,
-    "pipeline_version": pl.String,  # the encoding version that made the vector (with ``model``: the spec)
-})
+EMBEDDINGS_SCHEMA = pl.Schema(
+    {
+        "chunk_id": pl.String,
+        "document_id": pl.String,
+        "embedding_input_sha": pl.String,
+        "model": pl.String,
+        "dimension": pl.Int32,
+        "vector": pl.List(pl.Float32),
+        "run_id": pl.String,
+        "pipeline_version": pl.String,  # the encoding version that made the vector (with ``model``: the spec)
+    }
+)
 
 TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
 # columns added after files were written: what an older file's rows hold for them
@@ -80,8 +85,11 @@ class Lake:
         frame = pl.read_parquet(io.BytesIO(path.read_bytes()))
         schema = TABLES[table]
         # files written before a column was added read with its default (pipeline versions: version 1) or empty
-        missing = [pl.lit(ADDED_COLUMNS.get(name), dtype).alias(name) for name, dtype in schema.items()
-                   if name not in frame.columns]
+        missing = [
+            pl.lit(ADDED_COLUMNS.get(name), dtype).alias(name)
+            for name, dtype in schema.items()
+            if name not in frame.columns
+        ]
         return frame.with_columns(missing).select(list(schema)).cast(schema)
 
     def exists(self, table: str, document_id: str) -> bool:

@@ -4,8 +4,8 @@ s3://, through UPath (fsspec)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from upath import UPath
 
@@ -53,9 +53,9 @@ def write_atomically(path: UPath, data: bytes) -> None:
 # listing sources in object storage ----------------------------------------------------------------
 @dataclass(frozen=True)
 class ListedObject:
-    url: str          # s3://bucket/key
-    relative: str     # the key relative to the listed prefix ('/'-separated)
-    etag: str         # without quotes; changes when the bytes change (multipart uploads: per part size too)
+    url: str  # s3://bucket/key
+    relative: str  # the key relative to the listed prefix ('/'-separated)
+    etag: str  # without quotes; changes when the bytes change (multipart uploads: per part size too)
     size: int
 
 
@@ -75,9 +75,16 @@ def list_objects(url: str, storage_options: dict | None = None, page_size: int =
         if cursor:
             request["ContinuationToken"] = cursor
         answer = fs.call_s3("list_objects_v2", **request)
-        page = [ListedObject(f"s3://{bucket}/{item['Key']}", item["Key"][len(prefix):],
-                             str(item.get("ETag", "")).strip('"'), int(item.get("Size", 0)))
-                for item in answer.get("Contents", []) if not item["Key"].endswith("/")]
+        page = [
+            ListedObject(
+                f"s3://{bucket}/{item['Key']}",
+                item["Key"][len(prefix) :],
+                str(item.get("ETag", "")).strip('"'),
+                int(item.get("Size", 0)),
+            )
+            for item in answer.get("Contents", [])
+            if not item["Key"].endswith("/")
+        ]
         if first and not page and not answer.get("IsTruncated") and key.rstrip("/"):
             page = _single_object(fs, bucket, key.rstrip("/"))
         first = False
@@ -92,5 +99,11 @@ def _single_object(fs, bucket: str, key: str) -> list[ListedObject]:
         head = fs.call_s3("head_object", Bucket=bucket, Key=key)
     except FileNotFoundError:
         return []
-    return [ListedObject(f"s3://{bucket}/{key}", key.rsplit("/", 1)[-1], str(head.get("ETag", "")).strip('"'),
-                         int(head.get("ContentLength", 0)))]
+    return [
+        ListedObject(
+            f"s3://{bucket}/{key}",
+            key.rsplit("/", 1)[-1],
+            str(head.get("ETag", "")).strip('"'),
+            int(head.get("ContentLength", 0)),
+        )
+    ]

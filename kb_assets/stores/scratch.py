@@ -1,5 +1,6 @@
 """Scratch space for temporary files of runs (e.g. the parse step's copy of a source), under
-``KB_SCRATCH_DIR`` (default ``<system temp>/kb-assets-scratch``): one folder a process, named by its process token. Temporary files are removed on the
+``KB_SCRATCH_DIR`` (default ``<system temp>/kb-assets-scratch``): one folder a process, named by its
+process token. Temporary files are removed on the
 normal exit paths by their owners; a folder whose process is gone (killed) is removed by the next
 process that asks for its own folder.
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from kb_assets.lib.processes import kill_process, process_alive, process_token
 
 WORKERS = "workers"
-_OWN: list[Path] = []     # the folders ``scratch_dir`` made for this process
+_OWN: list[Path] = []  # the folders ``scratch_dir`` made for this process
 
 
 def clean_scratch(root: Path) -> list[str]:
@@ -49,4 +50,3 @@ def workers_dir() -> Path | None:
     """Where this process's helper processes record themselves (None: it has no scratch folder yet)."""
     mine = [folder for folder in _OWN if folder.name == process_token()]
     return mine[-1] / WORKERS if mine else None
-

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 from kb_assets.lib.chat_endpoint import ChatEndpoint
 
-PROMPT = ("Summarize this page of the document {title!r} in one sentence of at most 200 characters, "
-          "in the page's own language. Answer with the sentence only.")
-MAX_PAGE_CHARS = 6000   # what is sent of a page
+PROMPT = (
+    "Summarize this page of the document {title!r} in one sentence of at most 200 characters, "
+    "in the page's own language. Answer with the sentence only."
+)
+MAX_PAGE_CHARS = 6000  # what is sent of a page
 
 
 @dataclass
@@ -28,8 +30,9 @@ class EndpointSummarizer(ChatEndpoint):
         return self.complete(PROMPT.format(title=document_title), text[:MAX_PAGE_CHARS], max_tokens=160)
 
 
-def summarizer_from_settings(url: str, model: str, api_key: str = "",
-                             timeout_seconds: float = 10.0) -> EndpointSummarizer | None:
+def summarizer_from_settings(
+    url: str, model: str, api_key: str = "", timeout_seconds: float = 10.0
+) -> EndpointSummarizer | None:
     """The configured summarizer, or None when ``KB_SUMMARIZER_URL``/``KB_SUMMARIZER_MODEL`` are unset."""
     if not url or not model:
         return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kb_assets.lib.text import normalize_ws
 from kb_assets.structure.summaries import (
     SUMMARY_CHARS,
     clip,
@@ -31,7 +32,6 @@ from kb_assets.structure.toc import (
     printed_toc_pages,
     toc_entries,
 )
-from kb_assets.lib.text import normalize_ws
 
 PAGES_PER_GROUP = 10
 MIN_OUTLINE_ENTRIES = 2
@@ -41,13 +41,15 @@ CATALOG_CHARS = 400
 
 @dataclass
 class DocumentTree:
-    nodes: list[dict]                 # node_id, parent_id, ordinal, title, depth, start_page, end_page, summary, keywords
-    source: str                       # "outline" | "printed-toc" | "headings" | "page-groups"
+    nodes: list[dict]  # node_id, parent_id, ordinal, title, depth, start_page, end_page, summary, keywords
+    source: str  # "outline" | "printed-toc" | "headings" | "page-groups"
     navigation_pages: list[int] = field(default_factory=list)  # tables of contents, lists of tables, indexes
-    toc_pages: list[int] = field(default_factory=list)         # the printed table of contents
+    toc_pages: list[int] = field(default_factory=list)  # the printed table of contents
 
 
-def build_document_tree(title: str, pages: list[dict], outline: list[tuple[int, str, int]] | None = None) -> DocumentTree:
+def build_document_tree(
+    title: str, pages: list[dict], outline: list[tuple[int, str, int]] | None = None
+) -> DocumentTree:
     """The tree of a document's pages (page records with ``summary``/``keywords`` where known)."""
     pages = sorted(pages, key=lambda p: p["page_index"])
     navigation = navigation_pages(pages)
@@ -62,9 +64,13 @@ def build_document_tree(title: str, pages: list[dict], outline: list[tuple[int, 
             entries, source = mapped, "printed-toc"
     if not entries:
         skip = set(navigation)
-        entries = [(max(1, int(b.get("level") or 1)), b["text"].strip(), p["page_index"])
-                   for p in pages if p["page_index"] not in skip
-                   for b in p["blocks"] if b["kind"] == "heading" and b["text"].strip()]
+        entries = [
+            (max(1, int(b.get("level") or 1)), b["text"].strip(), p["page_index"])
+            for p in pages
+            if p["page_index"] not in skip
+            for b in p["blocks"]
+            if b["kind"] == "heading" and b["text"].strip()
+        ]
         source = "headings" if entries else source
     nodes = _nodes_from_entries(title, entries, pages) if entries else _page_groups(title, pages)
     _describe(title, nodes, pages)
@@ -81,8 +87,15 @@ def _last_page(pages: list[dict]) -> int:
 
 
 def _root(title: str, pages: list[dict]) -> dict:
-    return {"node_id": "n0", "parent_id": None, "ordinal": 0, "title": title, "depth": 0,
-            "start_page": 0, "end_page": _last_page(pages)}
+    return {
+        "node_id": "n0",
+        "parent_id": None,
+        "ordinal": 0,
+        "title": title,
+        "depth": 0,
+        "start_page": 0,
+        "end_page": _last_page(pages),
+    }
 
 
 def _first_text(page: dict | None) -> str:
@@ -113,9 +126,16 @@ def _nodes_from_entries(title: str, entries: list[tuple[int, str, int]], pages: 
                 break
         while len(stack) > 1 and stack[-1]["level"] >= level:
             stack.pop()
-        node = {"node_id": f"n{len(nodes)}", "parent_id": stack[-1]["node_id"], "ordinal": len(nodes),
-                "title": heading, "depth": stack[-1]["depth"] + 1, "level": level, "start_page": page_index,
-                "end_page": min(last_page, max(page_index, end))}
+        node = {
+            "node_id": f"n{len(nodes)}",
+            "parent_id": stack[-1]["node_id"],
+            "ordinal": len(nodes),
+            "title": heading,
+            "depth": stack[-1]["depth"] + 1,
+            "level": level,
+            "start_page": page_index,
+            "end_page": min(last_page, max(page_index, end)),
+        }
         nodes.append(node)
         stack.append(node)
     for node in nodes:
@@ -128,8 +148,17 @@ def _page_groups(title: str, pages: list[dict]) -> list[dict]:
     last_page = _last_page(pages)
     for start in range(0, last_page + 1, PAGES_PER_GROUP):
         end = min(last_page, start + PAGES_PER_GROUP - 1)
-        nodes.append({"node_id": f"n{len(nodes)}", "parent_id": "n0", "ordinal": len(nodes),
-                      "title": f"Pages {start + 1}-{end + 1}", "depth": 1, "start_page": start, "end_page": end})
+        nodes.append(
+            {
+                "node_id": f"n{len(nodes)}",
+                "parent_id": "n0",
+                "ordinal": len(nodes),
+                "title": f"Pages {start + 1}-{end + 1}",
+                "depth": 1,
+                "start_page": start,
+                "end_page": end,
+            }
+        )
     return nodes
 
 
@@ -137,10 +166,12 @@ def _describe(title: str, nodes: list[dict], pages: list[dict]) -> None:
     """Summaries and keywords of the nodes (the root's summary is the catalog summary)."""
     by_index = {p["page_index"]: p for p in pages}
     page_keywords = {p["page_index"]: p.get("keywords") for p in pages}
-    if any(words is None for words in page_keywords.values()):   # pages not summarized yet
+    if any(words is None for words in page_keywords.values()):  # pages not summarized yet
         computed = document_keywords([p["text"] for p in pages])
-        page_keywords = {p["page_index"]: words if words is not None else computed[i]
-                         for i, (p, words) in enumerate(zip(pages, page_keywords.values()))}
+        page_keywords = {
+            p["page_index"]: words if words is not None else computed[i]
+            for i, (p, words) in enumerate(zip(pages, page_keywords.values(), strict=False))
+        }
     for node in nodes:
         counts: Counter[str] = Counter()
         first_seen: dict[str, int] = {}
@@ -163,7 +194,9 @@ def section_summary(node: dict, by_index: dict[int, dict]) -> str:
         for block in (by_index.get(index) or {}).get("blocks", []):
             text = normalize_ws(block["text"])
             if not found:
-                found = block["kind"] == "heading" and bool(wanted) and (wanted in text.lower() or text.lower() in wanted)
+                found = (
+                    block["kind"] == "heading" and bool(wanted) and (wanted in text.lower() or text.lower() in wanted)
+                )
             elif block["kind"] == "heading":
                 done = True
             elif block["kind"] in ("paragraph", "list") and len(text) > 40:

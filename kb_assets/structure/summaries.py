@@ -16,7 +16,7 @@ from typing import Protocol
 from kb_assets.lib.text import sha256_text, tokenize
 
 SUMMARY_CHARS = 200
-BODY_CHARS = 165          # the rest of a rule-based summary is its keywords
+BODY_CHARS = 165  # the rest of a rule-based summary is its keywords
 RULES_SUMMARIZER = "rules-v1"
 
 
@@ -72,21 +72,25 @@ def clip(text: str, limit: int) -> str:
 class PageSummarizer(Protocol):
     """An optional, best-effort summarizer of page text (e.g. an OpenAI-compatible endpoint)."""
 
-    summarizer_id: str                       # cache key part, e.g. "llm:qwen2.5-7b"
-    failure: str | None                      # set after a failure: no further calls in this run
+    summarizer_id: str  # cache key part, e.g. "llm:qwen2.5-7b"
+    failure: str | None  # set after a failure: no further calls in this run
 
     def summarize(self, document_title: str, text: str) -> str | None: ...
 
 
 @dataclass
 class PageSummaries:
-    pages: list[dict]                        # page_index, text_sha, summary, keywords, summary_source
+    pages: list[dict]  # page_index, text_sha, summary, keywords, summary_source
     new_cache: dict[str, dict[str, str]] = field(default_factory=dict)  # summarizer -> {text_sha: body}
     warnings: list[str] = field(default_factory=list)
 
 
-def summarize_document(pages: list[dict], cached: dict[str, dict[str, str]], document_title: str = "",
-                       summarizer: PageSummarizer | None = None) -> PageSummaries:
+def summarize_document(
+    pages: list[dict],
+    cached: dict[str, dict[str, str]],
+    document_title: str = "",
+    summarizer: PageSummarizer | None = None,
+) -> PageSummaries:
     """Summaries and keywords of a document's pages; bodies come from ``cached`` (summarizer ->
     {page-text sha256: body}) when the page text is unchanged, else are computed (and returned in
     ``new_cache``). The optional summarizer is tried first; when it is unset or fails, the
@@ -95,7 +99,7 @@ def summarize_document(pages: list[dict], cached: dict[str, dict[str, str]], doc
     result = PageSummaries(pages=[])
     rules = cached.get(RULES_SUMMARIZER, {})
     model = cached.get(summarizer.summarizer_id, {}) if summarizer else {}
-    for page, page_keywords in zip(pages, keywords):
+    for page, page_keywords in zip(pages, keywords, strict=False):
         sha = sha256_text(page["text"])
         body, source = None, RULES_SUMMARIZER
         if summarizer is not None:
@@ -114,9 +118,17 @@ def summarize_document(pages: list[dict], cached: dict[str, dict[str, str]], doc
             summary = with_keywords(body, page_keywords)
         else:
             summary = body
-        result.pages.append({"page_index": page["page_index"], "text_sha": sha, "summary": summary,
-                             "keywords": page_keywords, "summary_source": source})
+        result.pages.append(
+            {
+                "page_index": page["page_index"],
+                "text_sha": sha,
+                "summary": summary,
+                "keywords": page_keywords,
+                "summary_source": source,
+            }
+        )
     if summarizer is not None and summarizer.failure:
-        result.warnings.append(f"page summarizer {summarizer.summarizer_id} skipped: {summarizer.failure}; "
-                               "rule-based summaries used")
+        result.warnings.append(
+            f"page summarizer {summarizer.summarizer_id} skipped: {summarizer.failure}; rule-based summaries used"
+        )
     return result

@@ -21,25 +21,27 @@ from kb_assets.lib.text import normalize_ws
 
 _PAGE_NO = r"(?:\d{1,4}|[ivxlcdm]{1,7})"
 # "Title . . . . 12" / "Title.......12, 15" (dot leaders, possibly several page numbers)
-_LEADER_ENTRY = re.compile(rf"^(?P<title>.*?\S)\s*(?:\.\s?){{3,}}\s*(?P<page>{_PAGE_NO})(?:\s*[,–-]\s*{_PAGE_NO})*\s*$",
-                           re.IGNORECASE)
+_LEADER_ENTRY = re.compile(
+    rf"^(?P<title>.*?\S)\s*(?:\.\s?){{3,}}\s*(?P<page>{_PAGE_NO})(?:\s*[,–-]\s*{_PAGE_NO})*\s*$", re.IGNORECASE
+)
 _LEADER_ANYWHERE = re.compile(rf"(?:\.\s?){{4,}}\s*{_PAGE_NO}\b", re.IGNORECASE)
 # "12.3 Title 45" / "A Appendix 232" (a numbered title without leaders, ending in its page)
-_NUMBERED_ENTRY = re.compile(rf"^(?P<number>(?:\d{{1,3}}|[A-Z])(?:\.\d{{1,3}})*\.?)\s+(?P<title>\S.*?)\s+(?P<page>{_PAGE_NO})$",
-                             re.IGNORECASE)
+_NUMBERED_ENTRY = re.compile(
+    rf"^(?P<number>(?:\d{{1,3}}|[A-Z])(?:\.\d{{1,3}})*\.?)\s+(?P<title>\S.*?)\s+(?P<page>{_PAGE_NO})$", re.IGNORECASE
+)
 _NUMBERING = re.compile(r"^(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?=\s)")
 _LIST_OF = re.compile(r"^(list of (tables|figures|examples|listings)|表格|插图|图表)", re.IGNORECASE)
 
-MIN_ENTRIES = 3          # a navigation page has at least this many entries...
-MIN_ENTRY_SHARE = 0.5    # ...making up at least this share of its lines
+MIN_ENTRIES = 3  # a navigation page has at least this many entries...
+MIN_ENTRY_SHARE = 0.5  # ...making up at least this share of its lines
 
 
 @dataclass(frozen=True)
 class TocEntry:
-    level: int            # 1 = top
-    title: str            # without numbering, e.g. "Basic types"
-    label: str            # the printed page, e.g. "3" or "iv"
-    numbered_title: str   # as printed, e.g. "2.1 Basic types"
+    level: int  # 1 = top
+    title: str  # without numbering, e.g. "Basic types"
+    label: str  # the printed page, e.g. "3" or "iv"
+    numbered_title: str  # as printed, e.g. "2.1 Basic types"
 
 
 def _lines(text: str) -> list[str]:
@@ -93,15 +95,18 @@ def toc_entries(pages: list[dict], toc_pages: list[int]) -> list[TocEntry]:
             match = _LEADER_ENTRY.match(line) or _NUMBERED_ENTRY.match(line)
             if not match or in_list_of:
                 continue
-            printed = " ".join(match.group("title").split()) if "number" not in match.groupdict() \
+            printed = (
+                " ".join(match.group("title").split())
+                if "number" not in match.groupdict()
                 else f"{match.group('number')} {' '.join(match.group('title').split())}"
+            )
             numbering = _NUMBERING.match(printed)
-            if numbering and numbering.group(0).isalpha() and not printed[numbering.end():].strip()[:1].isupper():
-                numbering = None   # "A new thing", not appendix "A Appendix"
+            if numbering and numbering.group(0).isalpha() and not printed[numbering.end() :].strip()[:1].isupper():
+                numbering = None  # "A new thing", not appendix "A Appendix"
             if numbering:
                 number = numbering.group(0).rstrip(".")
                 level = number.count(".") + 1
-                title = printed[numbering.end():].strip()
+                title = printed[numbering.end() :].strip()
             else:
                 level, title = 1, printed
             if title:

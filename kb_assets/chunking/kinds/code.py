@@ -21,11 +21,13 @@ _DEFINITION = re.compile(
     r"^(?:@\w|(?:export\s+(?:default\s+)?)?(?:async\s+)?(?:def|class|function|func|fn|struct|interface|enum|impl|"
     r"trait|module|namespace|sub|type|object|record)\b|(?:public|private|protected|internal|static|abstract|final)\s"
     r"|(?:pub(?:\(\w+\))?\s+)(?:fn|struct|enum|trait|mod|type)\b|(?:CREATE|ALTER)\s+\w)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _NAME = re.compile(
     r"\b(?:def|class|function|func|fn|struct|interface|enum|impl|trait|module|namespace|sub|type|object|record|"
     r"TABLE|VIEW|FUNCTION|INDEX|PROCEDURE)\s+(?:\([^)]*\)\s*)?(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|;|\"\"\"|''')")
 
 
@@ -35,15 +37,17 @@ def chunk_code(walk: Walk, block: dict, text: str) -> None:
 
 
 def code_pieces(blocks: list[tuple[str, int]], section: tuple[str, ...], page_index: int) -> list[Piece]:
-    return [Piece("code", unit.text, section, page_index, page_index, code_name=unit.name,
-                  line_start=unit.first_line) for unit in code_units(blocks)]
+    return [
+        Piece("code", unit.text, section, page_index, page_index, code_name=unit.name, line_start=unit.first_line)
+        for unit in code_units(blocks)
+    ]
 
 
 @dataclass
 class CodeUnit:
-    text: str            # the blocks of the unit joined as on the page (found verbatim in the page text)
-    name: str            # e.g. "build_tree", "top-level code"
-    first_line: int      # 1-based line of the document's stored text
+    text: str  # the blocks of the unit joined as on the page (found verbatim in the page text)
+    name: str  # e.g. "build_tree", "top-level code"
+    first_line: int  # 1-based line of the document's stored text
     last_line: int
 
 
@@ -68,20 +72,21 @@ def code_units(blocks: list[tuple[str, int]]) -> list[CodeUnit]:
         comment_only = all(_COMMENT.match(row) or not row.strip() for row in text.split("\n"))
         current = groups[-1] if groups else None
         current_is_comments = current is not None and all(
-            all(_COMMENT.match(row) or not row.strip() for row in t.split("\n")) for t, _ in current)
+            all(_COMMENT.match(row) or not row.strip() for row in t.split("\n")) for t, _ in current
+        )
         if current is None:
             groups.append([(text, line)])
         elif _opens_definition(first):
             if current_is_comments:
-                current.append((text, line))      # the comment above a definition belongs to it
+                current.append((text, line))  # the comment above a definition belongs to it
             else:
                 groups.append([(text, line)])
         elif indented:
             current.append((text, line))
         elif comment_only:
-            groups.append([(text, line)])         # may open the next definition
+            groups.append([(text, line)])  # may open the next definition
         elif current_is_comments or not any(_opens_definition(t.split("\n", 1)[0]) for t, _ in current):
-            current.append((text, line))          # top-level statements stay together
+            current.append((text, line))  # top-level statements stay together
         else:
             groups.append([(text, line)])
     units = []

@@ -10,7 +10,7 @@ from dataclasses import replace
 from kb_assets.chunking.pieces import Piece
 from kb_assets.chunking.walk import Walk
 
-PLACEHOLDER = re.compile(r"^\[(?:figure|image|picture)\]$", re.IGNORECASE)   # a figure without caption
+PLACEHOLDER = re.compile(r"^\[(?:figure|image|picture)\]$", re.IGNORECASE)  # a figure without caption
 
 
 def chunk_figure(walk: Walk, block: dict, text: str) -> None:

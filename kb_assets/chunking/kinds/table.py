@@ -26,8 +26,7 @@ def table_header(block: dict) -> tuple[str, int] | None:
     return "\n".join(lines[:header_lines]), header_lines
 
 
-def table_pieces(block: dict, section: tuple[str, ...], page_index: int,
-                 continued: dict | None = None) -> list[Piece]:
+def table_pieces(block: dict, section: tuple[str, ...], page_index: int, continued: dict | None = None) -> list[Piece]:
     """Row groups of a table block, each starting with the header row (never split inside a row).
 
     ``continued``: the table that ended the previous page. When this block (the first on its page)
@@ -38,18 +37,24 @@ def table_pieces(block: dict, section: tuple[str, ...], page_index: int,
     lines = block["text"].split("\n")
     found = table_header(block)
     previous = table_header(continued) if continued is not None else None
-    if (previous is not None and rows and len(rows[0]) == len((continued.get("rows") or [[]])[0])
-            and lines[0] != previous[0].split("\n")[0] and len(lines) == len(rows)):
+    if (
+        previous is not None
+        and rows
+        and len(rows[0]) == len((continued.get("rows") or [[]])[0])
+        and lines[0] != previous[0].split("\n")[0]
+        and len(lines) == len(rows)
+    ):
         header, body = previous[0], lines
     elif found is None:
         return [Piece("table", block["text"], section, page_index, page_index)]
     else:
-        header, body = found[0], lines[found[1]:]
+        header, body = found[0], lines[found[1] :]
     pieces, group, size = [], [], len(header)
     for line in body:
         if group and size + 1 + len(line) > TABLE_TARGET_CHARS:
-            pieces.append(Piece("table", "\n".join([header, *group]), section, page_index, page_index,
-                                table_header=header))
+            pieces.append(
+                Piece("table", "\n".join([header, *group]), section, page_index, page_index, table_header=header)
+            )
             group, size = [], len(header)
         group.append(line)
         size += 1 + len(line)

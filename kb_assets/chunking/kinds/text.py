@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kb_assets.chunking.walk import Walk
 
-TEXT_KINDS = ("paragraph", "list")   # kinds whose sentence, cut by a page break, goes on on the next page
+TEXT_KINDS = ("paragraph", "list")  # kinds whose sentence, cut by a page break, goes on on the next page
 
 
 def chunk_text(walk: Walk, block: dict, text: str) -> None:

@@ -63,7 +63,7 @@ def _table(line: Line) -> Block | None:
     boxes = line.row_boxes or []
     if len(boxes) == len(block.rows):
         start = 0
-        for row_text, row_box in zip(block.text.split("\n"), boxes):
+        for row_text, row_box in zip(block.text.split("\n"), boxes, strict=False):
             spans.append((start, start + len(row_text), *row_box))
             start += len(row_text) + 1
     return Block("table", block.text, rows=block.rows, box=box, lines=tuple(spans) or ((0, len(block.text), *box),))
@@ -102,7 +102,7 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
     def flush() -> None:
         if kind == "list":
             text, offset, lines = "", 0, []
-            for part, part_spans in zip(parts, spans):
+            for part, part_spans in zip(parts, spans, strict=False):
                 if not part:
                     continue
                 if text:
@@ -113,8 +113,15 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
         else:
             text, lines = (parts[0], spans[0]) if parts else ("", [])
         if text:
-            blocks.append(Block(kind=kind, text=text, level=level if kind == "heading" else None,
-                                box=union_box(lines), lines=tuple(lines)))
+            blocks.append(
+                Block(
+                    kind=kind,
+                    text=text,
+                    level=level if kind == "heading" else None,
+                    box=union_box(lines),
+                    lines=tuple(lines),
+                )
+            )
         start(None)
 
     for line in pl.lines:
@@ -181,4 +188,3 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
         last = line
     flush()
     return blocks
-

@@ -39,7 +39,13 @@ def place_figures(pl: PageLines, body_h: float) -> None:
             pl.lines.remove(caption)
         figure = Line(
             text=caption.text if caption is not None else FIGURE_TEXT,
-            l=left, t=top, r=right, b=bottom, font="", size=body_h, figure=box,
+            l=left,
+            t=top,
+            r=right,
+            b=bottom,
+            font="",
+            size=body_h,
+            figure=box,
         )
         at = next((i for i, ln in enumerate(pl.lines) if ln.t >= top), len(pl.lines))
         pl.lines.insert(at, figure)
@@ -48,4 +54,3 @@ def place_figures(pl: PageLines, body_h: float) -> None:
 def figure_boxes(pages: dict[int, PageLines]) -> dict[int, list[tuple[float, float, float, float]]]:
     """Per page, the boxes of its figure lines in flow order (one figure block each)."""
     return {i: [ln.figure for ln in pl.lines if ln.figure is not None] for i, pl in pages.items()}
-

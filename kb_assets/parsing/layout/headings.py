@@ -147,4 +147,3 @@ def _space_above(prev: Line | None, line: Line, line_gap: float, body_h: float) 
     if prev.heading is not None and abs(prev.size - line.size) < 0.5:
         return True
     return line.t - prev.b >= line_gap + 0.3 * body_h
-

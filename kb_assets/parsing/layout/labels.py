@@ -58,4 +58,3 @@ def add_printed_labels(pages: dict[int, PageLines], labels: list[str | None]) ->
         value = values[index]
         if value is None or not (values.get(index - 1) == value - 1 or values.get(index + 1) == value + 1):
             pl.printed_number = None
-

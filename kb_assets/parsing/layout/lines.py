@@ -27,7 +27,7 @@ class Part:
     """One cell of a merged row."""
 
     text: str
-    l: float
+    l: float  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
     r: float
 
 
@@ -37,7 +37,7 @@ class Line:
     one text-layer or OCR cell, later a merged row, a table or a figure."""
 
     text: str
-    l: float
+    l: float  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
     t: float
     r: float
     b: float
@@ -128,11 +128,10 @@ def line_gap(pages, body_h: float) -> float:
     line height)."""
     gaps = []
     for pl in pages:
-        for prev, line in zip(pl.lines, pl.lines[1:]):
+        for prev, line in zip(pl.lines, pl.lines[1:], strict=False):
             if abs(prev.size - body_h) > 0.2 * body_h or abs(line.size - body_h) > 0.2 * body_h:
                 continue
             gap = line.t - prev.b
             if -0.2 * body_h <= gap <= 1.5 * body_h:
                 gaps.append(gap)
     return sorted(gaps)[len(gaps) // 5] if gaps else 0.3 * body_h
-

@@ -72,4 +72,3 @@ def drop_running_lines(pages: dict[int, PageLines], body_h: float) -> None:
         pl.removed = [line.text for line in dropped]
         drop = {id(line) for line in dropped}
         pl.lines = [ln for ln in pl.lines if id(ln) not in drop]
-

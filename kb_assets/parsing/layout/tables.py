@@ -80,12 +80,12 @@ def _table_run(lines: list[Line], start: int, body_h: float) -> tuple[int, list[
         if short and gap > 0.6 * body_h:
             break  # a lone line after the table, not a wrapped cell
         if short and not _crosses(line.parts, columns, starts, tol):
-            for column, part in zip(columns, line.parts):  # wrapped cells continue the row above
+            for column, part in zip(columns, line.parts, strict=False):  # wrapped cells continue the row above
                 rows[-1][column] = join_lines(rows[-1][column], part.text)
             boxes[-1] = _grow(boxes[-1], line)
         else:  # a row; a short one running on into the next column is a row whose cells ran together
             row = [""] * len(starts)
-            for column, part in zip(columns, line.parts):
+            for column, part in zip(columns, line.parts, strict=False):
                 row[column] = part.text
             rows.append(row)
             boxes.append((line.l, line.t, line.r, line.b))
@@ -116,5 +116,7 @@ def _columns_of(parts: list[Part], starts: list[float], tol: float) -> list[int]
 
 def _crosses(parts: list[Part], columns: list[int], starts: list[float], tol: float) -> bool:
     """A cell that runs on past the start of the next column."""
-    return any(column + 1 < len(starts) and part.r > starts[column + 1] + 0.25 * tol
-               for column, part in zip(columns, parts))
+    return any(
+        column + 1 < len(starts) and part.r > starts[column + 1] + 0.25 * tol
+        for column, part in zip(columns, parts, strict=False)
+    )

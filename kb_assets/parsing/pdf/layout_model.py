@@ -39,7 +39,7 @@ LAYOUT_MODEL_FOLDER = "docling-project--docling-layout-heron"
 TABLE_MODEL_FOLDER = "docling-project--docling-models"
 
 _LOCK = threading.Lock()
-_CONVERTERS: dict[tuple[str, bool], "DocumentConverter"] = {}
+_CONVERTERS: dict[tuple[str, bool], DocumentConverter] = {}
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def choose_pdf_pipeline(artifacts_path: Path | None, default_cache: Path | None 
     return PdfPipeline("layout", folder, tables, f"docling layout model from {where}{note}")
 
 
-def get_layout_converter(pipeline: PdfPipeline) -> "DocumentConverter":
+def get_layout_converter(pipeline: PdfPipeline) -> DocumentConverter:
     """A converter running docling's standard PDF pipeline on the models in ``pipeline.artifacts_path``
     (OCR off: pages without text are OCRed by scans.py like on the native path)."""
     key = (str(pipeline.artifacts_path), pipeline.tables)
@@ -128,7 +128,7 @@ def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipe
         walker = DoclingWalker(result.document, {ContentLayer.BODY}, uncaptioned_figure=FIGURE_TEXT)
         walker.walk(result.document.body)
         page = start - 1
-        for (block, page_no, _layer), item in zip(walker.out, walker.items):
+        for (block, page_no, _layer), item in zip(walker.out, walker.items, strict=False):
             page = page_no - 1 if page_no else page  # items without provenance stay with the page before
             box = item_box(result.document, item)
             if box is not None:  # the item's place on the page (its first provenance), for chunk regions
@@ -154,11 +154,13 @@ def parse_with_layout_model(file: SourceFile, facts: PdfFacts, pipeline: PdfPipe
             label = facts.labels[index]
             width, height = pdf[index].get_size()
             if index in ocr_blocks:
-                parsed.append(ParsedPage(index, ocr_blocks[index], *ocr_parser(options), label,
-                                         width=width, height=height))
+                parsed.append(
+                    ParsedPage(index, ocr_blocks[index], *ocr_parser(options), label, width=width, height=height)
+                )
             else:
-                parsed.append(ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label,
-                                         width=width, height=height))
+                parsed.append(
+                    ParsedPage(index, blocks.get(index, []), PARSER, MODE_LAYOUT, label, width=width, height=height)
+                )
         if options.images:
             render_figure_crops(pdf, parsed, dict(boxes))
     finally:

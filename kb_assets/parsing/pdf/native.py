@@ -81,7 +81,9 @@ def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> Pars
     return ParsedDocument(title=title, mime=file.mime, source_kind=file.source_kind, pages=parsed, warnings=warnings)
 
 
-def _native_lines(path: Path, name: str, page_count: int, warnings: list[str], workers: int = 1) -> dict[int, PageLines]:
+def _native_lines(
+    path: Path, name: str, page_count: int, warnings: list[str], workers: int = 1
+) -> dict[int, PageLines]:
     """Every page's lines. docling keeps every parsed page (all its cells as pydantic objects) until
     the conversion ends: convert in batches and keep only the light line records. With ``workers``
     > 1 and enough pages the batches are converted by the parsing pool (pool.py), one batch a process

@@ -35,7 +35,7 @@ class Run:
     """Consecutive characters outside the page box, in page units, top-left origin."""
 
     text: str
-    l: float
+    l: float  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
     t: float
     r: float
     b: float
@@ -77,8 +77,9 @@ def _page_runs(pdf, index: int) -> list[Run]:
 def near_a_side(lines: PageLines) -> bool:
     """Whether a line of the page ends within a line's height of a side (docling-parse's lines stop
     where a run crosses it, a glyph's cell before the side at most): only those pages are read again."""
-    return any(line.r > lines.width - max(EDGE, line.b - line.t) or line.l < max(EDGE, line.b - line.t)
-               for line in lines.lines)
+    return any(
+        line.r > lines.width - max(EDGE, line.b - line.t) or line.l < max(EDGE, line.b - line.t) for line in lines.lines
+    )
 
 
 def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run]:
@@ -91,24 +92,24 @@ def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run
 
     def outside(i: int) -> bool:
         if i not in boxes:
-            boxes[i] = text_page.get_charbox(i, loose=True)   # the glyph's whole cell, as docling-parse sees it
-        l, b, r, t = boxes[i]
+            boxes[i] = text_page.get_charbox(i, loose=True)  # the glyph's whole cell, as docling-parse sees it
+        l, b, r, t = boxes[i]  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
         return (r > l or t > b) and (l < left or r > right) and bottom <= (b + t) / 2 <= top
 
     found: set[int] = set()
     for k in range(text_page.count_rects()):
-        l, b, r, t = text_page.get_rect(k)
+        l, b, r, t = text_page.get_rect(k)  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
         for x in ([r - 0.5] if r > right - EDGE else []) + ([l + 0.5] if l < left + EDGE else []):
             i = text_page.get_index(x, (b + t) / 2, 1.0, (t - b) / 2)
             if i is None or i < 0 or i in found or not outside(i):
                 continue
             found.add(i)
-            for step in (-1, 1):    # the characters of the run on either side
+            for step in (-1, 1):  # the characters of the run on either side
                 j = i + step
                 while 0 <= j < count and j not in found and outside(j):
                     found.add(j)
                     j += step
-    groups: list[list[int]] = []     # consecutive characters, each overlapping its run's box vertically
+    groups: list[list[int]] = []  # consecutive characters, each overlapping its run's box vertically
     for i in sorted(found):
         if groups and groups[-1][-1] == i - 1:
             _, bottom_so_far, _, top_so_far = union_box([boxes[j] for j in groups[-1]])
@@ -119,7 +120,7 @@ def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run
     runs = []
     for group in groups:
         text = clean_inline(text_page.get_text_range(group[0], len(group)))
-        l, b, r, t = union_box([boxes[i] for i in group])    # (l, b, r, t): PDF units, bottom-left origin
+        l, b, r, t = union_box([boxes[i] for i in group])  # (l, b, r, t): PDF units, bottom-left origin  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
         if text:
             runs.append(Run(text, l - left, top - t, r - left, top - b))
     return runs
@@ -133,13 +134,13 @@ def attach(lines: PageLines, run: Run) -> None:
         overlap = min(line.b, run.b) - max(line.t, run.t)
         return overlap >= 0.5 * min(height, line.b - line.t)
 
-    if run.l >= 0:      # past the right side: after the rightmost line that ends where the run starts
+    if run.l >= 0:  # past the right side: after the rightmost line that ends where the run starts
         before = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.r <= run.l + 2]
         if before:
             i, line = max(before, key=lambda item: item[1].r)
             lines.lines[i] = _joined(line, run, line)
             return
-    else:               # past the left side: before the leftmost line that starts where the run ends
+    else:  # past the left side: before the leftmost line that starts where the run ends
         after = [(i, line) for i, line in enumerate(lines.lines) if same_baseline(line) and line.l >= run.r - 2]
         if after:
             i, line = min(after, key=lambda item: item[1].l)
@@ -153,5 +154,6 @@ def _joined(first: Line | Run, second: Line | Run, line: Line) -> Line:
     """``first`` then ``second`` as one line with ``line``'s font (a space between them where the gap is
     over a quarter of ``line``'s height)."""
     gap = " " if second.l - first.r > 0.25 * (line.b - line.t) else ""
-    return Line(first.text + gap + second.text, first.l, min(first.t, second.t), second.r,
-                max(first.b, second.b), line.font)
+    return Line(
+        first.text + gap + second.text, first.l, min(first.t, second.t), second.r, max(first.b, second.b), line.font
+    )

@@ -22,7 +22,7 @@ def needs_ocr(pl: PageLines) -> bool:
     if sum(len(line.text) for line in pl.lines) >= OCR_MAX_CHARS:
         return False
     area = pl.width * pl.height or 1.0
-    return any((r - l) * (b - t) >= SCAN_SHARE * area for l, t, r, b in pl.pictures)
+    return any((r - l) * (b - t) >= SCAN_SHARE * area for l, t, r, b in pl.pictures)  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
 
 
 def ocr_pages(pdf, pages: dict[int, PageLines], options: ParseOptions, warnings: list[str]) -> None:
@@ -32,7 +32,11 @@ def ocr_pages(pdf, pages: dict[int, PageLines], options: ParseOptions, warnings:
     todo = [i for i, pl in sorted(pages.items()) if needs_ocr(pl)]
     if not todo:
         return
-    reason = "OCR is switched off" if not options.ocr else ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir)
+    reason = (
+        "OCR is switched off"
+        if not options.ocr
+        else ocr_unavailable(options.ocr_engine, options.ocr_languages, options.tessdata_dir)
+    )
     if reason:
         warnings.append(f"pages {', '.join(str(i + 1) for i in todo)}: no text layer and {reason}")
         return

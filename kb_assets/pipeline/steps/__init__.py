@@ -15,12 +15,34 @@ names them all, as the assets call them (``steps.parse_pages``).
 
 from kb_assets.pipeline.steps.chunks import build_chunks, store_chunk_contexts
 from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, same_rows
-from kb_assets.pipeline.steps.publish import embed_and_publish, expect_entities, publish_document, publish_if_unpublished
+from kb_assets.pipeline.steps.publish import (
+    embed_and_publish,
+    expect_entities,
+    publish_document,
+    publish_if_unpublished,
+)
 from kb_assets.pipeline.steps.purge import purge_document, purge_documents
 from kb_assets.pipeline.steps.sources import PAGE_FIELDS, parse_pages, same_pages, store_raw_file
 from kb_assets.pipeline.steps.structure import build_pageindex, pdf_outline, tree_shape
 
-__all__ = ["DocumentFailed", "PAGE_FIELDS", "build_chunks", "build_pageindex", "current", "embed_and_publish",
-           "expect_entities", "made_again", "parse_pages", "pdf_outline", "publish_document", "publish_if_unpublished",
-           "purge_document", "purge_documents", "same_pages", "same_rows", "store_chunk_contexts", "store_raw_file",
-           "tree_shape"]
+__all__ = [
+    "DocumentFailed",
+    "PAGE_FIELDS",
+    "build_chunks",
+    "build_pageindex",
+    "current",
+    "embed_and_publish",
+    "expect_entities",
+    "made_again",
+    "parse_pages",
+    "pdf_outline",
+    "publish_document",
+    "publish_if_unpublished",
+    "purge_document",
+    "purge_documents",
+    "same_pages",
+    "same_rows",
+    "store_chunk_contexts",
+    "store_raw_file",
+    "tree_shape",
+]

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-
-
 from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_fallback
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows
+from kb_assets.pipeline.versions import after, partly_contextualized
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.lake import Lake
-from kb_assets.pipeline.versions import after, partly_contextualized
-from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows
 
 
 # chunks --------------------------------------------------------------------------------------
-def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingModel, run_id: str,
-                 version: str = "1", max_chunks: int | None = None,
-                 contextualizer: EndpointContextualizer | None = None) -> dict:
+def build_chunks(
+    doc: Document,
+    catalog: Catalog,
+    lake: Lake,
+    model: EmbeddingModel,
+    run_id: str,
+    version: str = "1",
+    max_chunks: int | None = None,
+    contextualizer: EndpointContextualizer | None = None,
+) -> dict:
     """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails); a
     document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). The optional
     ``contextualizer`` adds a situating sentence to text chunks' embedding inputs (best-effort, cached).
@@ -27,29 +32,47 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
     pages = catalog.read_pages(doc.document_id)
     nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc.version]
     context = DocumentContext(
-        document_id=doc.document_id, knowledge_base_id=doc.knowledge_base_id, version=doc.version,
-        title=doc.title or doc.source_path, source_uri=doc.source_uri, source_kind=doc.source_kind or "",
-        mime=doc.mime or "", run_id=run_id, pipeline_version=version,
+        document_id=doc.document_id,
+        knowledge_base_id=doc.knowledge_base_id,
+        version=doc.version,
+        title=doc.title or doc.source_path,
+        source_uri=doc.source_uri,
+        source_kind=doc.source_kind or "",
+        mime=doc.mime or "",
+        run_id=run_id,
+        pipeline_version=version,
     )
     try:
-        frame, fallback = chunk_with_fallback(pages, context, model.count_tokens, model.max_tokens, nodes,
-                                              catalog.toc_pages(doc.document_id), max_chunks)
+        frame, fallback = chunk_with_fallback(
+            pages, context, model.count_tokens, model.max_tokens, nodes, catalog.toc_pages(doc.document_id), max_chunks
+        )
     except OverBudget as error:
-        raise DocumentFailed(f"{doc.source_path}: {error} chunks a document (KB_MAX_CHUNKS_PER_DOCUMENT): "
-                             "split the file or raise the budget") from None
+        raise DocumentFailed(
+            f"{doc.source_path}: {error} chunks a document (KB_MAX_CHUNKS_PER_DOCUMENT): "
+            "split the file or raise the budget"
+        ) from None
     except ValueError as error:
         raise DocumentFailed(f"{doc.source_path}: cannot chunk ({error})") from None
     if frame.is_empty():
         raise DocumentFailed(f"{doc.source_path}: no chunks (the document has no text)")
     if max_chunks is not None and frame.height > max_chunks:
-        raise DocumentFailed(f"{doc.source_path}: {frame.height} chunks, over the budget of {max_chunks} chunks a "
-                             "document (KB_MAX_CHUNKS_PER_DOCUMENT): split the file or raise the budget")
+        raise DocumentFailed(
+            f"{doc.source_path}: {frame.height} chunks, over the budget of {max_chunks} chunks a "
+            "document (KB_MAX_CHUNKS_PER_DOCUMENT): split the file or raise the budget"
+        )
     contexts = None
     if contextualizer is not None:
         requests = context_requests(frame, {p["page_index"]: p["text"] for p in pages})
         cached = catalog.cached_chunk_contexts([r.sha for r in requests], contextualizer.contextualizer_id)
-        contexts = add_chunk_contexts(frame, requests, cached, contextualizer, model.count_tokens, model.max_tokens,
-                                      lambda sentences: store_chunk_contexts(catalog, contextualizer, sentences))
+        contexts = add_chunk_contexts(
+            frame,
+            requests,
+            cached,
+            contextualizer,
+            model.count_tokens,
+            model.max_tokens,
+            lambda sentences: store_chunk_contexts(catalog, contextualizer, sentences),
+        )
         frame = contexts.chunks
     unchanged = same_rows(stored, frame)
     if not unchanged:
@@ -60,8 +83,11 @@ def build_chunks(doc: Document, catalog: Catalog, lake: Lake, model: EmbeddingMo
         catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
     result = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
     if contexts is not None:
-        result.update(contextualized=len(requests) - contexts.left_plain - contexts.too_long,
-                      contexts_written=len(contexts.new_cache), warnings=contexts.warnings)
+        result.update(
+            contextualized=len(requests) - contexts.left_plain - contexts.too_long,
+            contexts_written=len(contexts.new_cache),
+            warnings=contexts.warnings,
+        )
     return result
 
 
@@ -70,5 +96,3 @@ def store_chunk_contexts(catalog: Catalog, contextualizer: EndpointContextualize
     the chunks)."""
     with catalog.connect() as conn:
         catalog.store_chunk_contexts(conn, contextualizer.contextualizer_id, sentences)
-
-

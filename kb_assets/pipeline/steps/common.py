@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-
 import polars as pl
 
-from kb_assets.stores.catalog import Document
 from kb_assets.pipeline.versions import legacy_version
-
-
+from kb_assets.stores.catalog import Document
 
 
 class DocumentFailed(Exception):
@@ -22,17 +19,15 @@ def made_again(doc: Document) -> dict:
     return {"status": "pending", "error": None, "failed_step": None} if doc.status == "failed" else {}
 
 
-
-
 def current(doc: Document, step: str, version: str) -> bool:
     """Whether the document's index records ``step``'s output as made (or confirmed) by ``version``."""
     made_by = (doc.step_versions or {}).get(step)
     return (legacy_version(step, None) if made_by is None else made_by) == version
 
 
-
-
-def same_rows(stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...] = ("run_id", "pipeline_version")) -> bool:
+def same_rows(
+    stored: pl.DataFrame, fresh: pl.DataFrame, ignore: tuple[str, ...] = ("run_id", "pipeline_version")
+) -> bool:
     """Whether fresh lake rows equal the stored ones but for who made them."""
     if stored.height != fresh.height or not stored.height:
         return False

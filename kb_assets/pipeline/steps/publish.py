@@ -4,35 +4,36 @@ Milvus entities of the configured spec's collection."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.lib.lexical import chunk_row_terms
-from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.lake import Lake
-from kb_assets.stores.vectors import (
-    chunk_entities,
-    count_entities,
-    document_filter,
-    flush,
-    publish,
-    published_collection,
-    sync_document,
-)
-from kb_assets.pipeline.versions import after
 from kb_assets.pipeline.steps.common import DocumentFailed, current
+from kb_assets.pipeline.versions import after
+from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.stores.entities import chunk_entities, count_entities, document_filter, sync_document
+from kb_assets.stores.lake import Lake
+from kb_assets.stores.vectors import flush, publish, published_collection
 
 
 # embeddings and milvus_collection: one step, in bounded slices --------------------------------
-def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model: EmbeddingModel, model_id: str,
-                      run_id: str, slice_size: int, violations: Callable[[str], list],
-                      target: tuple[MilvusClient, str] | None,
-                      on_published: Callable[[Document], None] = lambda doc: None,
-                      versions: tuple[str, str] = ("1", "1"),
-                      also: tuple[str, EmbeddingModel] | None = None) -> tuple[dict[str, dict], dict[str, str]]:
+def embed_and_publish(
+    docs: list[Document],
+    catalog: Catalog,
+    lake: Lake,
+    model: EmbeddingModel,
+    model_id: str,
+    run_id: str,
+    slice_size: int,
+    violations: Callable[[str], list],
+    target: tuple[MilvusClient, str] | None,
+    on_published: Callable[[Document], None] = lambda doc: None,
+    versions: tuple[str, str] = ("1", "1"),
+    also: tuple[str, EmbeddingModel] | None = None,
+) -> tuple[dict[str, dict], dict[str, str]]:
     """Embed the documents' chunks in slices of ``slice_size`` (``encode_in_slices``: smallest documents
     first) and, as soon as a document has every vector, store them, check them (``violations``: the
     problems of its stored vectors) and publish it into ``target`` (client, collection; None: embed
@@ -47,8 +48,17 @@ def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model:
     encoding = embedding_version.split(":", 1)[0]
     by_id = {doc.document_id: doc for doc in docs}
     stored = {doc.document_id: lake.read("embeddings", doc.document_id) for doc in docs}
-    plans = [plan_vectors(doc.document_id, lake.read("chunks", doc.document_id), stored[doc.document_id],
-                          model_id, model.dimension, encoding) for doc in docs]
+    plans = [
+        plan_vectors(
+            doc.document_id,
+            lake.read("chunks", doc.document_id),
+            stored[doc.document_id],
+            model_id,
+            model.dimension,
+            encoding,
+        )
+        for doc in docs
+    ]
     results: dict[str, dict] = {}
     failures: dict[str, str] = {}
 
@@ -67,22 +77,32 @@ def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model:
                     lake.delete("embeddings", doc.document_id)
                     raise DocumentFailed(found[0].reason())
                 with catalog.connect() as conn:
-                    catalog.record_step(conn, doc.document_id, "embeddings", embedding_version,
-                                        invalidate=() if unchanged else after("embeddings"))
+                    catalog.record_step(
+                        conn,
+                        doc.document_id,
+                        "embeddings",
+                        embedding_version,
+                        invalidate=() if unchanged else after("embeddings"),
+                    )
                 result = {"embedded": plan.encoded, "reused": frame.height - plan.encoded, "skipped": unchanged}
                 if target is not None:
                     step = f"milvus_collection@{collection_version}"
-                    if not unchanged:   # new vectors: the collection must take them
-                        doc = dataclasses.replace(doc, step_versions={**(doc.step_versions or {}),
-                                                                      "milvus_collection": ""})
+                    if not unchanged:  # new vectors: the collection must take them
+                        doc = dataclasses.replace(
+                            doc, step_versions={**(doc.step_versions or {}), "milvus_collection": ""}
+                        )
                     published = publish_document(doc, catalog, lake, *target, run_id, collection_version, also)
-                    result.update({k: v for k, v in published.items() if k != "skipped"},
-                                  published_skipped=published["skipped"])
+                    result.update(
+                        {k: v for k, v in published.items() if k != "skipped"}, published_skipped=published["skipped"]
+                    )
             results[doc.document_id] = result
             on_published(doc)
         except Exception as error:  # one document's failure is its own: the others go on
-            reason = str(error) if isinstance(error, DocumentFailed) else \
-                f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+            reason = (
+                str(error)
+                if isinstance(error, DocumentFailed)
+                else f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+            )
             failures[doc.document_id] = reason
             catalog.mark_failed(doc.document_id, reason, run_id, step)
 
@@ -95,8 +115,16 @@ def embed_and_publish(docs: list[Document], catalog: Catalog, lake: Lake, model:
 
 
 # milvus_collection ---------------------------------------------------------------------------
-def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: MilvusClient, collection: str,
-                     run_id: str, version: str = "1", also: tuple[str, EmbeddingModel] | None = None) -> dict:
+def publish_document(
+    doc: Document,
+    catalog: Catalog,
+    lake: Lake,
+    client: MilvusClient,
+    collection: str,
+    run_id: str,
+    version: str = "1",
+    also: tuple[str, EmbeddingModel] | None = None,
+) -> dict:
     """Make the collection hold exactly this document's current chunks (only what changed is written),
     then record the version that serves, with its chunks' BM25 term counts (``kb_assets.lib.lexical``).
 
@@ -106,10 +134,19 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     the published version; the document is ``published`` when that is its current file version (a
     migration run re-publishes a failed document's last good version and leaves it failed).
     """
-    if current(doc, "milvus_collection", version) and doc.status == "published" and \
-            doc.published_version == doc.version and doc.term_count is not None:
-        return {"written": 0, "deleted": 0, "kept": doc.chunk_count or 0, "entities": doc.chunk_count or 0,
-                "skipped": True}
+    if (
+        current(doc, "milvus_collection", version)
+        and doc.status == "published"
+        and doc.published_version == doc.version
+        and doc.term_count is not None
+    ):
+        return {
+            "written": 0,
+            "deleted": 0,
+            "kept": doc.chunk_count or 0,
+            "entities": doc.chunk_count or 0,
+            "skipped": True,
+        }
     chunks = lake.read("chunks", doc.document_id)
     if not chunks.height:
         raise DocumentFailed(f"{doc.source_path}: no chunk rows in the lake to publish")
@@ -119,17 +156,27 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
         # failed document's last good version): nothing to publish
         with catalog.connect() as conn:
             catalog.record_step(conn, doc.document_id, "milvus_collection", version)
-        return {"written": 0, "deleted": 0, "kept": 0, "entities": 0, "skipped": True,
-                "note": "its last good version is not in the lake: not carried over"}
+        return {
+            "written": 0,
+            "deleted": 0,
+            "kept": 0,
+            "entities": 0,
+            "skipped": True,
+            "note": "its last good version is not in the lake: not carried over",
+        }
     entities = chunk_entities(chunks, lake.read("embeddings", doc.document_id))
     counts = sync_document(client, collection, doc.document_id, entities)
     expect_entities(client, collection, doc, chunks.height)
     if also is not None:
         other, other_model = also
-        inputs = dict(zip(chunks["chunk_id"].to_list(), chunks["embedding_input"].to_list()))
-        written = sync_document(client, other, doc.document_id, [{k: v for k, v in e.items() if k != "dense"}
-                                                                  for e in entities],
-                                vectors=lambda todo: other_model.encode([inputs[e["chunk_id"]] for e in todo]))
+        inputs = dict(zip(chunks["chunk_id"].to_list(), chunks["embedding_input"].to_list(), strict=False))
+        written = sync_document(
+            client,
+            other,
+            doc.document_id,
+            [{k: v for k, v in e.items() if k != "dense"} for e in entities],
+            vectors=lambda todo: other_model.encode([inputs[e["chunk_id"]] for e in todo]),
+        )
         expect_entities(client, other, doc, chunks.height)
         counts["alsoWritten"] = written["written"]
     # durable before Postgres says so: Milvus Lite loses unflushed writes when it is killed, and a
@@ -141,9 +188,15 @@ def publish_document(doc: Document, catalog: Catalog, lake: Lake, client: Milvus
     counted = chunk_row_terms(chunks)
     with catalog.connect() as conn:
         catalog.replace_chunk_terms(conn, doc.document_id, counted)
-        catalog.update_document(conn, doc.document_id, chunk_count=chunks.height, published_version=serving,
-                                collection_name=also[0] if also else collection, last_run_id=run_id,
-                                **({"status": "published", "error": None, "failed_step": None} if published else {}))
+        catalog.update_document(
+            conn,
+            doc.document_id,
+            chunk_count=chunks.height,
+            published_version=serving,
+            collection_name=also[0] if also else collection,
+            last_run_id=run_id,
+            **({"status": "published", "error": None, "failed_step": None} if published else {}),
+        )
         catalog.record_step(conn, doc.document_id, "milvus_collection", version)
     return {**counts, "entities": chunks.height, "skipped": False, "terms_kept": len(counted)}
 
@@ -167,6 +220,5 @@ def publish_if_unpublished(client: MilvusClient, catalog: Catalog, alias: str, c
     if current is None:
         publish(client, alias, collection)
     with catalog.connect() as conn:
-        catalog.set_collection_state(conn, collection, "published",
-                                     entity_count=count_entities(client, collection))
+        catalog.set_collection_state(conn, collection, "published", entity_count=count_entities(client, collection))
     return collection

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-
 from pymilvus import MilvusClient
 
 from kb_assets.stores.catalog import Catalog, Document
+from kb_assets.stores.entities import count_entities, delete_document, document_filter
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.objects import ObjectStore
-from kb_assets.stores.vectors import (
-    collection_exists,
-    count_entities,
-    delete_document,
-    document_filter,
-)
+from kb_assets.stores.vectors import collection_exists
 
 
-def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: Lake, client: MilvusClient,
-                   collections: list[str]) -> dict:
+def purge_document(
+    doc: Document, catalog: Catalog, store: ObjectStore, lake: Lake, client: MilvusClient, collections: list[str]
+) -> dict:
     """Remove a deleted document from Milvus, the lake and the object store; keep a tombstone row.
     Returns what was removed."""
     removed = {}
@@ -30,16 +26,26 @@ def purge_document(doc: Document, catalog: Catalog, store: ObjectStore, lake: La
     shared = catalog.mark_deleted(doc.document_id, doc.object_key)
     if doc.object_key and not shared:
         store.delete(doc.object_key)
-    store.delete_prefix(f"pages/{doc.document_id}")      # page images and figure crops of every version
+    store.delete_prefix(f"pages/{doc.document_id}")  # page images and figure crops of every version
     store.delete_prefix(f"figures/{doc.document_id}")
-    return {"documentId": doc.document_id, "knowledgeBaseId": doc.knowledge_base_id, "sourcePath": doc.source_path,
-            "sourceUri": doc.source_uri, "entitiesRemoved": removed, "chunkRowsRemoved": rows,
-            "original": (f"kept (shared with another document): {doc.object_key}" if shared
-                         else f"deleted {doc.object_key}") if doc.object_key else "none stored"}
+    return {
+        "documentId": doc.document_id,
+        "knowledgeBaseId": doc.knowledge_base_id,
+        "sourcePath": doc.source_path,
+        "sourceUri": doc.source_uri,
+        "entitiesRemoved": removed,
+        "chunkRowsRemoved": rows,
+        "original": (
+            f"kept (shared with another document): {doc.object_key}" if shared else f"deleted {doc.object_key}"
+        )
+        if doc.object_key
+        else "none stored",
+    }
 
 
-def purge_documents(gone: list[Document], catalog: Catalog, store: ObjectStore, lake: Lake,
-                    client: MilvusClient) -> list[dict]:
+def purge_documents(
+    gone: list[Document], catalog: Catalog, store: ObjectStore, lake: Lake, client: MilvusClient
+) -> list[dict]:
     """Purge documents whose files are gone from every collection, the lake and the object store."""
     if not gone:
         return []

@@ -8,20 +8,26 @@ import mimetypes
 import tempfile
 from pathlib import Path, PurePosixPath
 
-
-from kb_assets.pipeline.page_images import has_page_images, page_image_key
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
+from kb_assets.pipeline.page_images import has_page_images, page_image_key
 from kb_assets.pipeline.planning import sha256_bytes
+from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again
+from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
 from kb_assets.stores.paths import source_path
-from kb_assets.pipeline.versions import after
-from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again
 
 
 # raw_files -----------------------------------------------------------------------------------
-def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_bytes: int, run_id: str,
-                   source_options: dict | None = None, version: str = "1") -> dict:
+def store_raw_file(
+    doc: Document,
+    catalog: Catalog,
+    store: ObjectStore,
+    max_bytes: int,
+    run_id: str,
+    source_options: dict | None = None,
+    version: str = "1",
+) -> dict:
     """Copy the source bytes (a local file or an s3:// object, read with ``source_options``) into the
     content-addressed object store and record their version."""
     try:
@@ -33,22 +39,32 @@ def store_raw_file(doc: Document, catalog: Catalog, store: ObjectStore, max_byte
     if not data:
         raise DocumentFailed(f"{doc.source_path}: empty file")
     if len(data) > max_bytes:
-        raise DocumentFailed(f"{doc.source_path}: {len(data)} bytes exceeds the {max_bytes}-byte limit "
-                             "(KB_PARSE_MAX_FILE_BYTES)")
+        raise DocumentFailed(
+            f"{doc.source_path}: {len(data)} bytes exceeds the {max_bytes}-byte limit (KB_PARSE_MAX_FILE_BYTES)"
+        )
     sha = sha256_bytes(data)
     suffix = PurePosixPath(doc.source_path).suffix
     key = store.put(ObjectStore.original_key(sha, suffix), data)
     mime = mimetypes.guess_type(doc.source_path)[0] or "application/octet-stream"
     with catalog.connect() as conn:
-        catalog.update_document(conn, doc.document_id, version=sha, object_key=key, size_bytes=len(data),
-                                mime=mime, last_run_id=run_id, **made_again(doc))
+        catalog.update_document(
+            conn,
+            doc.document_id,
+            version=sha,
+            object_key=key,
+            size_bytes=len(data),
+            mime=mime,
+            last_run_id=run_id,
+            **made_again(doc),
+        )
         catalog.record_step(conn, doc.document_id, "raw_files", version)
     return {"version": sha, "bytes": len(data), "skipped": False}
 
 
 # parsed_pages --------------------------------------------------------------------------------
-def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: ParseOptions, run_id: str,
-                version: str = "1") -> dict:
+def parse_pages(
+    doc: Document, catalog: Catalog, store: ObjectStore, options: ParseOptions, run_id: str, version: str = "1"
+) -> dict:
     """Parse the stored original into page records (text, blocks, parser, mode, label; summaries and
     keywords are ``pageindex_trees``' work) and store figure crops (PDF) in the object store:
     ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block). Pages of PDF
@@ -87,29 +103,52 @@ def parse_pages(doc: Document, catalog: Catalog, store: ObjectStore, options: Pa
                 record["image_key"] = store.put(key, block.image_png)
                 images += 1
             blocks.append(record)
-        pages.append({
-            "page_index": page.page_index, "page_label": page.label, "text": page.text, "blocks": blocks,
-            "parser": page.parser, "mode": page.mode, "image_key": image_key,
-            "width": page.width, "height": page.height,
-        })
+        pages.append(
+            {
+                "page_index": page.page_index,
+                "page_label": page.label,
+                "text": page.text,
+                "blocks": blocks,
+                "parser": page.parser,
+                "mode": page.mode,
+                "image_key": image_key,
+                "width": page.width,
+                "height": page.height,
+            }
+        )
     title = parsed.title or name
     unchanged = title == doc.title and same_pages(existing, pages, doc.version)
     with catalog.connect() as conn:
         if not unchanged:
             catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id, version)
-        catalog.update_document(conn, doc.document_id, title=title, mime=parsed.mime,
-                                source_kind=parsed.source_kind, page_count=len(pages), last_run_id=run_id,
-                                **made_again(doc))
-        catalog.record_step(conn, doc.document_id, "parsed_pages", version,
-                            invalidate=() if unchanged else after("parsed_pages"))
+        catalog.update_document(
+            conn,
+            doc.document_id,
+            title=title,
+            mime=parsed.mime,
+            source_kind=parsed.source_kind,
+            page_count=len(pages),
+            last_run_id=run_id,
+            **made_again(doc),
+        )
+        catalog.record_step(
+            conn, doc.document_id, "parsed_pages", version, invalidate=() if unchanged else after("parsed_pages")
+        )
     for old_version in {p["version"] for p in existing} - {doc.version}:
         store.delete_prefix(f"pages/{doc.document_id}/{old_version}")
         store.delete_prefix(f"figures/{doc.document_id}/{old_version}")
     modes: dict[str, int] = {}
     for page in pages:
         modes[page["mode"]] = modes.get(page["mode"], 0) + 1
-    return {"pages": len(pages), "skipped": False, "unchanged": unchanged, "mode": pages[0]["mode"], "modes": modes,
-            "images": images, "warnings": parsed.warnings[:20]}
+    return {
+        "pages": len(pages),
+        "skipped": False,
+        "unchanged": unchanged,
+        "mode": pages[0]["mode"],
+        "modes": modes,
+        "images": images,
+        "warnings": parsed.warnings[:20],
+    }
 
 
 PAGE_FIELDS = ("page_index", "page_label", "text", "blocks", "parser", "mode", "image_key")
@@ -120,7 +159,7 @@ def same_pages(stored: list[dict], pages: list[dict], version: str) -> bool:
     the JSON they are stored as)."""
     if len(stored) != len(pages) or any(p["version"] != version for p in stored):
         return False
-    for old, new in zip(stored, pages):
+    for old, new in zip(stored, pages, strict=False):
         new = {**new, "blocks": json.loads(json.dumps(new["blocks"], ensure_ascii=False))}
         if any(old.get(name) != new.get(name) for name in PAGE_FIELDS):
             return False

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
-
+from kb_assets.lib.text import sha256_text
+from kb_assets.pipeline.steps.common import current
+from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
-from kb_assets.pipeline.versions import after
 from kb_assets.structure.outline import read_outline
 from kb_assets.structure.pageindex import build_document_tree
 from kb_assets.structure.summaries import (
@@ -14,13 +14,17 @@ from kb_assets.structure.summaries import (
     PageSummarizer,
     summarize_document,
 )
-from kb_assets.lib.text import sha256_text
-from kb_assets.pipeline.steps.common import current
 
 
 # pageindex_trees -----------------------------------------------------------------------------
-def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectStore | None = None,
-                    summarizer: PageSummarizer | None = None, version: str = "1") -> dict:
+def build_pageindex(
+    doc: Document,
+    catalog: Catalog,
+    run_id: str,
+    store: ObjectStore | None = None,
+    summarizer: PageSummarizer | None = None,
+    version: str = "1",
+) -> dict:
     """The document's PageIndex tree, its page summaries/keywords and its table-of-contents pages.
 
     The tree comes from the PDF outline of the stored original (``store``) when it has one, else from
@@ -36,7 +40,7 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
     summarizers = [RULES_SUMMARIZER] + ([summarizer.summarizer_id] if summarizer is not None else [])
     cached = catalog.cached_summaries([sha256_text(p["text"]) for p in pages], summarizers)
     summaries = summarize_document(pages, cached, title, summarizer)
-    for page, summary in zip(pages, summaries.pages):
+    for page, summary in zip(pages, summaries.pages, strict=False):
         page.update(summary=summary["summary"], keywords=summary["keywords"])
     tree = build_document_tree(title, pages, pdf_outline(doc, store))
     navigation = set(tree.navigation_pages)
@@ -44,22 +48,37 @@ def build_pageindex(doc: Document, catalog: Catalog, run_id: str, store: ObjectS
     same_structure = navigation == toc_before and tree_shape(nodes, doc.version) == tree_shape(tree.nodes, doc.version)
     with catalog.connect() as conn:
         catalog.store_summaries(conn, summaries.new_cache)
-        catalog.update_page_structure(conn, doc.document_id,
-                                      [{**s, "is_toc": s["page_index"] in navigation} for s in summaries.pages])
+        catalog.update_page_structure(
+            conn, doc.document_id, [{**s, "is_toc": s["page_index"] in navigation} for s in summaries.pages]
+        )
         catalog.replace_nodes(conn, doc.document_id, doc.version, tree.nodes, run_id, version)
-        catalog.record_step(conn, doc.document_id, "pageindex_trees", version,
-                            invalidate=() if same_structure else after("pageindex_trees"))
-    return {"nodes": len(tree.nodes), "depth": max(n["depth"] for n in tree.nodes), "source": tree.source,
-            "toc_pages": len(navigation), "summaries_computed": sum(map(len, summaries.new_cache.values())),
-            "warnings": summaries.warnings, "skipped": False, "unchanged": same_structure}
+        catalog.record_step(
+            conn,
+            doc.document_id,
+            "pageindex_trees",
+            version,
+            invalidate=() if same_structure else after("pageindex_trees"),
+        )
+    return {
+        "nodes": len(tree.nodes),
+        "depth": max(n["depth"] for n in tree.nodes),
+        "source": tree.source,
+        "toc_pages": len(navigation),
+        "summaries_computed": sum(map(len, summaries.new_cache.values())),
+        "warnings": summaries.warnings,
+        "skipped": False,
+        "unchanged": same_structure,
+    }
 
 
 def tree_shape(nodes: list[dict], version: str) -> list[tuple] | None:
     """What chunking reads of a tree (None for a tree of another file version)."""
     if any(n.get("version", version) != version for n in nodes):
         return None
-    return sorted((n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"], n["start_page"], n["end_page"])
-                  for n in nodes)
+    return sorted(
+        (n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"], n["start_page"], n["end_page"])
+        for n in nodes
+    )
 
 
 def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:

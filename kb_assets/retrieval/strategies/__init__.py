@@ -16,8 +16,9 @@ imported on first use, so settings and the command line can name strategies with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any
 
 from kb_assets.retrieval.request import SearchRequest, SearchResponse
 

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.query import Query, query_terms
-from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
+from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.stores.vectors import pages_filter
 
@@ -47,16 +47,22 @@ if TYPE_CHECKING:
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     started = time.perf_counter()
-    locating = searcher.pool.submit(searcher.catalog.locate_pages, query_terms(request.query), request.query,
-                                    request.knowledge_base_ids, searcher.config.pageindex_pages)
+    locating = searcher.pool.submit(
+        searcher.catalog.locate_pages,
+        query_terms(request.query),
+        request.query,
+        request.knowledge_base_ids,
+        searcher.config.pageindex_pages,
+    )
     query = searcher.prepare(request, response)
     found = searcher.fan_out(request, query)
     try:
         located = locating.result()
     except Exception as error:
         located = []
-        response.warnings.append(f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); "
-                                 "ranked by chunks only")
+        response.warnings.append(
+            f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
+        )
     response.timings_ms["locate"] = elapsed_ms(started)
     if located:
         ranges: dict[str, list[tuple[int, int]]] = {}
@@ -69,8 +75,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     config = searcher.config
     if config.rerank_coverage or config.rerank_proximity:
-        rerank(rows, question_words(request.query, query.translations), config.rerank_coverage,
-               config.rerank_proximity)
+        rerank(rows, question_words(request.query, query.translations), config.rerank_coverage, config.rerank_proximity)
     locate_score = {(p["document_id"], p["page_index"]): p["score"] for p in located}
     by_page: dict[tuple[str, int], list[dict]] = {}
     for row in sorted(rows, key=rerank_key):
@@ -81,18 +86,24 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
         add_page_coverage(searcher, response, terms, by_page, relevance)
     toc = searcher.page_facts(list(by_page), response)
-    return assemble(by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")},
-                    searcher.config.chunks_per_page)[: request.limit]
+    return assemble(
+        by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")}, searcher.config.chunks_per_page
+    )[: request.limit]
 
 
-def add_page_coverage(searcher: Searcher, response: SearchResponse, terms: list,
-                      by_page: dict[tuple[str, int], list[dict]], relevance: dict[tuple[str, int], float]) -> None:
+def add_page_coverage(
+    searcher: Searcher,
+    response: SearchResponse,
+    terms: list,
+    by_page: dict[tuple[str, int], list[dict]],
+    relevance: dict[tuple[str, int], float],
+) -> None:
     """Add ``page_coverage`` x the page's ``pageCoverage`` to the relevance of the ``page_coverage_pages``
     best pages (in place): the weighted share of the question's terms that the page's best context window
     holds, terms weighted by their rarity among those pages (``context.py``)."""
     started = time.perf_counter()
     config = searcher.config
-    head = sorted(relevance, key=lambda key: -relevance[key])[:config.page_coverage_pages]
+    head = sorted(relevance, key=lambda key: -relevance[key])[: config.page_coverage_pages]
     texts = {key: fact.get("text") or "" for key, fact in searcher.page_facts(head, response, with_text=True).items()}
     found = {key: occurrences(terms, text) for key, text in texts.items()}
     weights = rarity(list(found.values()))
@@ -111,8 +122,12 @@ def locate_weight(config: SearchConfig, query: Query) -> float:
     return config.locate_weight + (config.locate_weight_read - config.locate_weight) * share
 
 
-def assemble(by_page: dict[tuple[str, int], list[dict]], relevance: dict[tuple[str, int], float],
-             toc: set[tuple[str, int]], chunks_per_page: int) -> list[dict]:
+def assemble(
+    by_page: dict[tuple[str, int], list[dict]],
+    relevance: dict[tuple[str, int], float],
+    toc: set[tuple[str, int]],
+    chunks_per_page: int,
+) -> list[dict]:
     """Results from each page's chunks (best first): its best chunk at the page's relevance, up to
     ``chunks_per_page`` - 1 more, none next to one taken, at their own scores; table-of-contents pages last."""
     items = []

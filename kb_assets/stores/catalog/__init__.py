@@ -3,7 +3,8 @@
 - ``connection.py``: the connections (a transaction per write, a read-only pool for the service) and
   the schema (``sql/schema.sql``, applied idempotently on first use);
 - ``writes.py``: registrations, updates, pages, nodes, the summary cache, collections, tombstones;
-- ``reads.py``: plain reads, and the pooled, statement-timeout-bounded queries of the retrieval service;
+- ``reads.py``: plain reads; ``search_reads.py``: the pooled, statement-timeout-bounded queries of the
+  retrieval service;
 - ``records.py``: the document row;
 - ``locks.py``: advisory locks that serialize writers of one document, and registrations.
 
@@ -16,10 +17,11 @@ from kb_assets.stores.catalog.connection import SCHEMA_FILE
 from kb_assets.stores.catalog.locks import CatalogLocks
 from kb_assets.stores.catalog.reads import CatalogReads
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
+from kb_assets.stores.catalog.search_reads import CatalogSearchReads
 from kb_assets.stores.catalog.writes import CatalogWrites
 
 __all__ = ["Catalog", "Document", "DOCUMENT_COLUMNS", "SCHEMA_FILE"]
 
 
-class Catalog(CatalogWrites, CatalogReads, CatalogLocks):
+class Catalog(CatalogWrites, CatalogReads, CatalogSearchReads, CatalogLocks):
     """Connections and queries of the Postgres source of record: ``Catalog(dsn, statement_timeout_ms)``."""

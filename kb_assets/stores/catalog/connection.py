@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import psycopg2
 
@@ -18,9 +18,8 @@ from kb_assets.lib.urls import libpq_url
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
 
 
-CONNECT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)   # a Postgres restart is waited out for ~8 s, then the error stands
-_RETRY_DELAYS: contextvars.ContextVar[tuple[float, ...]] = contextvars.ContextVar("catalog_connect_retries",
-                                                                                  default=())
+CONNECT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)  # a Postgres restart is waited out for ~8 s, then the error stands
+_RETRY_DELAYS: contextvars.ContextVar[tuple[float, ...]] = contextvars.ContextVar("catalog_connect_retries", default=())
 
 
 @contextmanager
@@ -86,8 +85,12 @@ class CatalogConnection:
             if getattr(self, "_pool", None) is None:
                 # psycopg2 keeps at most ``minconn`` idle connections: 4 stay open, up to 32 in use at once
                 self._pool = psycopg2.pool.ThreadedConnectionPool(
-                    4, 32, self.dsn, connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
-                    options=f"-c statement_timeout={self.statement_timeout_ms}")
+                    4,
+                    32,
+                    self.dsn,
+                    connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
+                    options=f"-c statement_timeout={self.statement_timeout_ms}",
+                )
         conn = self._pool.getconn()
         for _ in range(8):  # idle connections of a server that restarted are dead: drop them, take others
             try:

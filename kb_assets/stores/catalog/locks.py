@@ -11,14 +11,14 @@ long as the other writer's step); closing the connection releases the lock, also
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from kb_assets.stores.catalog.connection import CatalogConnection, connect_with_retries
 
-DOCUMENT_LOCKS = 0x6B620001      # first key of a document's lock (the second: a hash of its id)
+DOCUMENT_LOCKS = 0x6B620001  # first key of a document's lock (the second: a hash of its id)
 REGISTRATION_LOCK = 0x6B620002
-INGEST_LOCKS = 0x6B620003        # first key of a knowledge base's ingest lock
+INGEST_LOCKS = 0x6B620003  # first key of a knowledge base's ingest lock
 
 
 def lock_key(name: str) -> int:

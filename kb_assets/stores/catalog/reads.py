@@ -13,15 +13,17 @@ import psycopg2.extras
 from kb_assets.stores.catalog.connection import CatalogConnection
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
 
-MAX_PAGE_CHARS = 200_000    # a page's text as the service answers it is cut here (``truncated``)
+MAX_PAGE_CHARS = 200_000  # a page's text as the service answers it is cut here (``truncated``)
 
 
 class CatalogReads(CatalogConnection):
     # documents -------------------------------------------------------------------------------
     def get_documents(self, document_ids: list[str]) -> dict[str, Document]:
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE document_id = ANY(%s)",
-                        (list(document_ids),))
+            cur.execute(
+                f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE document_id = ANY(%s)",
+                (list(document_ids),),
+            )
             return {row[0]: Document(*row) for row in cur.fetchall()}
 
     def get_document(self, document_id: str) -> Document | None:
@@ -42,8 +44,9 @@ class CatalogReads(CatalogConnection):
     def documents_by_partition_keys(self, keys: list[str]) -> dict[str, Document]:
         """Documents by their partition key."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE partition_key = ANY(%s)",
-                        (list(keys),))
+            cur.execute(
+                f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE partition_key = ANY(%s)", (list(keys),)
+            )
             return {doc.partition_key: doc for doc in (Document(*row) for row in cur.fetchall())}
 
     def taken_partition_keys(self, keys: list[str]) -> set[str]:
@@ -55,16 +58,20 @@ class CatalogReads(CatalogConnection):
     def source_roots(self, knowledge_base_id: str) -> list[str]:
         """The source roots a knowledge base has documents from (deleted ones included: they are its history)."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT DISTINCT source_root FROM documents WHERE knowledge_base_id = %s ORDER BY 1",
-                        (knowledge_base_id,))
+            cur.execute(
+                "SELECT DISTINCT source_root FROM documents WHERE knowledge_base_id = %s ORDER BY 1",
+                (knowledge_base_id,),
+            )
             return [row[0] for row in cur.fetchall()]
 
     def root_summary(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
         """Per knowledge base and root: how many documents by status."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT knowledge_base_id, source_root, status, count(*) FROM documents "
-                        "WHERE %s::text[] IS NULL OR knowledge_base_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-                        (knowledge_base_ids, knowledge_base_ids))
+            cur.execute(
+                "SELECT knowledge_base_id, source_root, status, count(*) FROM documents "
+                "WHERE %s::text[] IS NULL OR knowledge_base_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                (knowledge_base_ids, knowledge_base_ids),
+            )
             out: dict[tuple[str, str], dict] = {}
             for kb, root, status, count in cur.fetchall():
                 row = out.setdefault((kb, root), {"knowledgeBaseId": kb, "sourceRoot": root, "documents": {}})
@@ -74,34 +81,43 @@ class CatalogReads(CatalogConnection):
     def document_ids_under(self, knowledge_base_id: str, source_root: str) -> dict[str, str]:
         """Source path -> document id of every document registered under a root."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT source_path, document_id FROM documents WHERE knowledge_base_id = %s "
-                        "AND source_root = %s", (knowledge_base_id, source_root))
+            cur.execute(
+                "SELECT source_path, document_id FROM documents WHERE knowledge_base_id = %s AND source_root = %s",
+                (knowledge_base_id, source_root),
+            )
             return dict(cur.fetchall())
 
     def source_etags(self, document_ids: list[str]) -> dict[str, tuple[str, str]]:
         """(ETag, version) last seen for the s3:// sources of these documents."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT document_id, etag, version FROM source_etags WHERE document_id = ANY(%s)",
-                        (list(document_ids),))
+            cur.execute(
+                "SELECT document_id, etag, version FROM source_etags WHERE document_id = ANY(%s)", (list(document_ids),)
+            )
             return {row[0]: (row[1], row[2]) for row in cur.fetchall()}
 
     def list_documents(self, knowledge_base_ids: list[str] | None = None) -> list[Document]:
         with self.connect() as conn, conn.cursor() as cur:
             if knowledge_base_ids:
-                cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                            "WHERE knowledge_base_id = ANY(%s) ORDER BY knowledge_base_id, source_path",
-                            (list(knowledge_base_ids),))
+                cur.execute(
+                    f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                    "WHERE knowledge_base_id = ANY(%s) ORDER BY knowledge_base_id, source_path",
+                    (list(knowledge_base_ids),),
+                )
             else:
-                cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                            "ORDER BY knowledge_base_id, source_path")
+                cur.execute(
+                    f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents ORDER BY knowledge_base_id, source_path"
+                )
             return [Document(*row) for row in cur.fetchall()]
 
     def documents_of_run(self, run_id: str) -> list[Document]:
         """Documents that are pending or that this run wrote last (a hash bucket's run: its changed
         documents), by id."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                        "WHERE status = 'pending' OR last_run_id = %s ORDER BY document_id", (run_id,))
+            cur.execute(
+                f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
+                "WHERE status = 'pending' OR last_run_id = %s ORDER BY document_id",
+                (run_id,),
+            )
             return [Document(*row) for row in cur.fetchall()]
 
     # pages, PageIndex nodes, summaries -------------------------------------------------------
@@ -133,9 +149,11 @@ class CatalogReads(CatalogConnection):
         """The document whose published version holds the chunk (``chunk_terms``, by its primary key), when
         it is in one of these knowledge bases (None: any); else None."""
         with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT c.document_id FROM chunk_terms c JOIN documents d USING (document_id) "
-                        "WHERE c.chunk_id = %s AND (%s::text[] IS NULL OR d.knowledge_base_id = ANY(%s::text[]))",
-                        (chunk_id, knowledge_base_ids, knowledge_base_ids))
+            cur.execute(
+                "SELECT c.document_id FROM chunk_terms c JOIN documents d USING (document_id) "
+                "WHERE c.chunk_id = %s AND (%s::text[] IS NULL OR d.knowledge_base_id = ANY(%s::text[]))",
+                (chunk_id, knowledge_base_ids, knowledge_base_ids),
+            )
             row = cur.fetchone()
             return row[0] if row else None
 
@@ -170,8 +188,11 @@ class CatalogReads(CatalogConnection):
         if not text_shas or not summarizers:
             return out
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT summarizer, text_sha, summary FROM page_summaries "
-                        "WHERE text_sha = ANY(%s) AND summarizer = ANY(%s)", (list(set(text_shas)), summarizers))
+            cur.execute(
+                "SELECT summarizer, text_sha, summary FROM page_summaries "
+                "WHERE text_sha = ANY(%s) AND summarizer = ANY(%s)",
+                (list(set(text_shas)), summarizers),
+            )
             for summarizer, sha, summary in cur.fetchall():
                 out[summarizer][sha] = summary
         return out
@@ -181,8 +202,10 @@ class CatalogReads(CatalogConnection):
         if not request_shas:
             return {}
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT request_sha, context FROM chunk_contexts "
-                        "WHERE request_sha = ANY(%s) AND contextualizer = %s", (list(set(request_shas)), contextualizer))
+            cur.execute(
+                "SELECT request_sha, context FROM chunk_contexts WHERE request_sha = ANY(%s) AND contextualizer = %s",
+                (list(set(request_shas)), contextualizer),
+            )
             return dict(cur.fetchall())
 
     # collection versions ---------------------------------------------------------------------
@@ -204,165 +227,3 @@ class CatalogReads(CatalogConnection):
                 cur.execute(f'SELECT count(*), pg_total_relation_size(%s) FROM "{table}"', (table,))
                 sizes[table] = tuple(cur.fetchone())
             return sizes
-
-    # retrieval (read-only, pooled connections) -------------------------------------------------
-    def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
-        """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
-
-        Ties go to pages whose summary holds more of the terms, then document order; table-of-contents
-        pages (``pages.is_toc``) come after the others. Postgres full-text search has no
-        Chinese parser and pg_trgm ignores CJK characters under the C locale, so this is a scan with
-        ILIKE: fine for a fallback (~554 pages, a few ms), not for a primary search path.
-        """
-        if not terms:
-            return []
-        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute(
-                f"""
-                WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern)
-                SELECT * FROM (
-                    SELECT p.document_id, d.knowledge_base_id, d.title AS document_title, d.source_uri,
-                           p.page_index, p.page_label, p.summary, p.text, p.image_key, p.is_toc,
-                           (SELECT count(*) FROM terms WHERE p.text ILIKE terms.pattern) AS matched_terms,
-                           (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern) AS summary_terms
-                    FROM pages p JOIN documents d USING (document_id)
-                    WHERE d.status = 'published' {kb_filter}
-                ) ranked
-                WHERE matched_terms > 0
-                ORDER BY is_toc, matched_terms DESC, summary_terms DESC, document_id, page_index
-                LIMIT %(limit)s
-                """,
-                {"patterns": [like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
-            )
-            return [dict(row) for row in cur.fetchall()]
-
-    def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
-        """What search may serve of these documents: ``published_version`` (None: nothing), and the
-        current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves),
-        and ``term_count`` (None: no BM25 statistics kept for what serves)."""
-        if not document_ids:
-            return {}
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute("SELECT document_id, published_version, version, status, error, term_count FROM documents "
-                        "WHERE document_id = ANY(%s)", (list(set(document_ids)),))
-            return {row["document_id"]: dict(row) for row in cur.fetchall()}
-
-    def term_statistics(self, terms: list[str],
-                        knowledge_base_ids: list[str]) -> dict[str, tuple[int, int, dict[str, int]]]:
-        """BM25 statistics of what serves in each knowledge base: (chunks, their total length in terms,
-        term -> chunks holding it) for the asked ``terms`` (a term held by none is left out)."""
-        if not knowledge_base_ids:
-            return {}
-        with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT knowledge_base_id, sum(chunk_count), sum(term_count) FROM documents "
-                        "WHERE knowledge_base_id = ANY(%s) AND published_version IS NOT NULL "
-                        "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id",
-                        (list(knowledge_base_ids),))
-            out = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()}
-            if terms:
-                cur.execute("SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "
-                            "JOIN documents d USING (document_id) WHERE t.term = ANY(%s) "
-                            "AND d.knowledge_base_id = ANY(%s) GROUP BY d.knowledge_base_id, t.term",
-                            (list(terms), list(knowledge_base_ids)))
-                for kb, term, chunks in cur.fetchall():
-                    if kb in out:
-                        out[kb][2][term] = int(chunks)
-            return out
-
-    def chunk_term_counts(self, chunk_ids: list[str], terms: list[str]) -> dict[str, tuple[int, dict[str, int]]]:
-        """(length in terms, term -> occurrences) of the chunks that hold any of ``terms`` (the others are
-        left out)."""
-        if not chunk_ids or not terms:
-            return {}
-        with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT c.chunk_id, t.term, t.tf, c.chunk_length FROM chunk_terms c, "
-                        "unnest(c.terms, c.counts) AS t(term, tf) WHERE c.chunk_id = ANY(%s) AND t.term = ANY(%s)",
-                        (list(chunk_ids), list(terms)))
-            out: dict[str, tuple[int, dict[str, int]]] = {}
-            for chunk_id, term, tf, length in cur.fetchall():
-                out.setdefault(chunk_id, (length, {}))[1][term] = tf
-            return out
-
-    def kept_term_chunks(self, document_id: str) -> set[str]:
-        """The chunks of a document whose BM25 term counts are kept (``chunk_terms``)."""
-        with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT chunk_id FROM chunk_terms WHERE document_id = %s", (document_id,))
-            return {row[0] for row in cur.fetchall()}
-
-    def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
-        """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)
-        pairs, for search results."""
-        if not pages:
-            return {}
-        with self.reader() as conn, conn.cursor() as cur:
-            cur.execute(
-                f"SELECT p.document_id, p.page_index, p.is_toc, p.image_key, {'p.text' if with_text else 'NULL'} "
-                "FROM pages p JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) "
-                "USING (document_id, page_index)",
-                ([d for d, _ in pages], [i for _, i in pages]),
-            )
-            return {(d, i): {"is_toc": toc, "image_key": key, **({"text": text} if with_text else {})}
-                    for d, i, toc, key, text in cur.fetchall()}
-
-    def locate_pages(self, terms: list[str], query: str, knowledge_base_ids: list[str] | None,
-                     limit: int) -> list[dict]:
-        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
-
-        A PageIndex node (not the root) scores by the share of the query's terms in its title
-        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
-        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
-        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
-        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count.
-        """
-        if not terms:
-            return []
-        patterns = [like_pattern(t) for t in terms]
-        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-        sql = f"""
-            WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
-            docs AS (
-                SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
-            ),
-            nodes AS (
-                SELECT n.document_id, n.start_page, n.end_page,
-                       (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
-                       + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
-                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
-                         AS score
-                FROM pageindex_nodes n JOIN docs USING (document_id)
-                WHERE n.depth > 0
-            ),
-            node_pages AS (
-                SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
-                FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
-                WHERE score > 0
-                GROUP BY document_id, page_index
-            ),
-            summary_pages AS (
-                SELECT p.document_id, p.page_index,
-                       0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
-                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
-                         AS score
-                FROM pages p JOIN docs USING (document_id)
-            )
-            SELECT p.document_id, p.page_index,
-                   coalesce(np.score, 0) + coalesce(sp.score, 0) AS score
-            FROM pages p
-            JOIN docs USING (document_id)
-            LEFT JOIN node_pages np ON np.document_id = p.document_id AND np.page_index = p.page_index
-            LEFT JOIN summary_pages sp ON sp.document_id = p.document_id AND sp.page_index = p.page_index
-            WHERE coalesce(np.score, 0) + coalesce(sp.score, 0) > 0 AND NOT p.is_toc
-            ORDER BY score DESC, p.document_id, p.page_index
-            LIMIT %(limit)s
-        """
-        params = {"patterns": patterns, "terms": terms, "n": len(terms), "exact": like_pattern(" ".join(query.split())),
-                  "kbs": list(knowledge_base_ids or []), "limit": limit}
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute(sql, params)
-            return [dict(row) for row in cur.fetchall()]
-
-
-def like_pattern(term: str) -> str:
-    """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
-    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -5,10 +5,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DOCUMENT_COLUMNS = (
-    "document_id", "knowledge_base_id", "source_path", "source_uri", "title", "version", "size_bytes",
-    "mime", "source_kind", "object_key", "status", "error", "page_count", "chunk_count",
-    "published_version", "collection_name", "last_run_id", "updated_at", "step_versions", "failed_step",
-    "term_count", "source_root", "partition_key",
+    "document_id",
+    "knowledge_base_id",
+    "source_path",
+    "source_uri",
+    "title",
+    "version",
+    "size_bytes",
+    "mime",
+    "source_kind",
+    "object_key",
+    "status",
+    "error",
+    "page_count",
+    "chunk_count",
+    "published_version",
+    "collection_name",
+    "last_run_id",
+    "updated_at",
+    "step_versions",
+    "failed_step",
+    "term_count",
+    "source_root",
+    "partition_key",
 )
 
 
@@ -32,11 +51,11 @@ class Document:
     collection_name: str | None
     last_run_id: str | None
     updated_at: object = None
-    step_versions: dict | None = None    # step -> version of its current output (kb_assets.pipeline.versions)
-    failed_step: str | None = None       # "step@version" a failed document failed at
-    term_count: int | None = None        # its published chunks' length in BM25 terms; None: no statistics kept
-    source_root: str = ""                # the canonical folder or s3:// prefix its source_path is relative to
-    partition_key: str | None = None     # its readable Dagster partition key (kb_assets.keys)
+    step_versions: dict | None = None  # step -> version of its current output (kb_assets.pipeline.versions)
+    failed_step: str | None = None  # "step@version" a failed document failed at
+    term_count: int | None = None  # its published chunks' length in BM25 terms; None: no statistics kept
+    source_root: str = ""  # the canonical folder or s3:// prefix its source_path is relative to
+    partition_key: str | None = None  # its readable Dagster partition key (kb_assets.keys)
 
     @property
     def serves_last_good_version(self) -> bool:

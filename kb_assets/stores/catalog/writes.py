@@ -17,16 +17,25 @@ import psycopg2.extras
 from kb_assets.stores.catalog.connection import CatalogConnection
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
 
-
-MAX_TERM_CHARS = 200     # longer terms are not kept (a btree key holds at most ~2,700 bytes)
-READ_PAGES = ("pageindex_trees", "chunks", "embeddings", "milvus_collection")   # the steps after parsed_pages
+MAX_TERM_CHARS = 200  # longer terms are not kept (a btree key holds at most ~2,700 bytes)
+READ_PAGES = ("pageindex_trees", "chunks", "embeddings", "milvus_collection")  # the steps after parsed_pages
 
 
 class CatalogWrites(CatalogConnection):
     # documents -------------------------------------------------------------------------------
-    def register_document(self, conn, *, document_id: str, knowledge_base_id: str, source_root: str,
-                          source_path: str, source_uri: str, version: str, size_bytes: int,
-                          partition_key: str | None = None) -> None:
+    def register_document(
+        self,
+        conn,
+        *,
+        document_id: str,
+        knowledge_base_id: str,
+        source_root: str,
+        source_path: str,
+        source_uri: str,
+        version: str,
+        size_bytes: int,
+        partition_key: str | None = None,
+    ) -> None:
         """Insert or update a document's registration; a new version makes it pending again (a failed
         document of the same version stays failed: the planner decides whether it is retried). A
         document's id, root and partition key never change here (``relocate_root`` moves a root)."""
@@ -52,17 +61,27 @@ class CatalogWrites(CatalogConnection):
                     version = EXCLUDED.version,
                     updated_at = now()
                 """,
-                (document_id, knowledge_base_id, source_root, source_path, source_uri, version, size_bytes,
-                 partition_key),
+                (
+                    document_id,
+                    knowledge_base_id,
+                    source_root,
+                    source_path,
+                    source_uri,
+                    version,
+                    size_bytes,
+                    partition_key,
+                ),
             )
 
     def set_partition_keys(self, conn, keys: dict[str, str]) -> None:
         """Give documents that have none their partition key (document id -> key)."""
         with conn.cursor() as cur:
             psycopg2.extras.execute_values(
-                cur, "UPDATE documents SET partition_key = v.key FROM (VALUES %s) AS v (id, key) "
-                     "WHERE documents.document_id = v.id AND documents.partition_key IS NULL",
-                list(keys.items()))
+                cur,
+                "UPDATE documents SET partition_key = v.key FROM (VALUES %s) AS v (id, key) "
+                "WHERE documents.document_id = v.id AND documents.partition_key IS NULL",
+                list(keys.items()),
+            )
 
     def relocate_root(self, knowledge_base_id: str, old_root: str, new_root: str) -> int:
         """Move every document of a root to another root (the files moved): ids, versions, partition keys
@@ -70,15 +89,20 @@ class CatalogWrites(CatalogConnection):
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
                 "UPDATE documents SET source_root = %s, source_uri = %s || '/' || source_path, updated_at = now() "
-                "WHERE knowledge_base_id = %s AND source_root = %s", (new_root, new_root, knowledge_base_id, old_root))
+                "WHERE knowledge_base_id = %s AND source_root = %s",
+                (new_root, new_root, knowledge_base_id, old_root),
+            )
             return cur.rowcount
 
     def record_source_etag(self, conn, document_id: str, etag: str, version: str) -> None:
         """Remember that the s3:// object of a document had this ETag when its bytes hashed to ``version``."""
         with conn.cursor() as cur:
-            cur.execute("INSERT INTO source_etags (document_id, etag, version) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag, version = EXCLUDED.version, "
-                        "updated_at = now()", (document_id, etag, version))
+            cur.execute(
+                "INSERT INTO source_etags (document_id, etag, version) VALUES (%s, %s, %s) "
+                "ON CONFLICT (document_id) DO UPDATE SET etag = EXCLUDED.etag, version = EXCLUDED.version, "
+                "updated_at = now()",
+                (document_id, etag, version),
+            )
 
     def update_document(self, conn, document_id: str, **fields) -> None:
         unknown = set(fields) - set(DOCUMENT_COLUMNS)
@@ -86,19 +110,24 @@ class CatalogWrites(CatalogConnection):
             raise ValueError(f"unknown document columns: {sorted(unknown)}")
         assignments = ", ".join(f"{name} = %s" for name in fields)
         with conn.cursor() as cur:
-            cur.execute(f"UPDATE documents SET {assignments}, updated_at = now() WHERE document_id = %s",
-                        (*fields.values(), document_id))
+            cur.execute(
+                f"UPDATE documents SET {assignments}, updated_at = now() WHERE document_id = %s",
+                (*fields.values(), document_id),
+            )
 
-    def mark_failed(self, document_id: str, reason: str, run_id: str | None = None,
-                    failed_step: str | None = None) -> None:
+    def mark_failed(
+        self, document_id: str, reason: str, run_id: str | None = None, failed_step: str | None = None
+    ) -> None:
         """Mark a document failed with the reason, the run and the step it failed at ("step@version").
 
         A document that never published keeps nothing of what failed: its pages and PageIndex nodes are
         removed in the same transaction. They must then be made again, so a failure at a step that reads
         them is recorded at ``parsed_pages`` (where its retry starts; the reason says where it failed)."""
         with self.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT published_version, step_versions FROM documents WHERE document_id = %s FOR UPDATE",
-                        (document_id,))
+            cur.execute(
+                "SELECT published_version, step_versions FROM documents WHERE document_id = %s FOR UPDATE",
+                (document_id,),
+            )
             row = cur.fetchone()
             removed = {}
             if row is not None and row[0] is None:
@@ -109,8 +138,9 @@ class CatalogWrites(CatalogConnection):
                         failed_step = f"parsed_pages@{(row[1] or {}).get('parsed_pages', '')}"
                     self.record_step(conn, document_id, "parsed_pages", "", invalidate=("pageindex_trees",))
                     removed = {"page_count": None}
-            self.update_document(conn, document_id, status="failed", error=reason, last_run_id=run_id,
-                                 failed_step=failed_step, **removed)
+            self.update_document(
+                conn, document_id, status="failed", error=reason, last_run_id=run_id, failed_step=failed_step, **removed
+            )
 
     def mark_deleted(self, document_id: str, object_key: str | None) -> bool:
         """Tombstone a deleted document (its pages and tree removed); True when another live document
@@ -120,12 +150,22 @@ class CatalogWrites(CatalogConnection):
             cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
-            cur.execute("SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s "
-                        "AND status <> 'deleted'", (object_key, document_id))
+            cur.execute(
+                "SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s AND status <> 'deleted'",
+                (object_key, document_id),
+            )
             shared = cur.fetchone()[0] > 0
             cur.execute("UPDATE documents SET step_versions = '{}'::jsonb WHERE document_id = %s", (document_id,))
-            self.update_document(conn, document_id, status="deleted", error=None, chunk_count=0,
-                                 published_version=None, failed_step=None, term_count=None)
+            self.update_document(
+                conn,
+                document_id,
+                status="deleted",
+                error=None,
+                chunk_count=0,
+                published_version=None,
+                failed_step=None,
+                term_count=None,
+            )
         return shared
 
     def record_step(self, conn, document_id: str, step: str, version: str, invalidate: tuple[str, ...] = ()) -> None:
@@ -134,13 +174,16 @@ class CatalogWrites(CatalogConnection):
         they run again. A missing entry is an output made before versions were recorded."""
         stale = list(invalidate)
         with conn.cursor() as cur:
-            cur.execute("UPDATE documents SET step_versions = step_versions || jsonb_object(%s::text[], %s::text[]) "
-                        "|| jsonb_build_object(%s::text, %s::text) WHERE document_id = %s",
-                        (stale, [""] * len(stale), step, version, document_id))
+            cur.execute(
+                "UPDATE documents SET step_versions = step_versions || jsonb_object(%s::text[], %s::text[]) "
+                "|| jsonb_build_object(%s::text, %s::text) WHERE document_id = %s",
+                (stale, [""] * len(stale), step, version, document_id),
+            )
 
     # pages -----------------------------------------------------------------------------------
-    def replace_pages(self, conn, document_id: str, version: str, pages: list[dict], run_id: str,
-                      pipeline_version: str = "1") -> None:
+    def replace_pages(
+        self, conn, document_id: str, version: str, pages: list[dict], run_id: str, pipeline_version: str = "1"
+    ) -> None:
         """Replace a document's pages (one transaction with the caller's other writes)."""
         with conn.cursor() as cur:
             cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
@@ -148,10 +191,26 @@ class CatalogWrites(CatalogConnection):
                 cur,
                 "INSERT INTO pages (document_id, version, page_index, page_label, text, blocks, summary, "
                 "keywords, parser, mode, image_key, run_id, pipeline_version, width, height) VALUES %s",
-                [(document_id, version, p["page_index"], p.get("page_label"), p["text"],
-                  json.dumps(p["blocks"], ensure_ascii=False), p.get("summary"), p.get("keywords") or [],
-                  p["parser"], p["mode"], p.get("image_key"), run_id, pipeline_version, p.get("width"), p.get("height"))
-                 for p in pages],
+                [
+                    (
+                        document_id,
+                        version,
+                        p["page_index"],
+                        p.get("page_label"),
+                        p["text"],
+                        json.dumps(p["blocks"], ensure_ascii=False),
+                        p.get("summary"),
+                        p.get("keywords") or [],
+                        p["parser"],
+                        p["mode"],
+                        p.get("image_key"),
+                        run_id,
+                        pipeline_version,
+                        p.get("width"),
+                        p.get("height"),
+                    )
+                    for p in pages
+                ],
             )
 
     # BM25 term counts ----------------------------------------------------------------------------
@@ -172,24 +231,45 @@ class CatalogWrites(CatalogConnection):
             cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
             psycopg2.extras.execute_values(
-                cur, "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts) VALUES %s",
-                rows, template="(%s, %s, %s, %s::text[], %s::integer[])", page_size=500)
-            cur.copy_expert("COPY document_terms (document_id, term, chunks) FROM STDIN WITH (FORMAT csv)",
-                            document_rows)
+                cur,
+                "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts) VALUES %s",
+                rows,
+                template="(%s, %s, %s, %s::text[], %s::integer[])",
+                page_size=500,
+            )
+            cur.copy_expert(
+                "COPY document_terms (document_id, term, chunks) FROM STDIN WITH (FORMAT csv)", document_rows
+            )
         self.update_document(conn, document_id, term_count=sum(chunk.length for chunk in chunks))
 
     # PageIndex nodes -------------------------------------------------------------------------
-    def replace_nodes(self, conn, document_id: str, version: str, nodes: list[dict], run_id: str,
-                      pipeline_version: str = "1") -> None:
+    def replace_nodes(
+        self, conn, document_id: str, version: str, nodes: list[dict], run_id: str, pipeline_version: str = "1"
+    ) -> None:
         with conn.cursor() as cur:
             cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
             psycopg2.extras.execute_values(
                 cur,
                 "INSERT INTO pageindex_nodes (document_id, node_id, parent_id, ordinal, title, depth, "
                 "start_page, end_page, summary, keywords, version, run_id, pipeline_version) VALUES %s",
-                [(document_id, n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"],
-                  n["start_page"], n["end_page"], n.get("summary"), n.get("keywords") or [], version, run_id,
-                  pipeline_version) for n in nodes],
+                [
+                    (
+                        document_id,
+                        n["node_id"],
+                        n["parent_id"],
+                        n["ordinal"],
+                        n["title"],
+                        n["depth"],
+                        n["start_page"],
+                        n["end_page"],
+                        n.get("summary"),
+                        n.get("keywords") or [],
+                        version,
+                        run_id,
+                        pipeline_version,
+                    )
+                    for n in nodes
+                ],
             )
 
     # page structure: summaries, keywords, table-of-contents flags ------------------------------
@@ -201,8 +281,10 @@ class CatalogWrites(CatalogConnection):
                 "UPDATE pages SET summary = v.summary, keywords = v.keywords, is_toc = v.is_toc, "
                 "text_sha = v.text_sha FROM (VALUES %s) AS v (document_id, page_index, summary, keywords, is_toc, "
                 "text_sha) WHERE pages.document_id = v.document_id AND pages.page_index = v.page_index",
-                [(document_id, p["page_index"], p["summary"], p["keywords"] or [], bool(p["is_toc"]), p["text_sha"])
-                 for p in pages],
+                [
+                    (document_id, p["page_index"], p["summary"], p["keywords"] or [], bool(p["is_toc"]), p["text_sha"])
+                    for p in pages
+                ],
                 template="(%s, %s, %s, %s::text[], %s, %s)",
             )
 
@@ -213,8 +295,11 @@ class CatalogWrites(CatalogConnection):
             return
         with conn.cursor() as cur:
             psycopg2.extras.execute_values(
-                cur, "INSERT INTO page_summaries (text_sha, summarizer, summary) VALUES %s "
-                     "ON CONFLICT (text_sha, summarizer) DO NOTHING", rows)
+                cur,
+                "INSERT INTO page_summaries (text_sha, summarizer, summary) VALUES %s "
+                "ON CONFLICT (text_sha, summarizer) DO NOTHING",
+                rows,
+            )
 
     def store_chunk_contexts(self, conn, contextualizer: str, sentences: dict[str, str]) -> None:
         """Cache situating sentences of the chunk contextualizer (request sha256 -> sentence)."""
@@ -222,13 +307,25 @@ class CatalogWrites(CatalogConnection):
             return
         with conn.cursor() as cur:
             psycopg2.extras.execute_values(
-                cur, "INSERT INTO chunk_contexts (request_sha, contextualizer, context) VALUES %s "
-                     "ON CONFLICT (request_sha, contextualizer) DO NOTHING",
-                [(sha, contextualizer, sentence) for sha, sentence in sentences.items()])
+                cur,
+                "INSERT INTO chunk_contexts (request_sha, contextualizer, context) VALUES %s "
+                "ON CONFLICT (request_sha, contextualizer) DO NOTHING",
+                [(sha, contextualizer, sentence) for sha, sentence in sentences.items()],
+            )
 
     # collection versions ---------------------------------------------------------------------
-    def record_collection(self, conn, *, name: str, alias: str, schema_version: int, model: str,
-                          dimension: int, languages: list[str], state: str) -> None:
+    def record_collection(
+        self,
+        conn,
+        *,
+        name: str,
+        alias: str,
+        schema_version: int,
+        model: str,
+        dimension: int,
+        languages: list[str],
+        state: str,
+    ) -> None:
         with conn.cursor() as cur:
             cur.execute(
                 """

@@ -1,0 +1,192 @@
+"""The retrieval service's reads of the catalog: on the pooled read-only connections of ``reader()``, every
+statement bounded by the statement timeout (pages by their words, page facts, published versions, BM25
+statistics)."""
+
+from __future__ import annotations
+
+import psycopg2.extras
+
+from kb_assets.stores.catalog.connection import CatalogConnection
+
+
+class CatalogSearchReads(CatalogConnection):
+    # retrieval (read-only, pooled connections) -------------------------------------------------
+    def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
+        """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
+
+        Ties go to pages whose summary holds more of the terms, then document order; table-of-contents
+        pages (``pages.is_toc``) come after the others. Postgres full-text search has no
+        Chinese parser and pg_trgm ignores CJK characters under the C locale, so this is a scan with
+        ILIKE: fine for a fallback (~554 pages, a few ms), not for a primary search path.
+        """
+        if not terms:
+            return []
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                f"""
+                WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern)
+                SELECT * FROM (
+                    SELECT p.document_id, d.knowledge_base_id, d.title AS document_title, d.source_uri,
+                           p.page_index, p.page_label, p.summary, p.text, p.image_key, p.is_toc,
+                           (SELECT count(*) FROM terms WHERE p.text ILIKE terms.pattern) AS matched_terms,
+                           (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern) AS summary_terms
+                    FROM pages p JOIN documents d USING (document_id)
+                    WHERE d.status = 'published' {kb_filter}
+                ) ranked
+                WHERE matched_terms > 0
+                ORDER BY is_toc, matched_terms DESC, summary_terms DESC, document_id, page_index
+                LIMIT %(limit)s
+                """,
+                {"patterns": [like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
+            )
+            return [dict(row) for row in cur.fetchall()]
+
+    def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
+        """What search may serve of these documents: ``published_version`` (None: nothing), and the
+        current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves),
+        and ``term_count`` (None: no BM25 statistics kept for what serves)."""
+        if not document_ids:
+            return {}
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(
+                "SELECT document_id, published_version, version, status, error, term_count FROM documents "
+                "WHERE document_id = ANY(%s)",
+                (list(set(document_ids)),),
+            )
+            return {row["document_id"]: dict(row) for row in cur.fetchall()}
+
+    def term_statistics(
+        self, terms: list[str], knowledge_base_ids: list[str]
+    ) -> dict[str, tuple[int, int, dict[str, int]]]:
+        """BM25 statistics of what serves in each knowledge base: (chunks, their total length in terms,
+        term -> chunks holding it) for the asked ``terms`` (a term held by none is left out)."""
+        if not knowledge_base_ids:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT knowledge_base_id, sum(chunk_count), sum(term_count) FROM documents "
+                "WHERE knowledge_base_id = ANY(%s) AND published_version IS NOT NULL "
+                "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id",
+                (list(knowledge_base_ids),),
+            )
+            out = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()}
+            if terms:
+                cur.execute(
+                    "SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "
+                    "JOIN documents d USING (document_id) WHERE t.term = ANY(%s) "
+                    "AND d.knowledge_base_id = ANY(%s) GROUP BY d.knowledge_base_id, t.term",
+                    (list(terms), list(knowledge_base_ids)),
+                )
+                for kb, term, chunks in cur.fetchall():
+                    if kb in out:
+                        out[kb][2][term] = int(chunks)
+            return out
+
+    def chunk_term_counts(self, chunk_ids: list[str], terms: list[str]) -> dict[str, tuple[int, dict[str, int]]]:
+        """(length in terms, term -> occurrences) of the chunks that hold any of ``terms`` (the others are
+        left out)."""
+        if not chunk_ids or not terms:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT c.chunk_id, t.term, t.tf, c.chunk_length FROM chunk_terms c, "
+                "unnest(c.terms, c.counts) AS t(term, tf) WHERE c.chunk_id = ANY(%s) AND t.term = ANY(%s)",
+                (list(chunk_ids), list(terms)),
+            )
+            out: dict[str, tuple[int, dict[str, int]]] = {}
+            for chunk_id, term, tf, length in cur.fetchall():
+                out.setdefault(chunk_id, (length, {}))[1][term] = tf
+            return out
+
+    def kept_term_chunks(self, document_id: str) -> set[str]:
+        """The chunks of a document whose BM25 term counts are kept (``chunk_terms``)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute("SELECT chunk_id FROM chunk_terms WHERE document_id = %s", (document_id,))
+            return {row[0] for row in cur.fetchall()}
+
+    def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
+        """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)
+        pairs, for search results."""
+        if not pages:
+            return {}
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"SELECT p.document_id, p.page_index, p.is_toc, p.image_key, {'p.text' if with_text else 'NULL'} "
+                "FROM pages p JOIN unnest(%s::text[], %s::int[]) AS wanted(document_id, page_index) "
+                "USING (document_id, page_index)",
+                ([d for d, _ in pages], [i for _, i in pages]),
+            )
+            return {
+                (d, i): {"is_toc": toc, "image_key": key, **({"text": text} if with_text else {})}
+                for d, i, toc, key, text in cur.fetchall()
+            }
+
+    def locate_pages(
+        self, terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int
+    ) -> list[dict]:
+        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
+
+        A PageIndex node (not the root) scores by the share of the query's terms in its title
+        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
+        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
+        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
+        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count.
+        """
+        if not terms:
+            return []
+        patterns = [like_pattern(t) for t in terms]
+        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        sql = f"""
+            WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
+            docs AS (
+                SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
+            ),
+            nodes AS (
+                SELECT n.document_id, n.start_page, n.end_page,
+                       (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
+                       + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
+                         AS score
+                FROM pageindex_nodes n JOIN docs USING (document_id)
+                WHERE n.depth > 0
+            ),
+            node_pages AS (
+                SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
+                FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
+                WHERE score > 0
+                GROUP BY document_id, page_index
+            ),
+            summary_pages AS (
+                SELECT p.document_id, p.page_index,
+                       0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
+                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
+                         AS score
+                FROM pages p JOIN docs USING (document_id)
+            )
+            SELECT p.document_id, p.page_index,
+                   coalesce(np.score, 0) + coalesce(sp.score, 0) AS score
+            FROM pages p
+            JOIN docs USING (document_id)
+            LEFT JOIN node_pages np ON np.document_id = p.document_id AND np.page_index = p.page_index
+            LEFT JOIN summary_pages sp ON sp.document_id = p.document_id AND sp.page_index = p.page_index
+            WHERE coalesce(np.score, 0) + coalesce(sp.score, 0) > 0 AND NOT p.is_toc
+            ORDER BY score DESC, p.document_id, p.page_index
+            LIMIT %(limit)s
+        """
+        params = {
+            "patterns": patterns,
+            "terms": terms,
+            "n": len(terms),
+            "exact": like_pattern(" ".join(query.split())),
+            "kbs": list(knowledge_base_ids or []),
+            "limit": limit,
+        }
+        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+            cur.execute(sql, params)
+            return [dict(row) for row in cur.fetchall()]
+
+
+def like_pattern(term: str) -> str:
+    """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
