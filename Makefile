@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: install browser demo test test-fast dev clean
+.PHONY: install browser demo lint test test-fast dev clean
 
 $(BIN)/kb-assets: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
@@ -31,7 +31,13 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "web page tests skip: install Debian's chromium and chromium-driver to run them" >&2; fi; }
 
-test: install browser
+# lint and type check: the same in make test and .ci/run
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: install browser lint
 	$(BIN)/python -m pytest -q
 
 # pure functions of parsing, structure, chunking, scoring and planning: no service, seconds

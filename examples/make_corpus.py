@@ -106,6 +106,7 @@ architecture.md
     "向量检索服务基于 Milvus 构建。"
     "所有批处理任务由 Dagster 调度，每天凌晨 2 点（UTC）运行。"
 """
+
 from __future__ import annotations
 
 import csv
@@ -183,20 +184,14 @@ def make_pdf() -> None:
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
     from reportlab.lib.units import mm
-    from reportlab.platypus import (PageBreak, Paragraph, SimpleDocTemplate,
-                                    Spacer, Table, TableStyle)
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
     ss = getSampleStyleSheet()
-    body = ParagraphStyle("Body", parent=ss["BodyText"], fontSize=10, leading=14,
-                          spaceAfter=6)
-    h1 = ParagraphStyle("H1", parent=ss["Heading1"], fontSize=18, leading=22,
-                        spaceBefore=6, spaceAfter=10)
-    h2 = ParagraphStyle("H2", parent=ss["Heading2"], fontSize=13, leading=16,
-                        spaceBefore=10, spaceAfter=6)
-    title = ParagraphStyle("DocTitle", parent=ss["Title"], fontSize=24,
-                           leading=28, alignment=TA_CENTER, spaceAfter=4)
-    subtitle = ParagraphStyle("DocSubtitle", parent=body, alignment=TA_CENTER,
-                              textColor=colors.grey, spaceAfter=18)
+    body = ParagraphStyle("Body", parent=ss["BodyText"], fontSize=10, leading=14, spaceAfter=6)
+    h1 = ParagraphStyle("H1", parent=ss["Heading1"], fontSize=18, leading=22, spaceBefore=6, spaceAfter=10)
+    h2 = ParagraphStyle("H2", parent=ss["Heading2"], fontSize=13, leading=16, spaceBefore=10, spaceAfter=6)
+    title = ParagraphStyle("DocTitle", parent=ss["Title"], fontSize=24, leading=28, alignment=TA_CENTER, spaceAfter=4)
+    subtitle = ParagraphStyle("DocSubtitle", parent=body, alignment=TA_CENTER, textColor=colors.grey, spaceAfter=18)
     cell = ParagraphStyle("Cell", parent=body, spaceAfter=0)
     cell_head = ParagraphStyle("CellHead", parent=cell, fontName="Helvetica-Bold")
 
@@ -242,84 +237,109 @@ def make_pdf() -> None:
         P("Northwind Data Platform Handbook", title),
         P("Operations and policy reference for platform engineers", subtitle),
         P("1 Overview", h1),
-        P("This handbook describes how the Northwind Data Platform stores, "
-          "protects and serves data for the rest of the company. It is written "
-          "for platform engineers, on-call responders and the data owners who "
-          "depend on them. Where a policy and this handbook disagree, the policy "
-          "wins and the handbook is corrected in the next revision."),
+        P(
+            "This handbook describes how the Northwind Data Platform stores, "
+            "protects and serves data for the rest of the company. It is written "
+            "for platform engineers, on-call responders and the data owners who "
+            "depend on them. Where a policy and this handbook disagree, the policy "
+            "wins and the handbook is corrected in the next revision."
+        ),
         P("The platform serves 42 internal teams from two regions, eu-west and us-east."),
         P("The platform was founded in 2019 by the Analytics Infrastructure group."),
-        P("The platform is organised as a set of shared services: an ingestion "
-          "layer that accepts event streams and batch uploads, a storage layer "
-          "with several tiers of different cost and latency, a query layer that "
-          "serves SQL and vector search, and an orchestration layer that runs "
-          "scheduled pipelines. Each service has a named owner team, an on-call "
-          "channel and a tier that determines its response targets."),
-        P("Sections 2 to 6 cover storage, incident response, retention, access "
-          "control and change management. Each section starts on a new page so "
-          "that it can be printed and pinned next to the relevant console."),
+        P(
+            "The platform is organised as a set of shared services: an ingestion "
+            "layer that accepts event streams and batch uploads, a storage layer "
+            "with several tiers of different cost and latency, a query layer that "
+            "serves SQL and vector search, and an orchestration layer that runs "
+            "scheduled pipelines. Each service has a named owner team, an on-call "
+            "channel and a tier that determines its response targets."
+        ),
+        P(
+            "Sections 2 to 6 cover storage, incident response, retention, access "
+            "control and change management. Each section starts on a new page so "
+            "that it can be printed and pinned next to the relevant console."
+        ),
         PageBreak(),
-
         P("2 Storage Tiers", h1),
-        P("Data on the platform lives in one of three tiers: hot, warm and "
-          "archive. The tier decides where the bytes are kept, how quickly they "
-          "can be read and how much the owning team is charged for them. Teams "
-          "do not pick a tier directly; lifecycle rules move objects between "
-          "tiers based on age and access frequency."),
+        P(
+            "Data on the platform lives in one of three tiers: hot, warm and "
+            "archive. The tier decides where the bytes are kept, how quickly they "
+            "can be read and how much the owning team is charged for them. Teams "
+            "do not pick a tier directly; lifecycle rules move objects between "
+            "tiers based on age and access frequency."
+        ),
         P("2.1 Object Storage", h2),
-        P("The object store is the default home for files, table snapshots and "
-          "model artefacts. Buckets are created per team and per environment, and "
-          "every bucket has versioning enabled so that accidental overwrites can "
-          "be undone."),
+        P(
+            "The object store is the default home for files, table snapshots and "
+            "model artefacts. Buckets are created per team and per environment, and "
+            "every bucket has versioning enabled so that accidental overwrites can "
+            "be undone."
+        ),
         P("Hot objects are stored on NVMe-backed nodes with three-way replication."),
-        P("Warm objects use erasure coding on high-capacity disks. Reads from the "
-          "warm tier are slower than hot reads but need no special request, and "
-          "most dashboards read from the warm tier without noticing."),
+        P(
+            "Warm objects use erasure coding on high-capacity disks. Reads from the "
+            "warm tier are slower than hot reads but need no special request, and "
+            "most dashboards read from the warm tier without noticing."
+        ),
         P("2.2 Archive Tier", h2),
-        P("The archive tier is a low-cost, high-latency store intended for data "
-          "that must be kept but is rarely read."),
+        P("The archive tier is a low-cost, high-latency store intended for data that must be kept but is rarely read."),
         P("Cold storage objects move to the archive tier after 90 days."),
         P("Restoring an archived object takes up to 12 hours."),
-        P("Because restores are slow, teams that expect to re-read archived data "
-          "should request a restore a day before they need it. Restored copies "
-          "stay in the warm tier for seven days and then expire automatically."),
+        P(
+            "Because restores are slow, teams that expect to re-read archived data "
+            "should request a restore a day before they need it. Restored copies "
+            "stay in the warm tier for seven days and then expire automatically."
+        ),
         PageBreak(),
-
         P("3 Incident Response", h1),
-        P("An incident is any unplanned event that degrades a platform service "
-          "for its users. Anyone may declare an incident; it is always better to "
-          "declare one that turns out to be minor than to miss one that is not."),
+        P(
+            "An incident is any unplanned event that degrades a platform service "
+            "for its users. Anyone may declare an incident; it is always better to "
+            "declare one that turns out to be minor than to miss one that is not."
+        ),
         P("3.1 Severity Levels", h2),
-        P("SEV1 means a tier-1 service is unavailable or data is at risk. SEV2 "
-          "means a service is degraded but usable. SEV3 covers minor faults with "
-          "a workaround."),
+        P(
+            "SEV1 means a tier-1 service is unavailable or data is at risk. SEV2 "
+            "means a service is degraded but usable. SEV3 covers minor faults with "
+            "a workaround."
+        ),
         P("A SEV1 incident must be acknowledged within 5 minutes."),
-        P("The incident commander opens a dedicated channel, posts status updates "
-          "every thirty minutes and hands over explicitly if the incident lasts "
-          "longer than their shift."),
+        P(
+            "The incident commander opens a dedicated channel, posts status updates "
+            "every thirty minutes and hands over explicitly if the incident lasts "
+            "longer than their shift."
+        ),
         P("3.2 On-call Rotation", h2),
-        P("Each owner team runs a primary and a secondary on-call schedule. The "
-          "secondary is paged automatically if the primary does not acknowledge "
-          "a page in time."),
+        P(
+            "Each owner team runs a primary and a secondary on-call schedule. The "
+            "secondary is paged automatically if the primary does not acknowledge "
+            "a page in time."
+        ),
         P("The on-call rotation changes every Tuesday at 09:00 UTC."),
-        P("Handover happens in a short call where the outgoing engineer walks "
-          "through open incidents, noisy alerts and planned maintenance."),
+        P(
+            "Handover happens in a short call where the outgoing engineer walks "
+            "through open incidents, noisy alerts and planned maintenance."
+        ),
         P("Postmortems are due within 3 business days of resolution."),
-        P("Postmortems are blameless. They record the timeline, the impact, the "
-          "contributing factors and a list of follow-up actions with owners."),
+        P(
+            "Postmortems are blameless. They record the timeline, the impact, the "
+            "contributing factors and a list of follow-up actions with owners."
+        ),
         PageBreak(),
-
         P("4 Retention Policy", h1),
-        P("Retention periods balance the cost of keeping data against legal, "
-          "security and product needs. Each data class has a retention period "
-          "and an owner who approves exceptions. Deletion is automatic once the "
-          "retention period ends."),
+        P(
+            "Retention periods balance the cost of keeping data against legal, "
+            "security and product needs. Each data class has a retention period "
+            "and an owner who approves exceptions. Deletion is automatic once the "
+            "retention period ends."
+        ),
         P("Backups are kept for 35 days."),
-        P("Backups are taken nightly and copied to the other region. Restores "
-          "from backup are tested every quarter by the Storage team."),
+        P(
+            "Backups are taken nightly and copied to the other region. Restores "
+            "from backup are tested every quarter by the Storage team."
+        ),
         P("4.1 Retention Schedule", h2),
-        P("The table below lists the retention period and the owner of each "
-          "data class."),
+        P("The table below lists the retention period and the owner of each data class."),
     ]
 
     rows = [
@@ -331,58 +351,77 @@ def make_pdf() -> None:
         ("Customer exports", "7 days", "Data Services"),
         ("Model artefacts", "1 year", "Machine Learning"),
     ]
-    data = [[Paragraph(c, cell_head if i == 0 else cell) for c in r]
-            for i, r in enumerate(rows)]
+    data = [[Paragraph(c, cell_head if i == 0 else cell) for c in r] for i, r in enumerate(rows)]
     table = Table(data, colWidths=[60 * mm, 40 * mm, 60 * mm], repeatRows=1)
-    table.setStyle(TableStyle([
-        ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#dde4ee")),
-        ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
-        ("VALIGN", (0, 0), (-1, -1), "TOP"),
-        ("TOPPADDING", (0, 0), (-1, -1), 4),
-        ("BOTTOMPADDING", (0, 0), (-1, -1), 4),
-    ]))
+    table.setStyle(
+        TableStyle(
+            [
+                ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#dde4ee")),
+                ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("TOPPADDING", (0, 0), (-1, -1), 4),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 4),
+            ]
+        )
+    )
     story += [
         table,
         Spacer(1, 8),
-        P("Legal holds override the schedule: data under a hold is not deleted "
-          "until the hold is lifted, whatever its retention period."),
+        P(
+            "Legal holds override the schedule: data under a hold is not deleted "
+            "until the hold is lifted, whatever its retention period."
+        ),
         PageBreak(),
-
         P("5 Access Control", h1),
-        P("Access to platform data is granted to groups, never to individuals. "
-          "Group membership is managed in the identity provider and reviewed "
-          "every quarter by each team lead."),
+        P(
+            "Access to platform data is granted to groups, never to individuals. "
+            "Group membership is managed in the identity provider and reviewed "
+            "every quarter by each team lead."
+        ),
         P("Service accounts are rotated every 60 days."),
-        P("Read access to production is granted per dataset. Requests name the "
-          "dataset, the reason and an end date; requests without an end date "
-          "expire after ninety days."),
+        P(
+            "Read access to production is granted per dataset. Requests name the "
+            "dataset, the reason and an end date; requests without an end date "
+            "expire after ninety days."
+        ),
         P("Production write access requires approval from two maintainers."),
-        P("Break-glass accounts exist for emergencies. Every break-glass login "
-          "pages the Security Engineering on-call and is reviewed the next "
-          "business day."),
+        P(
+            "Break-glass accounts exist for emergencies. Every break-glass login "
+            "pages the Security Engineering on-call and is reviewed the next "
+            "business day."
+        ),
         PageBreak(),
-
         P("6 Change Management", h1),
-        P("Changes to shared services go through a reviewed pull request and a "
-          "staged rollout: staging first, then one production region, then the "
-          "other. A change may be rolled back at any stage without further "
-          "approval."),
+        P(
+            "Changes to shared services go through a reviewed pull request and a "
+            "staged rollout: staging first, then one production region, then the "
+            "other. A change may be rolled back at any stage without further "
+            "approval."
+        ),
         P("Every schema migration needs a rollback script."),
-        P("Large changes are announced in the platform changelog at least two "
-          "days in advance so that dependent teams can plan around them."),
+        P(
+            "Large changes are announced in the platform changelog at least two "
+            "days in advance so that dependent teams can plan around them."
+        ),
         P("Change freezes start on December 15 and end on January 5."),
-        P("During a freeze only security fixes and incident remediations are "
-          "deployed, and each one needs sign-off from the on-call incident "
-          "commander."),
+        P(
+            "During a freeze only security fixes and incident remediations are "
+            "deployed, and each one needs sign-off from the on-call incident "
+            "commander."
+        ),
     ]
 
     buf = io.BytesIO()
     doc = HandbookDoc(
-        buf, pagesize=A4,
-        leftMargin=20 * mm, rightMargin=20 * mm,
-        topMargin=22 * mm, bottomMargin=22 * mm,
+        buf,
+        pagesize=A4,
+        leftMargin=20 * mm,
+        rightMargin=20 * mm,
+        topMargin=22 * mm,
+        bottomMargin=22 * mm,
         title="Northwind Data Platform Handbook",
-        author=AUTHOR, subject="Platform operations handbook",
+        author=AUTHOR,
+        subject="Platform operations handbook",
         creator="kb-assets examples/make_corpus.py",
         invariant=1,
     )
@@ -412,38 +451,38 @@ def make_docx() -> None:
     d.add_paragraph(
         "This guide walks new platform engineers through their first month. It "
         "explains who to talk to, which accounts to request and what we expect "
-        "you to have done by the end of each week.")
-    d.add_paragraph(
-        "Every new hire is paired with an onboarding buddy from a different team.")
+        "you to have done by the end of each week."
+    )
+    d.add_paragraph("Every new hire is paired with an onboarding buddy from a different team.")
     d.add_paragraph(
         "Your buddy is your first point of contact for questions that feel too "
         "small for a ticket. Meet them at least twice a week during your first "
-        "month.")
+        "month."
+    )
 
     d.add_heading("Your First Week", level=1)
     d.add_heading("Day One", level=2)
     d.add_paragraph(
         "On day one you will meet your team lead, join the team channels and "
         "read the platform handbook. You are not expected to ship anything in "
-        "your first week.")
+        "your first week."
+    )
     d.add_heading("Laptop and Accounts", level=2)
-    d.add_paragraph(
-        "Laptop requests must be filed at least 5 business days before the start date.")
+    d.add_paragraph("Laptop requests must be filed at least 5 business days before the start date.")
     d.add_paragraph(
         "Your identity account, email and chat access are created automatically "
         "from the HR record. Source control and cloud console access are "
-        "requested by your team lead on your first morning.")
+        "requested by your team lead on your first morning."
+    )
 
     d.add_heading("Access and Permissions", level=1)
-    d.add_paragraph(
-        "New engineers get production read access after 14 days.")
-    d.add_paragraph(
-        "Until then, use the staging environment, which mirrors production "
-        "topology with synthetic data.")
+    d.add_paragraph("New engineers get production read access after 14 days.")
+    d.add_paragraph("Until then, use the staging environment, which mirrors production topology with synthetic data.")
     d.add_paragraph("The staging cluster is called nw-stage-eu1.")
     d.add_paragraph(
         "Production write access is never granted during onboarding; it follows "
-        "the two-maintainer approval process described in the handbook.")
+        "the two-maintainer approval process described in the handbook."
+    )
 
     d.add_heading("Onboarding Milestones", level=1)
     d.add_paragraph("The table lists the milestones we track during onboarding.")
@@ -466,11 +505,10 @@ def make_docx() -> None:
             run.bold = True
 
     d.add_heading("Getting Help", level=1)
+    d.add_paragraph("Questions about onboarding go to the #nw-onboarding channel.")
     d.add_paragraph(
-        "Questions about onboarding go to the #nw-onboarding channel.")
-    d.add_paragraph(
-        "For anything urgent outside working hours, page the platform on-call "
-        "instead of messaging individuals.")
+        "For anything urgent outside working hours, page the platform on-call instead of messaging individuals."
+    )
 
     buf = io.BytesIO()
     d.save(buf)
@@ -507,28 +545,40 @@ def make_pptx() -> None:
         if notes:
             sl.notes_slide.notes_text_frame.text = notes
 
-    bullets("Performance", [
-        "Query latency p95 dropped to 180 ms in Q3",
-        "Nightly pipeline runtime down from 5.5 to 3.8 hours",
-        "Vector search recall held at 0.94 on the internal benchmark",
-    ], notes="The latency win came mostly from the new result cache in the "
-             "query router. Expect a smaller gain in Q4.")
-    bullets("Reliability", [
-        "Availability reached 99.95% across both regions",
-        "Two SEV1 incidents, both resolved in under 2 hours",
-        "Mean time to acknowledge pages: 3 minutes",
-    ])
-    bullets("Cost", [
-        "Storage spend fell 12% after enabling the archive tier",
-        "Compute spend grew modestly with new workloads",
-        "Unit cost per stored terabyte is the lowest since 2022",
-    ], notes="Compute spend grew 4% because of the new embedding jobs. "
-             "Finance has approved the increase for Q4.")
-    bullets("Q4 Priorities", [
-        "Migrate ingestion pipelines to Dagster by November 30",
-        "Roll out per-dataset access requests to all teams",
-        "Run a full-region failover drill before the change freeze",
-    ])
+    bullets(
+        "Performance",
+        [
+            "Query latency p95 dropped to 180 ms in Q3",
+            "Nightly pipeline runtime down from 5.5 to 3.8 hours",
+            "Vector search recall held at 0.94 on the internal benchmark",
+        ],
+        notes="The latency win came mostly from the new result cache in the query router. Expect a smaller gain in Q4.",
+    )
+    bullets(
+        "Reliability",
+        [
+            "Availability reached 99.95% across both regions",
+            "Two SEV1 incidents, both resolved in under 2 hours",
+            "Mean time to acknowledge pages: 3 minutes",
+        ],
+    )
+    bullets(
+        "Cost",
+        [
+            "Storage spend fell 12% after enabling the archive tier",
+            "Compute spend grew modestly with new workloads",
+            "Unit cost per stored terabyte is the lowest since 2022",
+        ],
+        notes="Compute spend grew 4% because of the new embedding jobs. Finance has approved the increase for Q4.",
+    )
+    bullets(
+        "Q4 Priorities",
+        [
+            "Migrate ingestion pipelines to Dagster by November 30",
+            "Roll out per-dataset access requests to all teams",
+            "Run a full-region failover drill before the change freeze",
+        ],
+    )
 
     buf = io.BytesIO()
     prs.save(buf)
@@ -587,7 +637,7 @@ def make_xlsx() -> None:
         for c in ws[1]:
             c.font = Font(bold=True)
         ws.freeze_panes = "A2"
-        for col, width in zip("ABCDE", (18, 10, 12, 12, 12)):
+        for col, width in zip("ABCDE", (18, 10, 12, 12, 12), strict=True):
             ws.column_dimensions[col].width = width
 
     buf = io.BytesIO()
@@ -668,7 +718,7 @@ the incident response process.</p>
 SEV2 incident.</p>
 </body>
 </html>
-"""
+"""  # noqa: E501 (the runbook page's HTML table: one row a line)
 
 ARCHITECTURE_MD = """\
 # Northwind Data Platform Architecture
@@ -781,8 +831,7 @@ def check_pdf() -> list[str]:
         toc = []
         for item in pdf.get_toc():
             dest = item.get_dest()
-            toc.append((item.level, item.get_title(),
-                        dest.get_index() if dest is not None else None))
+            toc.append((item.level, item.get_title(), dest.get_index() if dest is not None else None))
         print(f"platform-handbook.pdf: {n} pages, outline:")
         for level, title_, page in toc:
             print(f"  {'  ' * level}{title_} -> page {page}")

@@ -13,6 +13,7 @@ DATA_DIR is the folder fetch_filings.py made (pdfs/doc-NNN.pdf, filings.csv). Ch
 A question whose PDF is absent is reported as unchecked (a failure with --strict).
 Exits non-zero on any failure. Prints sha256 of questions.jsonl + split.json (the frozen set).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,37 +31,36 @@ from pagetext import coverage, exact_on_pages, page_texts  # noqa: E402
 
 TYPES = {"statement_figure", "statement_ratio", "explanation"}
 SOURCES = {"financebench", "written"}
-FIELDS = {"id", "doc", "issuer", "question", "answer", "evidence_text", "pages", "type",
-          "source"}
+FIELDS = {"id", "doc", "issuer", "question", "answer", "evidence_text", "pages", "type", "source"}
 FB_MIN_COVERAGE = 0.9
 
 
 def frozen_sha256() -> dict[str, str]:
     q = (HERE / "questions.jsonl").read_bytes()
     s = (HERE / "split.json").read_bytes()
-    return {"questions.jsonl+split.json": hashlib.sha256(q + s).hexdigest(),
-            "questions.jsonl": hashlib.sha256(q).hexdigest(),
-            "split.json": hashlib.sha256(s).hexdigest()}
+    return {
+        "questions.jsonl+split.json": hashlib.sha256(q + s).hexdigest(),
+        "questions.jsonl": hashlib.sha256(q).hexdigest(),
+        "split.json": hashlib.sha256(s).hexdigest(),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("data_dir")
     ap.add_argument("--strict", action="store_true", help="absent PDFs count as failures")
-    ap.add_argument("--no-cache", action="store_true",
-                    help="do not cache page text under DATA_DIR/text")
+    ap.add_argument("--no-cache", action="store_true", help="do not cache page text under DATA_DIR/text")
     args = ap.parse_args()
     data = Path(args.data_dir)
     cache = None if args.no_cache else data / "text"
 
-    questions = [json.loads(l) for l in open(HERE / "questions.jsonl") if l.strip()]
+    questions = [json.loads(line) for line in open(HERE / "questions.jsonl") if line.strip()]
     truth = {t["doc"]: t for t in map(json.loads, open(HERE / "truth.jsonl")) if t}
     split = json.load(open(HERE / "split.json"))
     test, dev = set(split["test_issuers"]), set(split["dev_issuers"])
     original = {}
     if (data / "filings.csv").exists():
-        original = {r["neutral"][:-4]: r["original"] for r in
-                    csv.DictReader(open(data / "filings.csv"))}
+        original = {r["neutral"][:-4]: r["original"] for r in csv.DictReader(open(data / "filings.csv"))}
 
     failures: list[str] = []
     unchecked: list[str] = []
@@ -108,17 +108,15 @@ def main() -> int:
             if q["source"] == "written":
                 for quote in q["evidence_text"]:
                     if not exact_on_pages(quote, pages):
-                        failures.append(f"{q['id']}: quote not on pages {q['pages']}: "
-                                        f"{quote[:70]!r}")
-                for p, t in zip(q["pages"], pages):
+                        failures.append(f"{q['id']}: quote not on pages {q['pages']}: {quote[:70]!r}")
+                for p, t in zip(q["pages"], pages, strict=True):
                     if not any(exact_on_pages(quote, [t]) for quote in q["evidence_text"]):
                         failures.append(f"{q['id']}: page {p} holds none of the quotes")
             else:
                 for quote in q["evidence_text"]:
                     cov = coverage(quote, pages)
                     if cov < FB_MIN_COVERAGE:
-                        failures.append(f"{q['id']}: evidence coverage {cov:.2f} on pages "
-                                        f"{q['pages']}")
+                        failures.append(f"{q['id']}: evidence coverage {cov:.2f} on pages {q['pages']}")
             checked += 1
 
     # counts
@@ -128,16 +126,15 @@ def main() -> int:
         s = "test" if q["issuer"] in test else "dev"
         cnt[(s, q["source"], q["type"])] += 1
         docs[(s, q["source"])].add(q["doc"])
-    print(f"{len(questions)} questions on {len({q['doc'] for q in questions})} filings; "
-          f"{checked} checked against the PDFs, {len(unchecked)} unchecked (PDF absent)")
-    print(f"{'split':6} {'source':13} {'figure':>7} {'ratio':>7} {'explain':>7} {'total':>6} "
-          f"{'filings':>7}")
+    print(
+        f"{len(questions)} questions on {len({q['doc'] for q in questions})} filings; "
+        f"{checked} checked against the PDFs, {len(unchecked)} unchecked (PDF absent)"
+    )
+    print(f"{'split':6} {'source':13} {'figure':>7} {'ratio':>7} {'explain':>7} {'total':>6} {'filings':>7}")
     for s in ("dev", "test"):
         for src in ("financebench", "written"):
-            row = [cnt[(s, src, t)] for t in ("statement_figure", "statement_ratio",
-                                              "explanation")]
-            print(f"{s:6} {src:13} {row[0]:7} {row[1]:7} {row[2]:7} {sum(row):6} "
-                  f"{len(docs[(s, src)]):7}")
+            row = [cnt[(s, src, t)] for t in ("statement_figure", "statement_ratio", "explanation")]
+            print(f"{s:6} {src:13} {row[0]:7} {row[1]:7} {row[2]:7} {sum(row):6} {len(docs[(s, src)]):7}")
     for s in ("dev", "test"):
         n = sum(v for k, v in cnt.items() if k[0] == s)
         iss = sorted(test if s == "test" else dev)

@@ -24,6 +24,7 @@ NOTE: the network path (git clone from GitHub) could not be exercised where this
 written (no network); it was written carefully but is untested. The --git-dir path
 (a local bare copy of the same repository) is the one that built the reference folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,7 @@ REPO_COMMIT = "cc39aeb"
 
 
 def git(git_dir: str, *args: str, binary: bool = False, check: bool = True):
-    r = subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True,
-                       text=not binary, check=False)
+    r = subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, text=not binary, check=False)
     if check and r.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {r.stderr!r}")
     return r
@@ -54,8 +54,7 @@ def clone(dest: Path) -> str:
     """Blobless, checkout-free clone: trees and names only; blobs come on demand."""
     git_dir = dest / "financebench.git"
     if not git_dir.exists():
-        subprocess.run(["git", "clone", "--bare", "--filter=blob:none", REPO_URL,
-                        str(git_dir)], check=True)
+        subprocess.run(["git", "clone", "--bare", "--filter=blob:none", REPO_URL, str(git_dir)], check=True)
     return str(git_dir)
 
 
@@ -65,7 +64,7 @@ def listing(git_dir: str, rev: str) -> list[tuple[str, str]]:
     for line in out:
         meta, path = line.split("\t", 1)
         if path.endswith(".pdf"):
-            tree.append((path[len("pdfs/"):-len(".pdf")], meta.split()[2]))
+            tree.append((path[len("pdfs/") : -len(".pdf")], meta.split()[2]))
     return tree
 
 
@@ -74,7 +73,7 @@ def described_names(git_dir: str, rev: str) -> set[str]:
     names = set()
     for line in txt.splitlines():
         if line.strip():
-            name = json.loads(line)["doc_name"]   # metadata only, no question text
+            name = json.loads(line)["doc_name"]  # metadata only, no question text
             if not is_heldout(name):
                 names.add(name)
     return names
@@ -91,8 +90,10 @@ def neutral_map(git_dir: str, rev: str) -> list[tuple[str, str, str]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data_dir")
-    ap.add_argument("--git-dir", help="local (bare) copy of the FinanceBench repository; "
-                    "default: blobless clone from GitHub into DATA_DIR")
+    ap.add_argument(
+        "--git-dir",
+        help="local (bare) copy of the FinanceBench repository; default: blobless clone from GitHub into DATA_DIR",
+    )
     ap.add_argument("--rev", default=REPO_COMMIT)
     ap.add_argument("--only", help="comma-separated neutral names to copy (default: all)")
     args = ap.parse_args()
@@ -134,20 +135,28 @@ def main() -> int:
             else:
                 missing += 1
         t = truth.get(neutral, {})
-        rows.append({
-            "neutral": f"{neutral}.pdf", "original": f"{name}.pdf",
-            "issuer": t.get("issuer", ""), "fiscal_period": t.get("fiscal_period", ""),
-            "period_end": t.get("period_end", ""), "kind": t.get("kind", ""),
-            "present": int(present), "blob": sha,
-        })
+        rows.append(
+            {
+                "neutral": f"{neutral}.pdf",
+                "original": f"{name}.pdf",
+                "issuer": t.get("issuer", ""),
+                "fiscal_period": t.get("fiscal_period", ""),
+                "period_end": t.get("period_end", ""),
+                "kind": t.get("kind", ""),
+                "present": int(present),
+                "blob": sha,
+            }
+        )
     with open(data / "filings.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     have = sum(r["present"] for r in rows)
-    print(f"{len(rows)} usable filings; {have} PDFs present in {data / 'pdfs'} "
-          f"({copied} copied now, {missing} unavailable from {git_dir}); "
-          f"wrote {data / 'filings.csv'}")
+    print(
+        f"{len(rows)} usable filings; {have} PDFs present in {data / 'pdfs'} "
+        f"({copied} copied now, {missing} unavailable from {git_dir}); "
+        f"wrote {data / 'filings.csv'}"
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ filings issue: they must never be opened, ingested, or have their questions read
 Every script in this folder goes through this module before touching a FinanceBench
 document name, PDF or question.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def _load() -> frozenset[str]:
             if not names:
                 raise SystemExit(f"held-out list {cand} is empty; refusing to continue")
             return frozenset(names)
-    raise SystemExit("held-out list (shared/eval/heldout-filings.txt) not found; "
-                     "set KB_HELDOUT_FILINGS. Refusing to continue without it.")
+    raise SystemExit(
+        "held-out list (shared/eval/heldout-filings.txt) not found; "
+        "set KB_HELDOUT_FILINGS. Refusing to continue without it."
+    )
 
 
 def _norm(name: str) -> str:
@@ -58,6 +61,7 @@ def open_pdf(path: str | Path):
     """Open a PDF with pypdfium2 after checking it is not held out."""
     guard(str(path))
     import pypdfium2 as pdfium
+
     return pdfium.PdfDocument(str(path))
 
 

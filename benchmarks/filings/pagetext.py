@@ -1,4 +1,5 @@
 """Page text of the neutral filings (pypdfium2), and the evidence-matching rules."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,22 @@ from pathlib import Path
 
 from heldout import open_pdf
 
-_TRANS = str.maketrans({
-    "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
-    "\u2014": "-", "\u2212": "-", "\u00a0": " ", "\u2022": " ", "\ufffe": "", "\u00ad": "",
-    "\x02": "-",
-})
+_TRANS = str.maketrans(
+    {
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "\u00a0": " ",
+        "\u2022": " ",
+        "\ufffe": "",
+        "\u00ad": "",
+        "\x02": "-",
+    }
+)
 
 
 def norm(text: str) -> str:
@@ -30,8 +42,7 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"[a-z]+|\d[\d,.]*", norm(text).lower())
 
 
-def page_texts(pdf: Path, pages: list[int] | None = None,
-               cache_dir: Path | None = None) -> dict[int, str]:
+def page_texts(pdf: Path, pages: list[int] | None = None, cache_dir: Path | None = None) -> dict[int, str]:
     """{0-based page: text}; all pages when pages is None. Cached per document."""
     cache = None
     cached: dict[str, str] = {}
