@@ -1,4 +1,4 @@
-"""Contract tests of search (DESIGN.md sections 6 and 9) on real Milvus Lite, Postgres and the model:
+"""Contract tests of search (the README's search and API sections) on real Milvus Lite, Postgres and the model:
 the hybrid formula, min score, limit, one global top-k over two knowledge bases, degraded modes,
 page fallback, the language policy, the pageindex strategy, filter injection and the eval command."""
 

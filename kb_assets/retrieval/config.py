@@ -9,7 +9,7 @@ from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 @dataclass(frozen=True)
 class Weights:
-    """``score = dense * dense_score + lexical * normalized_bm25 + exact_boost`` (DESIGN.md section 6)."""
+    """``score = dense * dense_score + lexical * normalized_bm25 + exact_boost`` (docs/retrieval.md, section 1)."""
 
     dense: float = 0.82  # KB_DENSE_WEIGHT
     lexical: float = 0.18  # KB_LEXICAL_WEIGHT

@@ -1,4 +1,4 @@
-"""Result rows: the fields of one search result (DESIGN.md section 9), for a scored chunk or a
+"""Result rows: the fields of one search result (the API's result fields, ``service/schemas.py``), for a scored chunk or a
 fallback page, and the ``/v1/assets/...`` URLs of page and figure images."""
 
 from __future__ import annotations

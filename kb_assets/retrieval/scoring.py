@@ -5,7 +5,7 @@ BM25 scores are divided by the best BM25 score among all candidates of the query
     score = dense_weight * dense + lexical_weight * lexical + exactBoost
 
 where ``exactBoost`` is added when the whole query (whitespace-normalized, case-folded) appears in the
-chunk's content (DESIGN.md section 6). The dense weight is multiplied by the query's dense share (see
+chunk's content (docs/retrieval.md, section 1). The dense weight is multiplied by the query's dense share (see
 ``kb_assets.retrieval.query``), the rest moving to lexical.
 
 BM25 scores are those of ``lexical_scores.py`` (the knowledge bases' own statistics), which gives every

@@ -134,7 +134,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     @app.post("/v1/kb/search", response_model=SearchAnswer)
     def search(body: SearchBody, who: Caller = Depends(caller)):
-        """Hybrid (or pageindex) chunk search with page fallback; see DESIGN.md sections 6 and 9."""
+        """Hybrid (or pageindex) chunk search with page fallback (the README's API section)."""
         knowledge_base_ids = check_knowledge_base_ids(body.knowledgeBaseIds)
         return service.search(who, body.query, knowledge_base_ids, body.limit, body.minScore, body.strategy)
 

@@ -1,5 +1,5 @@
 """The request and answer models of the HTTP service (OpenAPI at ``/docs``); field names are camelCase as
-in DESIGN.md section 9. Text that is not valid Unicode or holds NUL is refused (422)."""
+in the README's API section. Text that is not valid Unicode or holds NUL is refused (422)."""
 
 from __future__ import annotations
 
