@@ -1,5 +1,5 @@
-"""Result rows: the fields of one search result (the API's result fields, ``service/schemas.py``), for a scored chunk or a
-fallback page, and the ``/v1/assets/...`` URLs of page and figure images."""
+"""Result rows: the fields of one search result (as the API answers them, ``service/schemas.py``), for a
+scored chunk or a fallback page, and the ``/v1/assets/...`` URLs of page and figure images."""
 
 from __future__ import annotations
 
