@@ -12,6 +12,7 @@ count and time; traffic goes to 127.0.0.1 only. Used by ``test_soak.py`` (about 
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -53,6 +54,12 @@ class SoakReport:
     milvus_killed_at_s: float | None = None
     milvus_restarts: int = 0  # by the service's watchdog
     milvus_back: bool = False  # a new server by the end (watchdog or an ingest)
+    unavailable: int = 0  # 503 with Retry-After while a store was down: the answer the service owes, not an error
+    postgres_stopped_at_s: float | None = None
+    ingest_killed_at_s: float | None = None
+    lost_documents: list[str] = field(default_factory=list)  # files present at the end but not published
+    leftover_processes: list[str] = field(default_factory=list)  # processes of a killed ingest still alive
+    killed_ingest_children: int = 0  # the processes the killed ingest had started (its parse workers)
     verify: dict | None = None
     seconds: float = 0.0
 
@@ -67,8 +74,11 @@ class SoakReport:
             f"{self.fallbacks} fallback answers, {self.gone} gone (404), p95 {self.p95_ms():.0f} ms; "
             f"{self.ingests} ingests ({len(self.ingest_failures)} with failed documents), Milvus killed at "
             f"{self.milvus_killed_at_s} s, back: {self.milvus_back} (the service restarted it "
-            f"{self.milvus_restarts}x); verify consistent: "
-            f"{(self.verify or {}).get('consistent')}"
+            f"{self.milvus_restarts}x); Postgres stopped at {self.postgres_stopped_at_s} s, an ingest killed at "
+            f"{self.ingest_killed_at_s} s (with {self.killed_ingest_children} child processes); "
+            f"{self.unavailable} answers 503 with Retry-After; "
+            f"{len(self.lost_documents)} lost documents, {len(self.leftover_processes)} leftover processes; "
+            f"verify consistent: {(self.verify or {}).get('consistent')}"
         )
 
 
@@ -106,9 +116,15 @@ def run_soak(
     clients: int = 4,
     seed: int = 7,
     min_ingests: int = 0,
+    stop_postgres_at_s: float | None = None,
+    postgres_down_s: float = 10.0,
+    kill_ingest_at_s: float | None = None,
 ) -> SoakReport:
     """``min_ingests``: go on past ``duration_s`` (up to four times it) until that many ingests ran, so a
-    loaded machine still churns the documents the clients read."""
+    loaded machine still churns the documents the clients read. ``stop_postgres_at_s``: stop the embedded
+    Postgres then, for ``postgres_down_s`` (a request meanwhile may answer 503 with Retry-After, never
+    another 5xx); ``kill_ingest_at_s``: start a ``kb-assets ingest`` process of a large document then and
+    kill -9 it while it parses (its parse workers must die with it)."""
     import uvicorn
 
     from kb_assets.pipeline.ingest import ingest
@@ -139,6 +155,7 @@ def run_soak(
             raise RuntimeError("the soak server did not start")
         time.sleep(0.05)
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line a request otherwise, on a soak of thousands
     report = SoakReport()
     lock = threading.Lock()
     started = time.monotonic()
@@ -146,13 +163,15 @@ def run_soak(
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {KEY}"}
 
-    def record(ok: bool, what: str, ms: float, fallback: bool = False, gone: bool = False):
+    def record(ok: bool, what: str, ms: float, fallback: bool = False, gone: bool = False, answer=None):
         with lock:
             report.requests += 1
             report.latencies_ms.append(ms)
             report.fallbacks += fallback
             report.gone += gone
-            if not ok:
+            if answer is not None and answer.status_code == 503 and answer.headers.get("Retry-After"):
+                report.unavailable += 1  # a store is down and the service says when to come back
+            elif not ok:
                 report.errors.append(what)
 
     hard_stop = started + 4 * duration_s
@@ -169,7 +188,7 @@ def run_soak(
         rng = random.Random(seed + number)
         with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
             while more():
-                kind = rng.choice(("search", "search", "page", "lineage", "churn"))
+                kind = rng.choice(("search", "search", "page", "lineage", "churn", "ready"))
                 t0 = time.perf_counter()
                 try:
                     if kind == "search":
@@ -196,6 +215,7 @@ def run_soak(
                             f"search {question!r}: {r.status_code} {str(body)[:200]}",
                             ms,
                             fallback=fallback,
+                            answer=r,
                         )
                     elif kind == "page":
                         name = rng.choice(list(STABLE))
@@ -203,7 +223,7 @@ def run_soak(
                         r = http.get(f"/v1/documents/{doc.document_id}/pages/0")
                         ms = (time.perf_counter() - t0) * 1000
                         right = r.status_code == 200 and STABLE[name][2] in r.json()["text"]
-                        record(right, f"page {name}: {r.status_code} {r.text[:200]}", ms)
+                        record(right, f"page {name}: {r.status_code} {r.text[:200]}", ms, answer=r)
                     elif kind == "lineage":
                         chunk = rng.choice(stable_chunks)
                         r = http.get(f"/v1/chunks/{chunk}/lineage")
@@ -212,7 +232,13 @@ def run_soak(
                             r.status_code == 200 and r.json()["verified"],
                             f"lineage {chunk}: {r.status_code} {r.text[:200]}",
                             ms,
+                            answer=r,
                         )
+                    elif kind == "ready":  # the probes: any Host (a pod IP), no key, no data
+                        r = http.get("/readyz", headers={"Host": "10.0.0.7:8000", "Authorization": ""})
+                        ms = (time.perf_counter() - t0) * 1000
+                        ok = r.status_code == 200 or (r.status_code == 503 and bool(r.headers.get("Retry-After")))
+                        record(ok and "soak" not in r.text, f"readyz: {r.status_code} {r.text[:200]}", ms)
                     else:
                         r = http.post(
                             "/v1/kb/search",
@@ -226,12 +252,19 @@ def run_soak(
                         rows = r.json().get("results", []) if r.status_code == 200 else []
                         fallback = bool(rows) and all(x["retrievalSource"] == "fallback_pages" for x in rows)
                         right = r.status_code == 200 and all(x["knowledgeBaseId"] == "soak-churn" for x in rows)
-                        gone = False
+                        gone, p = False, r
                         if right and rows and rng.random() < 0.5:  # then its page: there, or gone meanwhile
                             p = http.get(f"/v1/documents/{rows[0]['documentId']}/pages/{rows[0]['pageIndex']}")
                             gone = p.status_code == 404
                             right = p.status_code == 200 or gone
-                        record(right, f"churn: {r.status_code} {r.text[:200]}", ms, fallback=fallback, gone=gone)
+                        record(
+                            right,
+                            f"churn: {r.status_code} {r.text[:200]}",
+                            ms,
+                            fallback=fallback,
+                            gone=gone,
+                            answer=p,
+                        )
                 except httpx.HTTPError as error:
                     record(False, f"{kind}: {type(error).__name__}: {error}", (time.perf_counter() - t0) * 1000)
 
@@ -272,11 +305,34 @@ def run_soak(
             killed.append(pid)
             report.milvus_killed_at_s = round(time.monotonic() - started, 1)
 
+    def postgres_outage():
+        if stop_postgres_at_s is None:
+            return
+        from kb_assets.services import ensure_postgres, stop_postgres
+
+        while time.monotonic() < started + stop_postgres_at_s:
+            time.sleep(0.1)
+        stop_postgres(settings.home)
+        report.postgres_stopped_at_s = round(time.monotonic() - started, 1)
+        time.sleep(postgres_down_s)
+        ensure_postgres(settings.home, settings.postgres_binaries)
+
+    def ingest_kill():
+        if kill_ingest_at_s is None:
+            return
+        while time.monotonic() < started + kill_ingest_at_s:
+            time.sleep(0.1)
+        report.ingest_killed_at_s = round(time.monotonic() - started, 1)
+        children, leftover = kill_an_ingest(home, settings)
+        report.killed_ingest_children, report.leftover_processes = children, leftover
+
     killed: list[int] = []
     threads = [threading.Thread(target=client_loop, args=(i,), name=f"soak-client-{i}") for i in range(clients)]
     threads += [
         threading.Thread(target=churn_loop, name="soak-ingest"),
         threading.Thread(target=killer, name="soak-kill"),
+        threading.Thread(target=postgres_outage, name="soak-postgres"),
+        threading.Thread(target=ingest_kill, name="soak-kill-ingest"),
     ]
     try:
         for t in threads:
@@ -302,4 +358,77 @@ def run_soak(
     if final.failures:
         report.ingest_failures.append(f"final: {final.failures}")
     report.verify = verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
+    present = {f.name for f in churn.glob("note-*.md")}
+    published = {d.source_path for d in stores.catalog.list_documents(["soak-churn"]) if d.status == "published"}
+    stable = {d.source_path for d in stores.catalog.list_documents(["soak-stable"]) if d.status == "published"}
+    report.lost_documents = sorted(present - published) + sorted(set(STABLE) - stable)
     return report
+
+
+def kill_an_ingest(home: Path, settings, wait_s: float = 120.0) -> tuple[int, list[str]]:
+    """Start ``kb-assets ingest`` of a many-page PDF with two parse workers, kill -9 it once its workers
+    run; how many processes it had started, and those still alive after a bounded wait (its workers die
+    with it)."""
+    import subprocess
+    import sys
+
+    from reportlab.pdfgen import canvas
+
+    folder = home / "soak" / "killed"
+    folder.mkdir(parents=True, exist_ok=True)
+    pdf = canvas.Canvas(str(folder / "long.pdf"))
+    for page in range(60):
+        pdf.drawString(72, 720, f"Page {page + 1}: the soak's long document, parsed when the ingest is killed.")
+        pdf.showPage()
+    pdf.save()
+    env = {**os.environ, "KB_HOME": str(settings.home), "KB_PARSE_WORKERS": "2"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli", "ingest", str(folder), "--kb", "soak-killed"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and child.poll() is None and not _descendants(child.pid):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    family = _descendants(child.pid)
+    child.kill()
+    child.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and [pid for pid in family if _alive(pid)]:
+        time.sleep(0.5)
+    return len(family), [f"{pid}: {_cmdline(pid)[:120]}" for pid in family if _alive(pid)]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
