@@ -164,10 +164,12 @@ def test_workspaces_and_helm_values_name_the_same_code_location_and_settings():
     (server,) = values["dagsterWebserver"]["workspace"]["servers"]
     (grpc,) = [entry["grpc_server"] for entry in load_yaml("kubernetes/workspace.yaml")["load_from"]]
     (local,) = [entry["python_module"] for entry in load_yaml("single-host/workspace.yaml")["load_from"]]
+    (root,) = [entry["python_module"] for entry in yaml.safe_load((REPO / "workspace.yaml").read_text())["load_from"]]
 
     assert server == {"host": deployment["name"], "port": deployment["port"], "name": LOCATION}
     assert grpc == {"host": deployment["name"], "port": deployment["port"], "location_name": LOCATION}
     assert local == {"module_name": MODULE, "location_name": LOCATION}
+    assert (root["module_name"], root["location_name"]) == (MODULE, LOCATION)  # make dev names it alike
     args = deployment["dagsterApiGrpcArgs"]
     assert args[args.index("-m") + 1] == MODULE and args[args.index("--location-name") + 1] == LOCATION
     assert deployment["image"]["tag"] == VERSION

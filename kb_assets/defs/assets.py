@@ -52,7 +52,14 @@ COMMON = dict(
 @dg.asset(
     **COMMON,
     kinds={"python", "s3"},
-    check_specs=[dg.AssetCheckSpec("original_stored", asset="raw_files", blocking=True)],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "original_stored",
+            asset="raw_files",
+            blocking=True,
+            description="The original bytes are in the object store under their sha256, which is the document version.",
+        )
+    ],
 )
 def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
@@ -78,7 +85,17 @@ def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
     **COMMON,
     deps=[raw_files],
     kinds={"python", "postgres"},
-    check_specs=[dg.AssetCheckSpec("pages_complete", asset="parsed_pages", blocking=True)],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "pages_complete",
+            asset="parsed_pages",
+            blocking=True,
+            description=(
+                "Pages numbered 0..n-1 without gaps, each with its parser and mode recorded "
+                "(degraded paths are explicit)."
+            ),
+        )
+    ],
 )
 def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
@@ -106,7 +123,14 @@ def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
     **COMMON,
     deps=[parsed_pages],
     kinds={"python", "postgres"},
-    check_specs=[dg.AssetCheckSpec("tree_within_pages", asset="pageindex_trees", blocking=True)],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "tree_within_pages",
+            asset="pageindex_trees",
+            blocking=True,
+            description="One root per tree, every parent in the tree, every node within the document's pages.",
+        )
+    ],
 )
 def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     """A PageIndex tree per document (from the PDF outline, a printed table of contents, headings or page
@@ -139,7 +163,17 @@ def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     **COMMON,
     deps=[pageindex_trees],
     kinds={"python", "parquet"},
-    check_specs=[dg.AssetCheckSpec("chunks_traceable", asset="chunks", blocking=True)],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "chunks_traceable",
+            asset="chunks",
+            blocking=True,
+            description=(
+                "Unique chunk ids; each chunk's content is found in its pages (lineage); its embedding input "
+                "fits the model."
+            ),
+        )
+    ],
 )
 def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     """Content-aware chunks in the lake: content, embedding_input (with a situating sentence when a chunk
@@ -212,8 +246,18 @@ MILVUS_COLLECTION = dg.AssetSpec(
     backfill_policy=COMMON["backfill_policy"],
     partitions_def=documents_partitions,
     check_specs=[
-        dg.AssetCheckSpec("vectors_valid", asset="embeddings", blocking=True),
-        dg.AssetCheckSpec("entities_match_chunks", asset="milvus_collection", blocking=True),
+        dg.AssetCheckSpec(
+            "vectors_valid",
+            asset="embeddings",
+            blocking=True,
+            description="Per chunk one unit-norm vector of the model's dimension, checked before publishing.",
+        ),
+        dg.AssetCheckSpec(
+            "entities_match_chunks",
+            asset="milvus_collection",
+            blocking=True,
+            description="The collection holds exactly the document's chunk rows as entities, of its current version.",
+        ),
     ],
 )
 def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource):
