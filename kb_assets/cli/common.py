@@ -73,3 +73,17 @@ def find_document(catalog, key):
     if doc is None:
         raise click.ClickException(f"no document {key!r} (give a document id, a source path or the file's path)")
     return doc
+
+
+def known_knowledge_bases(catalog, knowledge_base_ids) -> None:
+    """Refuse knowledge bases that hold no document, naming those that do (a typo gets an error, not an
+    empty answer)."""
+    if not knowledge_base_ids:
+        return
+    known = [row["knowledge_base_id"] for row in catalog.knowledge_base_counts()]
+    unknown = sorted(set(knowledge_base_ids) - set(known))
+    if unknown:
+        raise click.ClickException(
+            f"no knowledge base {', '.join(map(repr, unknown))}: known ones are {', '.join(known) or 'none yet'} "
+            "(kb-assets ingest PATH --kb NAME makes one)"
+        )

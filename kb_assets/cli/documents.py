@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from kb_assets.cli.common import document_json, emit, find_document, knowledge_base_names, pass_settings, stores_of
+from kb_assets.cli.common import (
+    document_json,
+    emit,
+    find_document,
+    knowledge_base_names,
+    known_knowledge_bases,
+    pass_settings,
+    stores_of,
+)
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
@@ -23,6 +31,7 @@ def docs(settings, knowledge_base_ids, as_json):
 
     stores = stores_of(settings)
     catalog = stores.catalog
+    known_knowledge_bases(catalog, knowledge_base_ids)
     documents = catalog.list_documents(list(knowledge_base_ids) or None)
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
     stale = stale_documents(

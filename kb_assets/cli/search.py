@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kb_assets.cli.common import emit, knowledge_base_names, pass_settings, stores_of
+from kb_assets.cli.common import emit, knowledge_base_names, known_knowledge_bases, pass_settings, stores_of
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -28,6 +28,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
     from kb_assets.retrieval.search import SearchRequest
     from kb_assets.service.api import make_searcher, one_thread_per_query
 
+    known_knowledge_bases(stores_of(settings).catalog, knowledge_base_ids)
     settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     try:
