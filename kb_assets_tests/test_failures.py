@@ -151,3 +151,25 @@ def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes
 
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     assert not any(p.exists() for p in mine)
+
+
+def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_path, settings, catalog):
+    from kb_assets.pipeline.ingest import ingest
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "boilers.md").write_text(GOOD)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    first = ingest([folder], "still-failing", settings)
+    assert [f["sourceUri"].rsplit("/", 1)[1] for f in first.failures] == ["broken.pdf"]
+
+    again = ingest([folder], "still-failing", settings)
+
+    assert again.run_ids == []  # nothing ran for a file that failed and has not changed
+    (failure,) = again.failures
+    assert failure["stillFailing"] and failure["reason"] == first.failures[0]["reason"]
+    assert again.as_json()["documents"] == {"new": 0, "changed": 0, "unchanged": 1, "deleted": 0, "failed": 1}
+    retried = ingest([folder], "still-failing", settings, retry_failed=True)
+    assert len(retried.run_ids) == 1 and not retried.failures[0].get("stillFailing")
+    broken = next(d for d in catalog.list_documents(["still-failing"]) if d.source_path == "broken.pdf")
+    assert broken.status == "failed" and broken.last_run_id == retried.run_ids[0]

@@ -18,11 +18,13 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.option(
     "--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.", callback=knowledge_base_names
 )
+@click.option("--retry-failed", is_flag=True, help="Run documents again that failed before and have not changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
-def ingest(settings, paths, knowledge_base_id, as_json):
+def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
     """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
-    new/changed ones, purge gone ones."""
+    new/changed ones, purge gone ones. A file that failed before and has not changed is reported as still
+    failing, not run again, unless --retry-failed."""
     from kb_assets.pipeline.ingest import ingest as run_ingest
 
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
@@ -30,7 +32,7 @@ def ingest(settings, paths, knowledge_base_id, as_json):
     from kb_assets.pipeline.identity import OverlappingRoots
 
     try:
-        report = run_ingest(sources, knowledge_base_id, settings, progress=progress)
+        report = run_ingest(sources, knowledge_base_id, settings, progress=progress, retry_failed=retry_failed)
     except (FileNotFoundError, OverlappingRoots) as error:
         raise click.ClickException(str(error)) from None
     data = report.as_json()
@@ -39,7 +41,8 @@ def ingest(settings, paths, knowledge_base_id, as_json):
         counts = d["documents"]
         click.echo(f"ingested into {knowledge_base_id}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         for failure in d["failures"]:
-            click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}")
+            still = " (still failing: the file has not changed)" if failure.get("stillFailing") else ""
+            click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}{still}")
         click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
         for warning in d["warnings"]:
             click.echo(f"warning: {warning}", err=True)

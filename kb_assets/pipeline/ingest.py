@@ -42,6 +42,7 @@ class IngestReport:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)  # failed before at the same version of the file
     deleted: list[str] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
     stale: list[dict] = field(default_factory=list)  # unchanged files re-run for a newer pipeline version
@@ -92,6 +93,7 @@ def register(
             new=changes.new,
             changed=changes.changed,
             unchanged=changes.unchanged,
+            failing=changes.failing,
             failures=[failure.as_json() for failure in found.failures],
         )
         registered = catalog.get_documents(changes.to_run)
@@ -112,10 +114,12 @@ def ingest(
     knowledge_base_id: str,
     settings: Settings,
     progress: Callable[[str], None] = lambda message: None,
+    retry_failed: bool = False,
 ) -> IngestReport:
     """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
     documents whose sources are gone are purged. One ingest of a knowledge base at a time: a second one
-    waits for the first, then finds what it finished current."""
+    waits for the first, then finds what it finished current. A file that failed before and has not
+    changed is not run again: it is reported as still failing (``retry_failed`` runs it again)."""
     stores = Stores(settings)
 
     def waiting() -> None:
@@ -123,11 +127,16 @@ def ingest(
 
     with connect_retries():  # a Postgres restart is waited out (bounded), not fatal
         with stores.catalog.ingest_lock(knowledge_base_id, waiting):
-            return _ingest(paths, knowledge_base_id, settings, stores, progress)
+            return _ingest(paths, knowledge_base_id, settings, stores, progress, retry_failed)
 
 
 def _ingest(
-    paths: list[Path | str], knowledge_base_id: str, settings: Settings, stores: Stores, progress: Callable[[str], None]
+    paths: list[Path | str],
+    knowledge_base_id: str,
+    settings: Settings,
+    stores: Stores,
+    progress: Callable[[str], None],
+    retry_failed: bool = False,
 ) -> IngestReport:
     """``ingest`` while holding the knowledge base's ingest lock."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
@@ -140,7 +149,8 @@ def _ingest(
     report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
     report.abandoned_runs = abandoned
 
-    docs = list(catalog.get_documents([*to_run, *report.unchanged]).values())
+    retried = report.failing if retry_failed else []
+    docs = list(catalog.get_documents([*to_run, *report.unchanged, *retried]).values())
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
     workers = max(1, settings.concurrent_runs)
     if planning.bucket_count(settings.partitioning) is None:
@@ -160,7 +170,9 @@ def _ingest(
         with catalog.registration_lock():
             add_partitions(instance, [doc.partition_key for doc in docs if doc.document_id in stale])
         batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))  # at least one range a run
-        plans = planning.plan_runs(docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch)
+        plans = planning.plan_runs(
+            docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch, retry_failed=retry_failed
+        )
     else:
         batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
         plans = planning.plan_bucket_runs(
@@ -170,6 +182,11 @@ def _ingest(
         f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
         f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
         + (f", {len(report.failures)} unreadable" if report.failures else "")
+        + (
+            f", {len(report.failing)} still failing" + ("" if retry_failed else " (--retry-failed retries them)")
+            if report.failing
+            else ""
+        )
     )
     report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
@@ -180,6 +197,17 @@ def _ingest(
         report.warnings.append(
             f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
             "(changed documents are written into both collections meanwhile)"
+        )
+    still = catalog.get_documents([d for d in report.failing if d not in retried])
+    for doc in still.values():  # the same file failed before: reported, not run again (--retry-failed runs it)
+        report.failures.append(
+            {
+                "documentId": doc.document_id,
+                "sourceUri": doc.source_uri,
+                "reason": doc.error or "failed",
+                "stillFailing": True,
+                "servesLastGoodVersion": doc.serves_last_good_version,
+            }
         )
     ran = list(dict.fromkeys(doc.document_id for plan in plans for doc in plan.documents))
     after = catalog.get_documents(ran)

@@ -35,6 +35,7 @@ class Changes:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)  # failed before at this very version: not retried unasked
 
     @property
     def to_run(self) -> list[str]:
@@ -56,6 +57,8 @@ def register_changes(files: list[SourceFile], knowledge_base_id: str, catalog: C
             previous = known.get(source.document_id)
             if previous is not None and previous.status == "published" and previous.version == source.sha256:
                 changes.unchanged.append(source.document_id)
+            elif previous is not None and previous.status == "failed" and previous.version == source.sha256:
+                changes.failing.append(source.document_id)
             else:
                 new = (
                     previous is None
