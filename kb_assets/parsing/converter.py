@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    from docling.datamodel.base_models import DocumentStream
     from docling.datamodel.document import ConversionResult
     from docling.document_converter import DocumentConverter
 
@@ -151,7 +152,7 @@ def convert(
     from kb_assets.parsing.model import DocumentParseError
 
     converter = converter or get_converter()
-    source: object = path
+    source: Path | DocumentStream = path
     if data is not None or (suffix and path.suffix.lower() != suffix):
         # a stored blob without the original extension: hand docling the bytes under a proper name,
         # since it picks the backend from the name first

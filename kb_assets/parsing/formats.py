@@ -135,8 +135,8 @@ def _by_extension(formats: tuple[Format, ...]) -> dict[str, Format]:
                 raise ValueError(f"extension {extension} is registered twice")
             table[extension] = fmt
     for kind in ("pdf", *PACKAGES, *IMAGE_KINDS):  # a misnamed file is parsed under ".<kind>"
-        fmt = table.get(f".{kind}")
-        if fmt is None or fmt.content != family(kind):
+        registered = table.get(f".{kind}")
+        if registered is None or registered.content != family(kind):
             raise ValueError(f"sniffing finds {describe(kind)} but no format reads it under .{kind}")
     return table
 

@@ -16,6 +16,7 @@ cover (``chunking/regions.py``). Formats without page geometry leave them None.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +142,7 @@ def render_table(rows: tuple[tuple[str, ...], ...] | list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def table_block(rows: list[list[str]] | tuple[tuple[str, ...], ...]) -> Block | None:
+def table_block(rows: Sequence[Sequence[str]]) -> Block | None:
     """A table block from rows (header first): cells cleaned, empty rows dropped; None when empty."""
     clean_rows = tuple(tuple(clean_inline(c) for c in row) for row in rows)
     clean_rows = tuple(row for row in clean_rows if any(row))

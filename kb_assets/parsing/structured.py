@@ -177,12 +177,13 @@ def _split_large_sheets(pages: list[ParsedPage]) -> list[ParsedPage]:
             continue
         current: list[Block] = []
         for block in page.blocks[len(heading) :]:
-            if block in big:
+            if block in big and block.rows is not None:  # (every big block has rows)
                 if current:
                     out.append(ParsedPage(len(out), heading + current, page.parser, page.mode, sheet or None))
                     current = []
                 for n, piece in enumerate(split_table(block.rows, XLSX_ROWS_PER_PAGE)):
                     first = 2 + n * XLSX_ROWS_PER_PAGE
+                    assert piece.rows is not None  # a table block always has its rows
                     label = f"{sheet} rows {first}-{first + len(piece.rows) - 2}".strip()
                     out.append(ParsedPage(len(out), heading + [piece], page.parser, page.mode, label))
             else:

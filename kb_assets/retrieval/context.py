@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from kb_assets.retrieval.lexical_query import code_tokens
 from kb_assets.retrieval.rerank import question_words
@@ -166,6 +167,7 @@ def _best(
     if held:
         low, high = min(h for h, _ in held), max(e for _, e in held)
         best = max(0, min(last, int(low - (budget - (high - low)) / 2)))
+    assert best_key is not None, "no window ranked"  # starts always holds 0
     return best, best_key[0]
 
 
@@ -191,7 +193,7 @@ def window(
     terms: list[Term],
     budget: int = 800,
     weights: dict[tuple[str, ...], float] | None = None,
-    shown: list[tuple[int, int]] = (),
+    shown: Sequence[tuple[int, int]] = (),
     chunk_weight: float = CHUNK_WEIGHT,
 ) -> tuple[str, int, int]:
     """(text, start, end): the window of the page for the chunk and the terms (see the module docstring);

@@ -140,6 +140,7 @@ def fan_out(
 def _kb_filters(knowledge_base_ids: list[str] | None, pages: str | None) -> dict[str | None, str]:
     """One filter per knowledge base searched separately (key: the knowledge base), or one for all (key None)."""
     knowledge_base_ids = list(dict.fromkeys(knowledge_base_ids)) if knowledge_base_ids else None
+    filters: dict[str | None, str]
     if knowledge_base_ids is None:
         filters = {None: ""}
     elif pages is None and len(knowledge_base_ids) <= MAX_SEPARATE_KB_SEARCHES:

@@ -69,7 +69,7 @@ def score(
             f"{short(found.bm25_error)}); lexical score is keyword overlap"
         )
     dense = dict(found.dense) if dense_ok else {}
-    if dense_ok:
+    if dense_ok and vector is not None:  # (dense_ok holds only with a vector)
         for chunk_id, stored in found.vectors.items():  # BM25-only hits: cosine with the stored vector
             if chunk_id not in dense:
                 dense[chunk_id] = _cosine(stored, vector)
@@ -92,6 +92,7 @@ def score(
     terms = query_terms(query.text)
     needle = normalize_ws(query.text).casefold()
     rows = []
+    lexical: float | None
     for chunk_id, entity in found.hits.items():
         if not bm25_ok:
             lexical = keyword_overlap(terms, entity["content"])

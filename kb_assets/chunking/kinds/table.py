@@ -39,6 +39,7 @@ def table_pieces(block: dict, section: tuple[str, ...], page_index: int, continu
     previous = table_header(continued) if continued is not None else None
     if (
         previous is not None
+        and continued is not None
         and rows
         and len(rows[0]) == len((continued.get("rows") or [[]])[0])
         and lines[0] != previous[0].split("\n")[0]
@@ -49,7 +50,9 @@ def table_pieces(block: dict, section: tuple[str, ...], page_index: int, continu
         return [Piece("table", block["text"], section, page_index, page_index)]
     else:
         header, body = found[0], lines[found[1] :]
-    pieces, group, size = [], [], len(header)
+    pieces: list[Piece] = []
+    group: list[str] = []
+    size = len(header)
     for line in body:
         if group and size + 1 + len(line) > TABLE_TARGET_CHARS:
             pieces.append(

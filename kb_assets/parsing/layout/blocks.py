@@ -55,13 +55,15 @@ def union_box(spans) -> tuple[float, float, float, float] | None:
 
 def _table(line: Line) -> Block | None:
     """A table block with its box, and one span a rendered row when every row kept its box."""
+    if line.table is None:
+        return None
     block = table_block(line.table)
     if block is None:
         return None
     box = (line.l, line.t, line.r, line.b)
     spans: list[LineSpan] = []
     boxes = line.row_boxes or []
-    if len(boxes) == len(block.rows):
+    if block.rows is not None and len(boxes) == len(block.rows):
         start = 0
         for row_text, row_box in zip(block.text.split("\n"), boxes, strict=False):
             spans.append((start, start + len(row_text), *row_box))
@@ -86,11 +88,12 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
     item_left = 0.0
     cont_left: float | None = None
 
-    def start(new_kind: str | None, text: str | None = None, line: Line | None = None) -> None:
+    def start(new_kind: str | None, line: Line | None = None) -> None:
+        """Begin a block of ``new_kind``, with the row ``line`` as its first part when given."""
         nonlocal kind, parts, spans
         kind, parts, spans = new_kind, [], []
-        if text is not None:
-            add(text, line)
+        if line is not None:
+            add(line.text, line)
 
     def add(text: str, line: Line) -> None:
         parts.append(text)
@@ -100,6 +103,7 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
         parts[-1] = _joined(parts[-1], text, spans[-1], line)
 
     def flush() -> None:
+        lines: list[LineSpan]
         if kind == "list":
             text, offset, lines = "", 0, []
             for part, part_spans in zip(parts, spans, strict=False):
@@ -109,10 +113,13 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
                     text += "\n"
                 offset = len(text)
                 text += part
-                lines += [(offset + a, offset + b, *box) for a, b, *box in part_spans]
+                lines += [
+                    (offset + a, offset + b, left, top, right, bottom) for a, b, left, top, right, bottom in part_spans
+                ]
         else:
             text, lines = (parts[0], spans[0]) if parts else ("", [])
         if text:
+            assert kind is not None, "text gathered outside a block"  # start(None) empties parts
             blocks.append(
                 Block(
                     kind=kind,
@@ -150,7 +157,7 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
                 extend(line.text, line)  # a heading wrapped over two lines
             else:
                 flush()
-                start("heading", line.text, line)
+                start("heading", line)
                 level = line.level
         elif TOC_ENTRY.search(line.text):  # table-of-contents entries: one list line each
             if kind != "list":
@@ -184,7 +191,7 @@ def page_blocks(pl: PageLines, body_h: float, gap_limit: float) -> list[Block]:
             extend(line.text, line)
         else:
             flush()
-            start("paragraph", line.text, line)
+            start("paragraph", line)
         last = line
     flush()
     return blocks

@@ -40,7 +40,7 @@ def mark_headings(
     ``outline``: page index -> lowercased bookmark title -> level; ``line_gap``: the usual gap
     between the lines of a paragraph."""
     font_share = font_shares(pages.values())
-    doc_font = max(font_share, key=font_share.get) if font_share else None
+    doc_font = max(font_share, key=font_share.__getitem__) if font_share else None
     for pl in pages.values():
         # a page with little text (a title page) says little about its body font
         body_font = pl.body_font if sum(len(ln.text) for ln in pl.lines) >= 300 else doc_font

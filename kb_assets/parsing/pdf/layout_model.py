@@ -66,7 +66,7 @@ def choose_pdf_pipeline(artifacts_path: Path | None, default_cache: Path | None 
     """The PDF pipeline this environment can run: ``layout`` only where the layout model is on disk
     (complete) and torch + transformers import; else ``native`` with the reason."""
     explicit = artifacts_path is not None
-    folder = Path(artifacts_path) if explicit else (default_cache or default_artifacts_path())
+    folder = Path(artifacts_path) if artifacts_path is not None else (default_cache or default_artifacts_path())
     where = f"DOCLING_ARTIFACTS_PATH={folder}" if explicit else f"docling's model cache {folder}"
     layout = folder / LAYOUT_MODEL_FOLDER
     if not layout.is_dir():

@@ -64,14 +64,25 @@ def parse_native(file: SourceFile, facts: PdfFacts, warnings: list[str]) -> Pars
             label = label or pl.printed_number
             page_blocks = blocks.get(index, [])
             removed = tuple(pl.removed)
-            size = {"width": pl.width, "height": pl.height}
             if pl.ocr:
-                parsed.append(ParsedPage(index, page_blocks, *ocr_parser(options), label, removed=removed, **size))
+                parsed.append(
+                    ParsedPage(
+                        index,
+                        page_blocks,
+                        *ocr_parser(options),
+                        label,
+                        removed=removed,
+                        width=pl.width,
+                        height=pl.height,
+                    )
+                )
                 continue
             mode = MODE
             if not page_blocks and needs_ocr(pl):
                 mode = MODE_NO_TEXT
-            parsed.append(ParsedPage(index, page_blocks, PARSER, mode, label, removed=removed, **size))
+            parsed.append(
+                ParsedPage(index, page_blocks, PARSER, mode, label, removed=removed, width=pl.width, height=pl.height)
+            )
         if options.images:
             render_figure_crops(pdf, parsed, figure_boxes(pages))
     finally:

@@ -112,7 +112,9 @@ def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run
     groups: list[list[int]] = []  # consecutive characters, each overlapping its run's box vertically
     for i in sorted(found):
         if groups and groups[-1][-1] == i - 1:
-            _, bottom_so_far, _, top_so_far = union_box([boxes[j] for j in groups[-1]])
+            so_far = union_box([boxes[j] for j in groups[-1]])
+            assert so_far is not None  # a group holds at least one character
+            _, bottom_so_far, _, top_so_far = so_far
             if not (boxes[i][1] > top_so_far or boxes[i][3] < bottom_so_far):
                 groups[-1].append(i)
                 continue
@@ -120,7 +122,9 @@ def outside_runs(text_page, bbox: tuple[float, float, float, float]) -> list[Run
     runs = []
     for group in groups:
         text = clean_inline(text_page.get_text_range(group[0], len(group)))
-        l, b, r, t = union_box([boxes[i] for i in group])  # (l, b, r, t): PDF units, bottom-left origin  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
+        box = union_box([boxes[i] for i in group])
+        assert box is not None  # a group holds at least one character
+        l, b, r, t = box  # (l, b, r, t): PDF units, bottom-left origin  # noqa: E741 (l, t, r, b: a box's edges, as docling names them)
         if text:
             runs.append(Run(text, l - left, top - t, r - left, top - b))
     return runs
