@@ -259,14 +259,14 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name}={env[name]!r}: expected a whole number") from None
 
 
-def _positive(env: dict[str, str], name: str, default: int) -> int:
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
     value = _int(env, name, default)
     if value < 1:
         raise ValueError(f"{name}={env[name]!r}: expected a whole number of at least 1")
     return value
 
 
-def shared_cores(env: dict[str, str], name: str) -> int:
+def shared_cores(env: Mapping[str, str], name: str) -> int:
     """A count of processes or threads a run may use (``name``); unset or 0: the cores, shared among
     KB_CONCURRENT_RUNS runs (so that concurrent runs do not oversubscribe the machine)."""
     count = _int(env, name, 0)
@@ -275,7 +275,7 @@ def shared_cores(env: dict[str, str], name: str) -> int:
     return count or max(1, cores() // _positive(env, "KB_CONCURRENT_RUNS", 1))
 
 
-def parse_workers(env: dict[str, str]) -> int:
+def parse_workers(env: Mapping[str, str]) -> int:
     """KB_PARSE_WORKERS: processes that parse one PDF's pages (1: in the run's own process)."""
     return shared_cores(env, "KB_PARSE_WORKERS")
 

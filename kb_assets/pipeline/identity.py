@@ -19,6 +19,7 @@ import hashlib
 import posixpath
 import re
 import unicodedata
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 MAX_KEY_CHARS = 100
@@ -81,7 +82,7 @@ def root_label(source_root: str) -> str:
 
 
 def readable_key(
-    knowledge_base_id: str, source_root: str, source_path: str, document_id: str, taken: set[str] = frozenset()
+    knowledge_base_id: str, source_root: str, source_path: str, document_id: str, taken: AbstractSet[str] = frozenset()
 ) -> str:
     """The partition key people read: ``kb/root-name/relative/path``, normalised to characters that Dagster
     and URLs take, at most MAX_KEY_CHARS long; a short hash of the document id is appended where the plain

@@ -60,13 +60,13 @@ def ensure_postgres(home: Path, binaries: str = "auto") -> str:
         prepare_dirs(root, bindir, run_as)
         if not (data / "PG_VERSION").exists():
             _initdb(bindir, root, run_as)
-        pid, port = _postmaster(data)
-        if pid is not None:
+        pid, port = _postmaster(data)  # both None, or both set
+        if pid is not None and port is not None:
             try:
                 _wait_accepting(port, root / "server.log", postmaster=pid)
             except PostmasterExited:
                 pid = None  # it was dying (a kill -9 takes a while to finish): start a new one
-        if pid is None:
+        if pid is None or port is None:
             port = _start(bindir, root, run_as)
             _wait_accepting(port, root / "server.log")
         _ensure_database(port)

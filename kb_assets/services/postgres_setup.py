@@ -41,7 +41,7 @@ class RunAs:
 
     def chown(self, path: Path) -> None:
         if self.uid is not None:
-            os.chown(path, self.uid, self.gid)
+            os.chown(path, self.uid, -1 if self.gid is None else self.gid)  # -1: group unchanged
 
 
 # ---------------------------------------------------------------- binaries and users

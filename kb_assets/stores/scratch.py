@@ -23,7 +23,7 @@ _OWN: list[Path] = []  # the folders ``scratch_dir`` made for this process
 def clean_scratch(root: Path) -> list[str]:
     """Remove the folders of processes of this host that are gone, after killing the workers they
     recorded that still run; returns the folders' names."""
-    removed = []
+    removed: list[str] = []
     if not root.is_dir():
         return removed
     for folder in root.iterdir():

@@ -9,10 +9,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg2
 
 from kb_assets.lib.urls import libpq_url
+
+if TYPE_CHECKING:
+    import psycopg2.pool
 
 # sql/ stays at the top of the repository; kb_assets/sql links to it, so wheels carry the schema too
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
@@ -45,8 +49,18 @@ def connect_with_retries(dsn: str, options: str) -> psycopg2.extensions.connecti
     raise AssertionError("unreachable")
 
 
+def one_row(cur) -> tuple:
+    """The row of a statement that always returns exactly one (an aggregate, a function call)."""
+    row = cur.fetchone()
+    if row is None:
+        raise RuntimeError(f"no row from a statement that always returns one: {cur.query!r}")
+    return row
+
+
 class CatalogConnection:
     """The DSN and statement timeout of one Postgres catalog, and its connections."""
+
+    _pool: psycopg2.pool.ThreadedConnectionPool | None  # made by the first ``reader``
 
     def __init__(self, dsn: str, statement_timeout_ms: int = 30_000):
         self.dsn = libpq_url(dsn)
@@ -82,16 +96,17 @@ class CatalogConnection:
         import psycopg2.pool
 
         with self.__dict__.setdefault("_pool_lock", threading.Lock()):
-            if getattr(self, "_pool", None) is None:
+            pool = getattr(self, "_pool", None)
+            if pool is None:
                 # psycopg2 keeps at most ``minconn`` idle connections: 4 stay open, up to 32 in use at once
-                self._pool = psycopg2.pool.ThreadedConnectionPool(
+                pool = self._pool = psycopg2.pool.ThreadedConnectionPool(
                     4,
                     32,
                     self.dsn,
                     connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
                     options=f"-c statement_timeout={self.statement_timeout_ms}",
                 )
-        conn = self._pool.getconn()
+        conn = pool.getconn()
         for _ in range(8):  # idle connections of a server that restarted are dead: drop them, take others
             try:
                 if not conn.autocommit:
@@ -100,8 +115,8 @@ class CatalogConnection:
                     break
             except psycopg2.Error:
                 pass
-            self._pool.putconn(conn, close=True)
-            conn = self._pool.getconn()
+            pool.putconn(conn, close=True)
+            conn = pool.getconn()
         broken = False
         try:
             yield conn
@@ -109,12 +124,13 @@ class CatalogConnection:
             broken = True
             raise
         finally:
-            self._pool.putconn(conn, close=broken or conn.closed != 0)
+            pool.putconn(conn, close=broken or conn.closed != 0)
 
     def close_pool(self) -> None:
         with self.__dict__.setdefault("_pool_lock", threading.Lock()):
-            if getattr(self, "_pool", None) is not None:
-                self._pool.closeall()
+            pool = getattr(self, "_pool", None)
+            if pool is not None:
+                pool.closeall()
                 self._pool = None
 
 

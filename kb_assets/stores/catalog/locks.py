@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from kb_assets.stores.catalog.connection import CatalogConnection, connect_with_retries
+from kb_assets.stores.catalog.connection import CatalogConnection, connect_with_retries, one_row
 
 DOCUMENT_LOCKS = 0x6B620001  # first key of a document's lock (the second: a hash of its id)
 REGISTRATION_LOCK = 0x6B620002
@@ -35,7 +35,7 @@ class CatalogLocks(CatalogConnection):
             conn.autocommit = True
             with conn.cursor() as cur:
                 cur.execute("SELECT pg_try_advisory_lock(%s, %s)", (space, key))
-                if not cur.fetchone()[0]:
+                if not one_row(cur)[0]:
                     if waiting is not None:
                         waiting()
                     cur.execute("SELECT pg_advisory_lock(%s, %s)", (space, key))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import psycopg2.extras
 
-from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.connection import CatalogConnection, one_row
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
 
 MAX_PAGE_CHARS = 200_000  # a page's text as the service answers it is cut here (``truncated``)
@@ -47,7 +47,8 @@ class CatalogReads(CatalogConnection):
             cur.execute(
                 f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE partition_key = ANY(%s)", (list(keys),)
             )
-            return {doc.partition_key: doc for doc in (Document(*row) for row in cur.fetchall())}
+            found = (Document(*row) for row in cur.fetchall())
+            return {doc.partition_key: doc for doc in found if doc.partition_key is not None}  # all: matched by it
 
     def taken_partition_keys(self, keys: list[str]) -> set[str]:
         """Which of these partition keys a document holds already."""
@@ -225,5 +226,5 @@ class CatalogReads(CatalogConnection):
             sizes = {}
             for (table,) in cur.fetchall():
                 cur.execute(f'SELECT count(*), pg_total_relation_size(%s) FROM "{table}"', (table,))
-                sizes[table] = tuple(cur.fetchone())
+                sizes[table] = tuple(one_row(cur))
             return sizes

@@ -70,7 +70,9 @@ class CatalogSearchReads(CatalogConnection):
                 "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id",
                 (list(knowledge_base_ids),),
             )
-            out = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()}
+            out: dict[str, tuple[int, int, dict[str, int]]] = {
+                kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()
+            }
             if terms:
                 cur.execute(
                     "SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "

@@ -14,7 +14,7 @@ from collections import Counter
 
 import psycopg2.extras
 
-from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.connection import CatalogConnection, one_row
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
 
 MAX_TERM_CHARS = 200  # longer terms are not kept (a btree key holds at most ~2,700 bytes)
@@ -154,7 +154,7 @@ class CatalogWrites(CatalogConnection):
                 "SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s AND status <> 'deleted'",
                 (object_key, document_id),
             )
-            shared = cur.fetchone()[0] > 0
+            shared = one_row(cur)[0] > 0
             cur.execute("UPDATE documents SET step_versions = '{}'::jsonb WHERE document_id = %s", (document_id,))
             self.update_document(
                 conn,
@@ -219,7 +219,8 @@ class CatalogWrites(CatalogConnection):
         (``lexical.ChunkTerms``), the number of chunks holding each term, and their total length as its
         ``term_count``. Terms longer than ``MAX_TERM_CHARS`` (a run of symbols, a long URL) count towards
         a chunk's length but are not kept."""
-        rows, holding = [], Counter()
+        rows: list[tuple] = []
+        holding: Counter[str] = Counter()
         for chunk in chunks:
             kept = {term: tf for term, tf in chunk.counts.items() if len(term) <= MAX_TERM_CHARS and "\x00" not in term}
             rows.append((chunk.chunk_id, document_id, chunk.length, list(kept), list(kept.values())))
