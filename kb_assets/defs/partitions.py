@@ -2,20 +2,31 @@
 partition key (``kb/root-name/path``, ``kb_assets.pipeline.identity``), or hash buckets of documents
 (``KB_PARTITIONING=buckets:N``)."""
 
+from typing import TypedDict
+
 import dagster as dg
 
 from kb_assets.pipeline import planning
 from kb_assets.pipeline.versions import STEPS
 from kb_assets.stores.catalog import Catalog
 
-documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
+DOCUMENTS_PARTITIONS = "documents"  # the name of the dynamic partitions (typed str; the definition's is optional)
+documents_partitions = dg.DynamicPartitionsDefinition(name=DOCUMENTS_PARTITIONS)
+
+
+class PartitionedAsset(TypedDict):
+    """What every document asset is declared with (``defs/assets.py``'s ``COMMON``, typed for ``**COMMON``)."""
+
+    partitions_def: dg.DynamicPartitionsDefinition
+    backfill_policy: dg.BackfillPolicy
+    group_name: str
 
 
 def add_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
-    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    existing = set(instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS))
     new_keys = [key for key in keys if key not in existing]
     if new_keys:
-        instance.add_dynamic_partitions(documents_partitions.name, new_keys)
+        instance.add_dynamic_partitions(DOCUMENTS_PARTITIONS, new_keys)
 
 
 def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> int:
@@ -31,7 +42,7 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
     )
     with catalog.connect() as conn:
         catalog.set_partition_keys(conn, keys)
-    existing = set(instance.get_dynamic_partitions(documents_partitions.name))
+    existing = set(instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS))
     moved = [doc for doc in docs if doc.document_id in existing]
     add_partitions(instance, [keys[doc.document_id] for doc in moved if doc.status != "deleted"])
     for asset in (*STEPS, "page_images"):
@@ -51,5 +62,5 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
                     )
                 )
     for doc in moved:
-        instance.delete_dynamic_partition(documents_partitions.name, doc.document_id)
+        instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS, doc.document_id)
     return len(docs)

@@ -27,7 +27,7 @@ import dagster as dg
 
 from kb_assets.defs import launch
 from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
-from kb_assets.defs.partitions import add_partitions, documents_partitions, readable_partition_keys
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
 from kb_assets.pipeline import planning, runs
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.settings import Settings
@@ -168,15 +168,15 @@ def _ingest(
             if key in unchanged
         ]
         with catalog.registration_lock():
-            add_partitions(instance, [doc.partition_key for doc in docs if doc.document_id in stale])
+            add_partitions(instance, [planning.own_key(doc) for doc in docs if doc.document_id in stale])
         batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))  # at least one range a run
         plans = planning.plan_runs(
-            docs, stale, instance.get_dynamic_partitions(documents_partitions.name), batch, retry_failed=retry_failed
+            docs, stale, instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS), batch, retry_failed=retry_failed
         )
     else:
         batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
         plans = planning.plan_bucket_runs(
-            docs, to_run, settings.partitioning, instance.get_dynamic_partitions(documents_partitions.name), batch
+            docs, to_run, settings.partitioning, instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS), batch
         )
     progress(
         f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "

@@ -58,7 +58,7 @@ def ensure_page_image(key: str, catalog: Catalog, store: ObjectStore) -> bool:
     if match is None:
         return False
     doc = catalog.get_document(match["document_id"])
-    if doc is None or not has_page_images(doc.source_kind):
+    if doc is None or doc.source_kind is None or not has_page_images(doc.source_kind):
         return False
     page_index = int(match["page_index"])
     page = catalog.page_facts([(doc.document_id, page_index)]).get((doc.document_id, page_index))

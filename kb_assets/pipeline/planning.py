@@ -11,6 +11,7 @@ Plain Python over the stores; nothing here knows the Dagster definitions.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kb_assets.pipeline.identity import readable_key
@@ -101,9 +102,10 @@ def new_partition_keys(documents: list[tuple[str, str, str, str]], catalog: Cata
     return keys
 
 
-def contiguous_ranges(ordered_keys: list[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
+def contiguous_ranges(ordered_keys: Sequence[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
     """Runs of selected keys that are adjacent in partition order, cut at max_size: (start, end, count)."""
-    ranges, current = [], []
+    ranges: list[tuple[str, str, int]] = []
+    current: list[str] = []
     for key in ordered_keys:
         if key in selected and len(current) < max_size:
             current.append(key)
@@ -132,11 +134,16 @@ def partition_key(doc: Document, partitioning: str) -> str:
     settings)."""
     count = bucket_count(partitioning)
     if count is None:
-        if not doc.partition_key:
-            raise ValueError(f"{doc.source_uri}: document {doc.document_id} has no partition key yet")
-        return doc.partition_key
+        return own_key(doc)
     bucket = int.from_bytes(hashlib.sha256(doc.document_id.encode()).digest()[:8], "big") % count
     return f"{BUCKET_PREFIX}{bucket:0{len(str(count - 1))}d}-of-{count}"
+
+
+def own_key(doc: Document) -> str:
+    """The document's own readable partition key (given when a scan registered it)."""
+    if not doc.partition_key:
+        raise ValueError(f"{doc.source_uri}: document {doc.document_id} has no partition key yet")
+    return doc.partition_key
 
 
 def partition_keys(docs: list[Document], partitioning: str) -> list[str]:
@@ -167,7 +174,7 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Docume
 
 
 def plan_bucket_runs(
-    docs: list[Document], changed: list[str], partitioning: str, ordered_keys: list[str], batch_size: int
+    docs: list[Document], changed: list[str], partitioning: str, ordered_keys: Sequence[str], batch_size: int
 ) -> list[RunPlan]:
     """Runs over the hash buckets of the new and changed documents (``KB_PARTITIONING=buckets:N``), from
     ``raw_files``: a bucket's run finds its pending documents (``run_documents``), so a document stale only
@@ -253,7 +260,7 @@ def stale_documents(
 def plan_runs(
     docs: list[Document],
     stale: dict[str, Staleness],
-    ordered_keys: list[str],
+    ordered_keys: Sequence[str],
     batch_size: int,
     retry_failed: bool = True,
     migration: str | None = None,
@@ -270,12 +277,12 @@ def plan_runs(
         doc = by_id[document_id]
         if why.failed:
             if retry_failed:
-                plans.append(RunPlan(doc.partition_key, doc.partition_key, [doc], why.step, alone=True))
+                plans.append(RunPlan(own_key(doc), own_key(doc), [doc], why.step, alone=True))
         elif why.migration:
             if migration:
-                groups.setdefault("embeddings", set()).add(doc.partition_key)
+                groups.setdefault("embeddings", set()).add(own_key(doc))
         else:
-            groups.setdefault(why.step, set()).add(doc.partition_key)
+            groups.setdefault(why.step, set()).add(own_key(doc))
     ranged = []
     for step, selected in groups.items():
         for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):

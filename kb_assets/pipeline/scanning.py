@@ -323,7 +323,12 @@ def _scan_bucket(
         for item in listed:
             document_id, relative = by_url[item.url], names[item.url]
             doc = known.get(document_id)
-            if doc is not None and doc.status == "published" and seen.get(document_id) == (item.etag, doc.version):
+            if (
+                doc is not None
+                and doc.version is not None
+                and doc.status == "published"
+                and seen.get(document_id) == (item.etag, doc.version)
+            ):
                 result.files.append(
                     SourceFile(item.url, relative, document_id, doc.version, item.size, source_root=root)
                 )

@@ -81,7 +81,8 @@ def verify(
             entities = sum(versions.values())
             if entities or chunks.height or vectors.height:
                 if repair:
-                    delete_document(client, collection, doc.document_id)
+                    if collection is not None:  # nothing published: no entities, only lake rows to remove
+                        delete_document(client, collection, doc.document_id)
                     lake.delete("chunks", doc.document_id)
                     lake.delete("embeddings", doc.document_id)
                 problem(
@@ -94,7 +95,7 @@ def verify(
         serving = doc.published_version
         strays = {version: n for version, n in versions.items() if version != serving}
         if strays:
-            if repair:
+            if repair and collection is not None:  # (strays are entities of the collection)
                 delete_stale_versions(client, collection, doc.document_id, serving)
             problem(
                 doc.document_id,

@@ -72,7 +72,9 @@ def clip(text: str, limit: int) -> str:
 class PageSummarizer(Protocol):
     """An optional, best-effort summarizer of page text (e.g. an OpenAI-compatible endpoint)."""
 
-    summarizer_id: str  # cache key part, e.g. "llm:qwen2.5-7b"
+    @property
+    def summarizer_id(self) -> str: ...  # cache key part, e.g. "llm:qwen2.5-7b" (read-only)
+
     failure: str | None  # set after a failure: no further calls in this run
 
     def summarize(self, document_title: str, text: str) -> str | None: ...

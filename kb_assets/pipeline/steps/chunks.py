@@ -5,7 +5,7 @@ from __future__ import annotations
 from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_fallback
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows
+from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows, version_of
 from kb_assets.pipeline.versions import after, partly_contextualized
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.lake import Lake
@@ -26,15 +26,16 @@ def build_chunks(
     document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). The optional
     ``contextualizer`` adds a situating sentence to text chunks' embedding inputs (best-effort, cached).
     Chunks that come out the same as the stored ones are not rewritten (their vectors stay)."""
+    doc_version = version_of(doc)
     stored = lake.read("chunks", doc.document_id)
-    if stored.height and (stored["document_version"] == doc.version).all() and current(doc, "chunks", version):
+    if stored.height and (stored["document_version"] == doc_version).all() and current(doc, "chunks", version):
         return {"chunks": stored.height, "skipped": True}
     pages = catalog.read_pages(doc.document_id)
-    nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc.version]
+    nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc_version]
     context = DocumentContext(
         document_id=doc.document_id,
         knowledge_base_id=doc.knowledge_base_id,
-        version=doc.version,
+        version=doc_version,
         title=doc.title or doc.source_path,
         source_uri=doc.source_uri,
         source_kind=doc.source_kind or "",
@@ -81,7 +82,7 @@ def build_chunks(
         # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
         made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
         catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
-    result = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
+    result: dict = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
     if contexts is not None:
         result.update(
             contextualized=len(requests) - contexts.left_plain - contexts.too_long,

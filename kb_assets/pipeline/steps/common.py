@@ -19,6 +19,13 @@ def made_again(doc: Document) -> dict:
     return {"status": "pending", "error": None, "failed_step": None} if doc.status == "failed" else {}
 
 
+def version_of(doc: Document) -> str:
+    """The document's version (sha256 of its bytes), which the scan that registered it recorded."""
+    if doc.version is None:
+        raise RuntimeError(f"{doc.source_path}: the catalog has no version of document {doc.document_id}")
+    return doc.version
+
+
 def current(doc: Document, step: str, version: str) -> bool:
     """Whether the document's index records ``step``'s output as made (or confirmed) by ``version``."""
     made_by = (doc.step_versions or {}).get(step)

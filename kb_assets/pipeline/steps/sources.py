@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
 from kb_assets.pipeline.page_images import has_page_images, page_image_key
 from kb_assets.pipeline.planning import sha256_bytes
-from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again
+from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, version_of
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
@@ -75,13 +75,16 @@ def parse_pages(
     the images of earlier versions are removed once the new pages are committed. The source's local copy
     lives in ``options.scratch_dir`` (removed on every exit path; a killed run's by the next run).
     """
+    doc_version = version_of(doc)
     existing = catalog.read_pages(doc.document_id)
-    if existing and all(p["version"] == doc.version for p in existing) and current(doc, "parsed_pages", version):
+    if existing and all(p["version"] == doc_version for p in existing) and current(doc, "parsed_pages", version):
         return {"pages": len(existing), "skipped": True, "mode": existing[0]["mode"]}
     suffix = PurePosixPath(doc.source_path).suffix
     name = PurePosixPath(doc.source_path).name
     with tempfile.TemporaryDirectory(dir=options.scratch_dir, prefix="parse-") as tmp:
         local = Path(tmp) / f"source{suffix.lower()}"
+        if doc.object_key is None:
+            raise RuntimeError(f"{doc.source_path}: no stored original to parse (raw_files stores it)")
         local.write_bytes(store.get(doc.object_key))
         try:
             parsed = parse_document(local, name=name, options=options)
@@ -90,16 +93,17 @@ def parse_pages(
     if not parsed.pages or not any(page.text.strip() for page in parsed.pages):
         no_text = "; ".join(parsed.warnings[-3:]) or "empty document"
         raise DocumentFailed(f"{name}: no text found ({no_text})")
-    pages, images = [], 0
+    pages: list[dict] = []
+    images = 0
     with_images = has_page_images(parsed.source_kind)
     for page in parsed.pages:
-        image_key = page_image_key(doc.document_id, doc.version, page.page_index) if with_images else None
+        image_key = page_image_key(doc.document_id, doc_version, page.page_index) if with_images else None
         blocks, figure = [], 0
         for block in page.blocks:
             record = {k: v for k, v in dataclasses.asdict(block).items() if v is not None and k != "image_png"}
             if block.kind == "figure" and block.image_png:
                 figure += 1
-                key = f"figures/{doc.document_id}/{doc.version}/{page.page_index}-{figure}.png"
+                key = f"figures/{doc.document_id}/{doc_version}/{page.page_index}-{figure}.png"
                 record["image_key"] = store.put(key, block.image_png)
                 images += 1
             blocks.append(record)
@@ -117,10 +121,10 @@ def parse_pages(
             }
         )
     title = parsed.title or name
-    unchanged = title == doc.title and same_pages(existing, pages, doc.version)
+    unchanged = title == doc.title and same_pages(existing, pages, doc_version)
     with catalog.connect() as conn:
         if not unchanged:
-            catalog.replace_pages(conn, doc.document_id, doc.version, pages, run_id, version)
+            catalog.replace_pages(conn, doc.document_id, doc_version, pages, run_id, version)
         catalog.update_document(
             conn,
             doc.document_id,
@@ -134,12 +138,12 @@ def parse_pages(
         catalog.record_step(
             conn, doc.document_id, "parsed_pages", version, invalidate=() if unchanged else after("parsed_pages")
         )
-    for old_version in {p["version"] for p in existing} - {doc.version}:
+    for old_version in {p["version"] for p in existing} - {doc_version}:
         store.delete_prefix(f"pages/{doc.document_id}/{old_version}")
         store.delete_prefix(f"figures/{doc.document_id}/{old_version}")
     modes: dict[str, int] = {}
-    for page in pages:
-        modes[page["mode"]] = modes.get(page["mode"], 0) + 1
+    for row in pages:
+        modes[row["mode"]] = modes.get(row["mode"], 0) + 1
     return {
         "pages": len(pages),
         "skipped": False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kb_assets.lib.text import sha256_text
-from kb_assets.pipeline.steps.common import current
+from kb_assets.pipeline.steps.common import current, version_of
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
@@ -31,8 +31,9 @@ def build_pageindex(
     a printed table of contents, headings or page groups. Summaries are cached by page-text hash; the
     optional ``summarizer`` is best-effort (its failure leaves rule-based summaries, never a failure).
     """
+    doc_version = version_of(doc)
     nodes = catalog.read_nodes(doc.document_id)
-    if nodes and all(n["version"] == doc.version for n in nodes) and current(doc, "pageindex_trees", version):
+    if nodes and all(n["version"] == doc_version for n in nodes) and current(doc, "pageindex_trees", version):
         return {"nodes": len(nodes), "skipped": True}
     pages = catalog.read_pages(doc.document_id)
     toc_before = catalog.toc_pages(doc.document_id)
@@ -45,13 +46,13 @@ def build_pageindex(
     tree = build_document_tree(title, pages, pdf_outline(doc, store))
     navigation = set(tree.navigation_pages)
     # chunks read the tree's titles and page ranges and the table-of-contents pages, not the summaries
-    same_structure = navigation == toc_before and tree_shape(nodes, doc.version) == tree_shape(tree.nodes, doc.version)
+    same_structure = navigation == toc_before and tree_shape(nodes, doc_version) == tree_shape(tree.nodes, doc_version)
     with catalog.connect() as conn:
         catalog.store_summaries(conn, summaries.new_cache)
         catalog.update_page_structure(
             conn, doc.document_id, [{**s, "is_toc": s["page_index"] in navigation} for s in summaries.pages]
         )
-        catalog.replace_nodes(conn, doc.document_id, doc.version, tree.nodes, run_id, version)
+        catalog.replace_nodes(conn, doc.document_id, doc_version, tree.nodes, run_id, version)
         catalog.record_step(
             conn,
             doc.document_id,
