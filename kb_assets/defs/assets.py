@@ -27,7 +27,7 @@ from kb_assets.defs.document_steps import (
     settle,
     step_version,
 )
-from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.partitions import PartitionedAsset, documents_partitions
 from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import steps
 from kb_assets.pipeline.page_images import has_page_images, render_missing
@@ -42,7 +42,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 # is that setting's default (definitions are built before any setting is read).
 BACKFILL_PARTITIONS_PER_RUN = Settings.run_batch_size
 
-COMMON = dict(
+COMMON = PartitionedAsset(
     partitions_def=documents_partitions,
     backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=BACKFILL_PARTITIONS_PER_RUN),
     group_name="knowledge_base",
@@ -276,8 +276,9 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     selected = context.selected_asset_keys
     publishing = MILVUS_COLLECTION.key in selected
     versions = (step_version(context, EMBEDDINGS.key), step_version(context, MILVUS_COLLECTION.key))
-    client, collection, also = publication_target(stores) if publishing else (None, None, None)
-    target = (client, collection) if publishing else None
+    publication = publication_target(stores) if publishing else None
+    target = (publication[0], publication[1]) if publication is not None else None  # (client, collection)
+    also = publication[2] if publication is not None else None
     docs = active_documents(context, cat)
     violations: list = []
 
@@ -289,8 +290,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     alias_set: list[str | None] = []
 
     def published(doc) -> None:
-        if publishing and not alias_set:  # the first build: the alias serves the first published document
-            alias_set.append(steps.publish_if_unpublished(client, cat, stores.alias, collection))
+        if target is not None and not alias_set:  # the first build: the alias serves the first published document
+            alias_set.append(steps.publish_if_unpublished(target[0], cat, stores.alias, target[1]))
 
     try:
         results, failures = steps.embed_and_publish(
@@ -329,12 +330,13 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
                 checks.check_embeddings(cat, checked, violations, run_id, failed_step(context, EMBEDDINGS.key))
             ],
         )
-    if publishing:
+    if target is not None:  # publishing
+        client, collection = target
         flush(client, collection)  # seals the write-ahead log into indexed segments: ~10x faster searches
         if also:
             flush(client, also[0])
         alias = steps.publish_if_unpublished(client, cat, stores.alias, collection)
-        check = checks.check_milvus(
+        milvus_check = checks.check_milvus(
             cat, lk, client, collection, list(results), run_id, failed_step(context, MILVUS_COLLECTION.key)
         )
         yield dg.MaterializeResult(
@@ -351,7 +353,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
                 entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
                 chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values()),
             ),
-            check_results=[check],
+            check_results=[milvus_check],
         )
 
 

@@ -70,7 +70,7 @@ def check_raw_files(
             "document_id": [d.document_id for d in docs],
             "version": [d.version for d in docs],
             "size_bytes": [d.size_bytes for d in docs],
-            "stored": [bool(d.object_key) and store.exists(d.object_key) for d in docs],
+            "stored": [bool(d.object_key and store.exists(d.object_key)) for d in docs],
         },
         schema={"document_id": pl.String, "version": pl.String, "size_bytes": pl.Int64, "stored": pl.Boolean},
     )

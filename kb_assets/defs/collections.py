@@ -4,6 +4,8 @@ complete, validated by a blocking check) and ``collection_alias`` (the alias swa
 is ``kb_assets.pipeline.migration``.
 """
 
+from typing import TypedDict
+
 import dagster as dg
 
 from kb_assets.defs.assets import MILVUS_COLLECTION
@@ -11,7 +13,16 @@ from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import migration
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
 
-COLLECTIONS = dict(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
+
+class Collections(TypedDict):
+    """What both collection assets are declared with (typed, so that ``**COLLECTIONS`` is checked)."""
+
+    group_name: str
+    kinds: set[str]
+    code_version: str
+
+
+COLLECTIONS = Collections(group_name="collections", kinds={"milvus"}, code_version=str(SCHEMA_VERSION))
 
 
 @dg.asset(

@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable
 
 import dagster as dg
+from pymilvus import MilvusClient
 
+from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.pipeline import planning, steps
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
@@ -95,6 +97,7 @@ def describe_partitions(
     """Per-partition metadata for the UI: which file a partition is, and what happened to it here
     (``asset_keys``: of those assets of a multi-asset step)."""
     docs = catalog.documents_by_partition_keys(list(context.partition_keys))
+    described: list[dg.AssetKey | None] = list(asset_keys) if asset_keys else [None]  # None: the step's asset
     for key in context.partition_keys:
         doc = docs.get(key)
         if doc is None:
@@ -120,7 +123,7 @@ def describe_partitions(
             "document_version": (doc.version or "")[:12],
             "outcome": outcome[:1000],
         }
-        for asset_key in asset_keys or [None]:
+        for asset_key in described:
             context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
 
 
@@ -137,7 +140,7 @@ def report(results: dict[str, dict], failures: dict[str, str], started: float, *
     }
 
 
-def publication_target(stores: Stores):
+def publication_target(stores: Stores) -> tuple[MilvusClient, str, tuple[str, EmbeddingModel] | None]:
     """The Milvus client and the configured spec's collection (created and recorded as building when new),
     and, while another spec's collection is published (a migration is due), that collection and its model:
     changed documents are written into both."""

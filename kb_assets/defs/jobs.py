@@ -14,7 +14,7 @@ import dagster as dg
 
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
-from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
 from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import steps
 from kb_assets.pipeline.verify import verify
@@ -47,8 +47,8 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresRes
     keys = {d.document_id: d.partition_key for d in gone}
     for report in purged:
         key = keys.get(report["documentId"])
-        if key and context.instance.has_dynamic_partition(documents_partitions.name, key):
-            context.instance.delete_dynamic_partition(documents_partitions.name, key)
+        if key and context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS, key):
+            context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS, key)
     removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
     summary = {
         "documents_purged": len(purged),
@@ -112,4 +112,4 @@ def repair_stores():
     repair()
 
 
-JOBS = [ingest_documents, publish_collection, purge_documents, repair_stores]
+JOBS = (ingest_documents, publish_collection, purge_documents, repair_stores)  # a tuple keeps each job's type

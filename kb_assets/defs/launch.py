@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, documents_partitions
 from kb_assets.lib.processes import process_alive, process_token
-from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
+from kb_assets.pipeline.planning import RunPlan, migration_documents, own_key, plan_runs, stale_documents
 from kb_assets.pipeline.versions import from_step
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
@@ -120,7 +120,7 @@ def retry_failures_alone(
         step = (doc.failed_step or "raw_files@").partition("@")[0]
         if shown_failed(instance, step, doc.partition_key):
             continue
-        alone = RunPlan(doc.partition_key, doc.partition_key, [doc], step, alone=True, migration=plan.migration)
+        alone = RunPlan(own_key(doc), own_key(doc), [doc], step, alone=True, migration=plan.migration)
         run_ids.append(execute(job, instance, alone.tags(), selection(step)).run_id)
     return run_ids
 
@@ -168,7 +168,7 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
     current = settings.step_versions()
     stale = stale_documents(docs, current, {c["name"]: c["model"] for c in catalog.collections()})
     picked = migration_documents(docs, stale, current)
-    ordered = instance.get_dynamic_partitions(documents_partitions.name)
+    ordered = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(ordered)
     keys = {d.document_id: d.partition_key for d in docs}
     picked = {document_id: why for document_id, why in picked.items() if keys.get(document_id) in known}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from kb_assets.defs.jobs import ingest_documents
-from kb_assets.defs.partitions import documents_partitions
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
 from kb_assets.defs.resources import StoresResource
 from kb_assets.defs.sensors import document_run_request, plan_watched_folders
 from kb_assets.settings import Settings
@@ -24,7 +24,7 @@ def build_incremental_update_schedule(settings: Settings) -> dg.ScheduleDefiniti
             return dg.SkipReason("KB_WATCH is not set: no folder to refresh")
         plan = plan_watched_folders(context.instance, stores)
         if plan.new_keys:  # schedules cannot return partition requests: add them before the runs start
-            context.instance.add_dynamic_partitions(documents_partitions.name, plan.new_keys)
+            context.instance.add_dynamic_partitions(DOCUMENTS_PARTITIONS, plan.new_keys)
         requests = [document_run_request(run, job_name=None) for run in plan.runs]
         if plan.deleted:
             context.log.info(f"{len(plan.deleted)} deleted files: the watched_folders_sensor purges them")

@@ -25,7 +25,7 @@ import dagster as dg
 
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
 from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
-from kb_assets.defs.partitions import documents_partitions, readable_partition_keys
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, documents_partitions, readable_partition_keys
 from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
@@ -77,7 +77,7 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
     settings, catalog = stores.settings, stores.catalog
     with catalog.registration_lock():
         readable_partition_keys(catalog, instance)
-    existing = instance.get_dynamic_partitions(documents_partitions.name)
+    existing = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(existing)
     current = settings.step_versions()
     legacy = {c["name"]: c["model"] for c in catalog.collections()}
@@ -102,7 +102,7 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
             ]
         else:
             stale = planning.stale_documents(docs, current, legacy, migrating)
-            fresh = [by_id[d].partition_key for d in stale if by_id[d].partition_key not in known]
+            fresh = [planning.own_key(by_id[d]) for d in stale if by_id[d].partition_key not in known]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
         admitted = fresh[: max(0, room)]
