@@ -58,6 +58,7 @@ class UrlSigner:
             and KEY_ID.fullmatch(key_id)
             and isinstance(signature, str)
             and SIGNATURE.fullmatch(signature)
+            and isinstance(expires, str)
         ):
             return False
         try:
@@ -72,7 +73,7 @@ class UrlSigner:
         self, keys: ApiKeys, asset_key: str, key_id: str | None, expires: str | None, signature: str | None
     ) -> Caller | None:
         """The caller a valid URL was signed for, while its API key is still configured; else None."""
-        if not self.verify(asset_key, key_id, expires, signature):
+        if key_id is None or not self.verify(asset_key, key_id, expires, signature):
             return None
         return next((c for c in keys.callers() if hmac.compare_digest(self.key_id(c), key_id)), None)
 

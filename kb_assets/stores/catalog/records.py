@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 DOCUMENT_COLUMNS = (
     "document_id",
@@ -50,7 +51,7 @@ class Document:
     published_version: str | None
     collection_name: str | None
     last_run_id: str | None
-    updated_at: object = None
+    updated_at: datetime | None = None  # timestamptz
     step_versions: dict | None = None  # step -> version of its current output (kb_assets.pipeline.versions)
     failed_step: str | None = None  # "step@version" a failed document failed at
     term_count: int | None = None  # its published chunks' length in BM25 terms; None: no statistics kept
