@@ -9,6 +9,7 @@ import pytest
 
 from kb_assets.settings import DENSE_INDEXES, Settings
 from kb_assets.stores import vector_search, vectors
+from kb_assets.stores.entities import insert
 
 
 def test_every_dense_index_setting_has_build_and_search_parameters():
@@ -37,7 +38,7 @@ def test_a_quantized_dense_index_builds_and_finds_the_nearest_chunk(milvus_clien
             entity.update({name: "" for name in vectors.SCALAR_FIELDS} | {"knowledge_base_id": "index-test"})
             entity.update({name: 0 for name in vectors.INT_FIELDS})
             entities.append(entity)
-        entities.insert(milvus_client, collection, entities)
+        insert(milvus_client, collection, entities)
         vectors.flush(milvus_client, collection)
 
         assert vector_search.dense_index_type(milvus_client, collection) == vectors.DENSE_INDEXES[dense_index][0]
@@ -47,4 +48,4 @@ def test_a_quantized_dense_index_builds_and_finds_the_nearest_chunk(milvus_clien
         assert hits[0].id == "c17" and {h.id for h in hits} <= {"c16", "c17", "c18", "c15", "c19"}
     finally:
         milvus_client.drop_collection(collection)
-        vectors.dense_index_type.cache_clear()
+        vector_search.dense_index_type.cache_clear()
