@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 from heldout import guard  # noqa: E402
 from pagetext import norm, page_texts  # noqa: E402
 

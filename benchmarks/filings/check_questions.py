@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 from heldout import is_heldout  # noqa: E402
 from pagetext import coverage, exact_on_pages, page_texts  # noqa: E402
 

@@ -35,7 +35,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 from heldout import guard, is_heldout, select_filings  # noqa: E402
 
 REPO_URL = "https://github.com/patronus-ai/financebench.git"
