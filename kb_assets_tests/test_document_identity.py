@@ -41,6 +41,14 @@ def test_readable_keys_are_short_normalised_and_unique():
     assert readable_key("知识", "/srv/文档", "说明.md", "doc-5") == "知识/文档/说明.md"  # any script stays readable
 
 
+def test_an_s3_prefix_has_one_spelling_whatever_its_scheme_and_slashes():
+    from kb_assets.pipeline.identity import canonical_root
+
+    assert (
+        canonical_root("s3a://bucket//docs/team/") == canonical_root("s3://bucket/docs/team") == "s3://bucket/docs/team"
+    )
+
+
 def test_a_path_is_placed_in_the_root_that_holds_it_and_a_folder_holding_roots_is_refused():
     roots = ["/srv/ov", "/srv/other"]
     assert place("/srv/ov", "kb", roots) == ("/srv/ov", "")

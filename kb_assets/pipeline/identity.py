@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
+from kb_assets.stores.paths import is_s3
+
 MAX_KEY_CHARS = 100
 HASH_CHARS = 6
 _UNSAFE = re.compile(r"[^\w.\-/]+")  # \w: letters and digits of any script, and _
@@ -34,8 +36,8 @@ def document_id_for(knowledge_base_id: str, source_root: str, source_path: str) 
 
 
 def canonical_s3_root(url: str) -> str:
-    """``s3://bucket//a/b/`` -> ``s3://bucket/a/b``: one spelling per prefix."""
-    bucket, _, prefix = url[len("s3://") :].partition("/")
+    """``s3://bucket//a/b/`` (or ``s3a://``) -> ``s3://bucket/a/b``: one spelling per prefix."""
+    bucket, _, prefix = url.split("://", 1)[1].partition("/")
     parts = [part for part in prefix.split("/") if part]
     return "/".join([f"s3://{bucket}", *parts])
 
@@ -114,22 +116,23 @@ def _cut(key: str, room: int) -> str:
 
 def canonical_root(given: str) -> str:
     """A root as identities hold it: a local folder's resolved real path, or a normalised s3:// prefix."""
-    if given.startswith(("s3://", "s3a://")):
-        return canonical_s3_root("s3://" + given.split("://", 1)[1])
+    if is_s3(given):
+        return canonical_s3_root(given)
     return str(Path(given).expanduser().resolve())
 
 
 def relocation(knowledge_base_id: str, old: str, new: str, roots: list[str]) -> tuple[str, str]:
     """The canonical (old, new) roots of a move, checked: ``old`` is a root of the knowledge base, and
     ``new`` neither is one nor overlaps one (a local ``new`` must exist). ValueError says what is wrong."""
-    if old not in roots and not old.startswith("s3://"):
+    if is_s3(old):
+        old = canonical_s3_root(old)
+    elif old not in roots:
         old = str(Path(old).expanduser().absolute())  # the old folder is usually gone: no resolve
-    old = canonical_s3_root(old) if old.startswith("s3://") else old
     if old not in roots:
         listed = ", ".join(roots) or "none"
         raise ValueError(f"{old} is not a source root of knowledge base {knowledge_base_id!r} (its roots: {listed})")
     new = canonical_root(new)
-    if not new.startswith("s3://") and not Path(new).is_dir():
+    if not is_s3(new) and not Path(new).is_dir():
         raise ValueError(f"{new}: no such folder (move the files first, then relocate)")
     clash = [root for root in roots if root != old and (contains(root, new) or contains(new, root))]
     if clash:
