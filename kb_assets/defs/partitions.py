@@ -34,7 +34,7 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
     give each its readable key, carry its partitions' materializations over to the new key (a runless
     materialization that names the old key) and delete the old partition. Nothing is re-processed.
     Returns how many documents moved. Call it under the registration lock."""
-    docs = [doc for doc in catalog.list_documents() if not doc.partition_key]
+    docs = catalog.documents_without_partition_key()  # every ingest and tick asks: an index answers
     if not docs:
         return 0
     keys = planning.new_partition_keys(

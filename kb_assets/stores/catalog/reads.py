@@ -50,6 +50,12 @@ class CatalogReads(CatalogConnection):
             found = (Document(*row) for row in cur.fetchall())
             return {doc.partition_key: doc for doc in found if doc.partition_key is not None}  # all: matched by it
 
+    def documents_without_partition_key(self) -> list[Document]:
+        """Documents registered before partition keys were readable (none once they are migrated)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents WHERE partition_key IS NULL")
+            return [Document(*row) for row in cur.fetchall()]
+
     def taken_partition_keys(self, keys: list[str]) -> set[str]:
         """Which of these partition keys a document holds already."""
         with self.connect() as conn, conn.cursor() as cur:
