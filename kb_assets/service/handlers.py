@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from fastapi import HTTPException
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
 from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
 from kb_assets.pipeline.page_images import ensure_page_image, original_of
@@ -254,21 +255,28 @@ class Service:
         return self.stored_file(key, media_type_of(name), missing, name)
 
     def stored_file(self, key: str, media_type: str, missing: str, name: str | None = None):
-        """A file of the object store: sent from a local folder, else a 307 to a presigned S3 URL (300 s)
-        that carries the type and name (an original: inline, sandboxed)."""
+        """A file of the object store. An image: sent from a local folder, else a 307 to a presigned S3 URL
+        (300 s). An original (``name``): sent by the service, inline under its name and sandboxed, from a
+        folder or streamed from S3 (a presigned URL cannot carry the type and name to every S3 server:
+        SeaweedFS refuses such a URL's signature)."""
         path = self.stores.objects.path(key)
-        disposition = content_disposition(name) if name else None
+        headers = {**SANDBOX, "Content-Disposition": content_disposition(name)} if name else None
         if path.protocol in ("", "file", "local"):
             if not Path(path.path).is_file():  # a folder (pages/<doc>/) is no file
                 raise HTTPException(404, missing)
-            headers = {**SANDBOX, "Content-Disposition": disposition} if disposition else None
             return FileResponse(path.path, media_type=media_type, headers=headers)
         if not path.is_file():
             raise HTTPException(404, missing)
-        overrides = (
-            {"ResponseContentType": media_type, "ResponseContentDisposition": disposition} if disposition else {}
-        )
-        return RedirectResponse(path.fs.sign(path.path, expiration=300, **overrides), status_code=307)
+        if headers is None:
+            return RedirectResponse(path.fs.sign(path.path, expiration=300), status_code=307)  # S3: presigned
+        return StreamingResponse(blocks(path), media_type=media_type, headers=headers)
+
+
+def blocks(path, size: int = 1 << 20) -> Iterator[bytes]:
+    """A stored file in blocks of ``size`` bytes."""
+    with path.open("rb") as stream:
+        while block := stream.read(size):
+            yield block
 
 
 def media_type_of(name: str) -> str:
