@@ -200,3 +200,89 @@ def test_mcp_kb_search_answers_as_the_search_endpoint_and_keeps_keys_to_their_sc
         f"{server}/mcp", headers={"Authorization": "Bearer all-key", "Accept": "text/event-stream"}, timeout=30
     )
     assert stream.status_code == 405
+
+
+def handbook_document(client, name: str) -> dict:
+    docs = client.get("/v1/knowledge-bases/handbook/documents", headers=ALL).json()["documents"]
+    return next(d for d in docs if d["sourcePath"] == name)
+
+
+def test_the_original_file_is_served_inline_on_a_signed_url_within_the_key_scope(client, corpus_dir):
+    from urllib.parse import quote
+
+    from kb_assets.service.auth import ApiKeys
+    from kb_assets.service.signing import UrlSigner
+
+    pdf = handbook_document(client, "platform-handbook.pdf")
+    url = client.get(f"/v1/documents/{pdf['documentId']}/chunks", headers=ALL).json()["fileUrl"]
+    assert url.startswith(f"/v1/documents/{pdf['documentId']}/file?") and "&s=" in url
+    served = client.get(url)  # no header: the URL is its own proof
+    assert served.status_code == 200 and served.content == (corpus_dir / "platform-handbook.pdf").read_bytes()
+    assert served.headers["content-type"] == "application/pdf"
+    assert served.headers["content-disposition"].startswith('inline; filename="platform-handbook.pdf"')
+    assert served.headers["content-security-policy"] == "sandbox"  # an HTML original runs no script here
+    assert client.get(url[:-1] + ("0" if url[-1] != "0" else "1")).status_code == 403
+    path = url.split("?")[0]
+    assert client.get(path).status_code == 401
+    assert client.get(path, headers=ALL).content == served.content  # a Bearer key works too
+    caller = ApiKeys(KEYS).from_header("Bearer all-key")
+    assert client.get(UrlSigner("test-secret", ttl_seconds=-1).sign_file(pdf["documentId"], caller)).status_code == 403
+    assert client.get(UrlSigner("another-secret").sign_file(pdf["documentId"], caller)).status_code == 403
+    image = handbook_pdf_result(client)["pageImageUrl"]  # an image's signature opens no file
+    assert client.get(path + "?" + image.split("?")[1]).status_code == 403
+    alpha = ApiKeys(KEYS).from_header("Bearer alpha-key")  # a valid URL of a key that may not read it
+    assert client.get(UrlSigner("test-secret").sign_file(pdf["documentId"], alpha)).status_code == 404
+    assert client.get(path, headers=ALPHA).status_code == 404
+
+    chinese = handbook_document(client, "数据平台简介.md")
+    text = client.get(UrlSigner("test-secret").sign_file(chinese["documentId"], caller))
+    assert text.status_code == 200 and text.headers["content-type"] == "text/markdown; charset=utf-8"
+    assert text.text == (corpus_dir / "数据平台简介.md").read_text(encoding="utf-8")
+    assert f"filename*=UTF-8''{quote('数据平台简介.md')}" in text.headers["content-disposition"]
+
+
+def test_a_document_lists_its_chunks_in_page_order_with_sections(client):
+    row = handbook_pdf_result(client)
+    answer = client.get(f"/v1/documents/{row['documentId']}/chunks", headers=ALL).json()
+    chunks = answer["chunks"]
+    assert answer["published"] and answer["document"]["chunks"] == len(chunks)
+    order = [(c["pageIndex"], c["chunkIndex"]) for c in chunks]
+    assert order == sorted(order) and len({c["pageIndex"] for c in chunks}) == answer["document"]["pages"]
+    found = next(c for c in chunks if c["chunkId"] == row["chunkId"])
+    assert found["content"] == row["content"] and found["sectionTitle"] == row["sectionTitle"]
+    assert client.get(f"/v1/documents/{row['documentId']}/chunks", headers=ALPHA).status_code == 404
+
+
+def test_a_rest_401_names_the_protected_resource_metadata(client):
+    missing = client.post("/v1/kb/search", json={"query": "backups"})
+    metadata = f"{BASE_URL}/.well-known/oauth-protected-resource"
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    unknown = client.get("/v1/knowledge-bases", headers={"Authorization": "Bearer nope"})
+    assert unknown.headers["www-authenticate"] == f'Bearer error="invalid_token", resource_metadata="{metadata}"'
+    described = client.get(metadata.removeprefix(BASE_URL))
+    assert described.status_code == 200 and described.json()["bearer_methods_supported"] == ["header"]
+
+
+def test_lineage_credits_milvus_collection_only_to_a_run_that_wrote_entities(
+    client, kb_home, settings, stores, milvus_client
+):
+    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.pipeline.steps.publish import publish_document
+
+    folder = kb_home / "web-runs"
+    folder.mkdir(exist_ok=True)
+    (folder / "runs.md").write_text("# Runs\n\nThe lineage of this note names its runs.\n", encoding="utf-8")
+    report = ingest([folder], "runs", settings)
+    document_id = client.get("/v1/knowledge-bases/runs/documents", headers=ALL).json()["documents"][0]["documentId"]
+    chunk_id = client.get(f"/v1/documents/{document_id}/chunks", headers=ALL).json()["chunks"][0]["chunkId"]
+    runs = {r["asset"]: r["runId"] for r in client.get(f"/v1/chunks/{chunk_id}/lineage", headers=ALL).json()["runs"]}
+    assert runs["milvus_collection"] == runs["chunks"] and runs["chunks"] in report.run_ids
+
+    # a run that publishes the document again (a new step version) and finds every entity in place
+    doc = stores.catalog.get_document(document_id)
+    again = publish_document(doc, stores.catalog, stores.lake, milvus_client, doc.collection_name, "idle-run", "2")
+    assert again["written"] == again["deleted"] == 0 and not again["skipped"]
+    assert stores.catalog.get_document(document_id).last_run_id == "idle-run"
+    after = {r["asset"]: r["runId"] for r in client.get(f"/v1/chunks/{chunk_id}/lineage", headers=ALL).json()["runs"]}
+    assert after == runs

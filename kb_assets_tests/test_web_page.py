@@ -1,7 +1,10 @@
-"""The web page at ``/`` in a real headless Chromium (issue 14): a search returns results, a click shows
-the lineage with the page image loaded and the chunk's regions highlighted inside it, a key scoped to one
-knowledge base sees none of another's documents, and a Chinese query shows Chinese results. Writes the
-README's screenshots to docs/. Needs Debian's chromium and chromium-driver (`make test` installs them when root)."""
+"""The web page at ``/`` in a real headless Chromium (issues 14 and 34): a search returns cards that show
+the passage around the hit with the question's words marked, score parts and search notes only behind a
+details toggle; a click shows the lineage with the page image loaded and the chunk's regions highlighted
+inside it (a text format: its page text instead); a card opens the document view (chunks by page, a
+signed link to the original); a key scoped to one knowledge base sees none of another's documents, and a
+Chinese query shows Chinese results. Writes the README's screenshots (1280 wide) to docs/. Needs Debian's
+chromium and chromium-driver (`make test` installs them when root)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--window-size=1400,1000",
+    "--window-size=1280,900",
 ]
 
 
@@ -194,7 +197,7 @@ def test_a_chinese_query_shows_chinese_results_at_phone_width(site, browser):
         wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed())
         assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     finally:
-        browser.set_window_size(1400, 1000)
+        browser.set_window_size(1280, 900)
 
 
 def test_a_key_scoped_to_one_knowledge_base_sees_no_other_documents(site, browser):
@@ -215,3 +218,79 @@ def test_a_key_scoped_to_one_knowledge_base_sees_no_other_documents(site, browse
         )
         == 404
     )
+
+
+# internal names of the ranking that the default view must not show (they are behind <details>)
+INTERNALS = ("dense", "lexical", "bm25", "exactboost", "weight", "non-chinese", "rerank")
+
+
+def visible_text(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.TAG_NAME, "main").text.lower()
+
+
+def test_cards_show_the_passage_with_the_question_words_marked_and_scores_only_behind_details(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "handbook")
+    card = next(r for r in results if "Backups are kept for 35 days" in r.text)  # the answer, not cut off
+    marks = [m.text.lower() for m in card.find_elements(By.CSS_SELECTOR, ".passage mark")]
+    assert "backups" in marks and "kept" in marks
+    assert not any(word in visible_text(browser) for word in INTERNALS)
+    card.find_element(By.CSS_SELECTOR, "details.why summary").click()
+    assert "dense" in card.find_element(By.CSS_SELECTOR, "details.why").text
+
+    search(browser, "数据备份保留多久？", "handbook")  # a Chinese question: the language policy's note
+    assert not any(word in visible_text(browser) for word in INTERNALS)
+    notes = browser.find_element(By.ID, "notes")
+    assert notes.is_displayed() and "dense" not in notes.text
+    notes.find_element(By.TAG_NAME, "summary").click()
+    assert "dense score" in notes.text
+
+
+def test_a_result_opens_its_document_with_every_chunk_by_page_and_a_signed_link_to_the_original(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "handbook")
+    card = next(r for r in results if "Backups are kept for 35 days" in r.text)
+    card.find_element(By.XPATH, ".//button[contains(., 'All chunks')]").click()
+    view = wait(
+        browser,
+        lambda d: d.find_element(By.ID, "view-document") if d.find_elements(By.CSS_SELECTOR, ".doc-page") else None,
+    )
+    assert view.is_displayed() and not browser.find_element(By.ID, "view-search").is_displayed()
+    pages = browser.find_elements(By.CSS_SELECTOR, ".doc-page")
+    assert len(pages) > 1 and all(p.find_elements(By.CSS_SELECTOR, ".chunk-text") for p in pages)
+    active = browser.find_element(By.CSS_SELECTOR, ".chunk.active")
+    assert "Backups are kept for 35 days" in active.text and active.is_displayed()
+    link = browser.find_element(By.ID, "document-file").get_attribute("href")
+    assert "/file?" in link and "&s=" in link
+    fetched = "return fetch(arguments[0]).then(r => [r.status, r.headers.get('content-type')])"
+    assert browser.execute_script(fetched, link) == [200, "application/pdf"]  # no key sent: the URL is its proof
+    assert browser.execute_script(fetched, link[:-1] + ("0" if link[-1] != "0" else "1"))[0] == 403
+    browser.execute_script("window.scrollTo(0, 0)")
+    save_screenshot(browser, "web-document.png")
+
+
+def test_a_text_format_shows_its_page_text_where_the_image_would_be(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "alpha")  # backups.md: no page image
+    results[0].find_element(By.TAG_NAME, "button").click()
+    sheet = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#page-figure #page-text"))
+    wait(browser, lambda d: sheet.is_displayed() and "35 days" in sheet.text)
+    assert not browser.find_element(By.ID, "page-frame").is_displayed()
+    assert "35 days" in sheet.find_element(By.TAG_NAME, "mark").text
+    assert not browser.find_element(By.ID, "page-text-title").is_displayed()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert [r.text.split()[0] for r in rows] == [
+        "parsed_pages",
+        "pageindex_trees",
+        "chunks",
+        "embeddings",
+        "milvus_collection",
+    ]

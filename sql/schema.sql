@@ -164,3 +164,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS documents_partition_key ON documents (partitio
 -- What ingests and sensor ticks ask first (documents whose partition key is not yet readable): none after
 -- the one-time migration, answered from this index instead of a scan of every document.
 CREATE INDEX IF NOT EXISTS documents_without_partition_key ON documents (document_id) WHERE partition_key IS NULL;
+
+-- The run that last wrote a document's entities into the collection (some written or deleted): what lineage
+-- credits for milvus_collection (last_run_id is any run that touched the document, one that wrote nothing too).
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS published_run_id text;

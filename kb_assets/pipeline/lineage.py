@@ -1,5 +1,6 @@
 """Chunk lineage: chunk -> page(s) -> document version -> stored file, with the runs that wrote each
-asset, and the regions of its pages the chunk covers (page units; images scale to ``width``/``height``).
+asset (only a run that wrote that document's rows or entities: ``entities_run``), and the regions of its
+pages the chunk covers (page units; images scale to ``width``/``height``).
 
 A chunk's document is looked up by the chunk id (``locate_document``: indexes only); then only that
 document's lake rows are read. Page texts are cut at ``MAX_PAGE_CHARS`` (``truncated``)."""
@@ -13,7 +14,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.rows import asset_url
-from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 from kb_assets.stores.entities import chunk_document
 
@@ -62,6 +63,14 @@ def locate_document(
     return document_id
 
 
+def entities_run(doc: Document | None, chunk_version: str) -> str | None:
+    """The run that last wrote the document's entities, when the chunk is of the version they hold (a run
+    that published nothing new, such as a retry that found every entity in place, is not credited)."""
+    if doc is None or doc.published_version != chunk_version:
+        return None
+    return doc.published_run_id
+
+
 def chunk_lineage(
     chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str, scope: set[str] | None = None
 ) -> dict:
@@ -89,7 +98,7 @@ def chunk_lineage(
         ("pageindex_trees", nodes[0]["run_id"] if nodes else None),
         ("chunks", chunk["run_id"]),
         ("embeddings", embeddings["run_id"][0] if embeddings.height else None),
-        ("milvus_collection", doc.last_run_id if doc and doc.status == "published" else None),
+        ("milvus_collection", entities_run(doc, chunk["document_version"])),
     ]
     return {
         "chunkId": chunk_id,

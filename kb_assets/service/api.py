@@ -1,9 +1,11 @@
 """The retrieval service (FastAPI): search, pages, lineage, images, knowledge bases and their documents,
-the web page at ``/`` (``kb_assets/web/``) and the MCP tool ``kb_search`` at ``/mcp``. OpenAPI at /docs.
+the web page at ``/`` (``routes.py``, ``static/``) and the MCP tools at ``/mcp``. OpenAPI at /docs.
 
 Auth: ``KB_API_KEYS="key1=kbA,kbB;key2=*"``, sent as ``Authorization: Bearer KEY``; a key reads only
-its knowledge bases. Images are also served on short-lived signed URLs (``web/signing.py``), which is
-what ``pageImageUrl``/``figureImageUrl`` hold. Without keys the service answers loopback clients only
+its knowledge bases; a request without a valid key is 401 with ``WWW-Authenticate: Bearer
+resource_metadata="<base>/.well-known/oauth-protected-resource"`` (RFC 9728, as ``/mcp``). Images and
+original files are also served on short-lived signed URLs (``signing.py``), which is what
+``pageImageUrl``/``figureImageUrl``/``fileUrl`` hold. Without keys the service answers loopback clients only
 (and ``kb-assets serve`` binds 127.0.0.1). Every route but ``/healthz`` and ``/readyz`` answers only
 requests to an allowed ``Host`` (``auth.HostPolicy``: loopback names, ``KB_PUBLIC_URL``,
 ``KB_ALLOWED_HOSTS``), else 421. A store that is down answers 503 with the reason, a malformed request
@@ -61,7 +63,7 @@ def one_thread_per_query(settings: Settings) -> Settings:
 def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus: bool | None = None) -> FastAPI:
     """The service. ``heal_milvus``: restart the embedded Milvus Lite server when it dies (default: when
     the app builds its own searcher, as ``kb-assets serve`` does)."""
-    from kb_assets.service.mcp import mcp_app
+    from kb_assets.service.mcp import METADATA_PATH, base_url, mcp_app
     from kb_assets.service.routes import web_router
 
     hosts = HostPolicy.from_settings(settings)  # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
@@ -99,16 +101,32 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)  # outermost: before any body is read
 
-    def caller(authorization: str | None = Header(default=None)) -> Caller:
-        """The caller of a Bearer key (its knowledge bases); 401 without a valid key when keys are set."""
+    def caller(request: Request, authorization: str | None = Header(default=None)) -> Caller:
+        """The caller of a Bearer key (its knowledge bases); 401 without a valid key when keys are set,
+        naming the RFC 9728 protected-resource metadata as ``/mcp`` does."""
         found = service.keys.from_header(authorization)
         if found is None:
+            challenge = f'resource_metadata="{base_url(service, request)}{METADATA_PATH}"'
+            if authorization:
+                challenge = f'error="invalid_token", {challenge}'
             raise HTTPException(
                 401,
                 "missing or unknown API key (send Authorization: Bearer KEY)",
-                headers={"WWW-Authenticate": "Bearer"},
+                headers={"WWW-Authenticate": f"Bearer {challenge}"},
             )
         return found
+
+    def signed_or_bearer(
+        request: Request, subject: str, k: str | None, e: str | None, s: str | None, authorization: str | None
+    ) -> Caller:
+        """The caller of a signed URL of ``subject`` (``k``, ``e``, ``s``; 403 when it is not valid), else
+        of the ``Authorization`` header."""
+        if s is None:
+            return caller(request, authorization)
+        who = service.signer.caller(service.keys, subject, k, e, s)
+        if who is None:
+            raise HTTPException(403, "this signed URL has expired or is not valid: ask for a new one")
+        return who
 
     @app.get("/healthz")
     def healthz():
@@ -151,6 +169,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     @app.get(ASSETS_PATH + "/{key:path}")
     def asset(
+        request: Request,
         key: str,
         k: str | None = None,
         e: str | None = None,
@@ -159,15 +178,9 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     ):
         """A page or figure image: on a signed URL (``k``, ``e``, ``s``: what search, page and lineage
         answers hold), or with ``Authorization: Bearer``."""
-        if s is not None:
-            who = service.signer.caller(service.keys, key, k, e, s)
-            if who is None:
-                raise HTTPException(403, "this signed URL has expired or is not valid: ask for a new one")
-        else:
-            who = caller(authorization)
-        return service.asset(key, who)
+        return service.asset(key, signed_or_bearer(request, key, k, e, s, authorization))
 
-    app.include_router(web_router(service, caller))
+    app.include_router(web_router(service, caller, signed_or_bearer))
     app.router.routes.append(mcp.route)
     return app
 

@@ -1,18 +1,25 @@
 """What the service does for one caller, whatever the route (REST, the web page, MCP): search, a page,
-a chunk's lineage, knowledge bases and their documents, and the stored images. Scope is checked
-before any store is read; image URLs in every answer are signed for the caller
-(``kb_assets/service/signing.py``)."""
+a chunk's lineage, knowledge bases and their documents, a document's chunks, the stored images and
+original files. Scope is checked before any store is read; image and file URLs in every answer are
+signed for the caller (``kb_assets/service/signing.py``).
+
+An original file is served inline under its own name and the type of its extension, in a sandbox
+(``Content-Security-Policy: sandbox``, ``nosniff``): an HTML or SVG document runs no script on the
+service's origin, where the web page keeps its key."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+import mimetypes
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from fastapi import HTTPException
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
 from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
-from kb_assets.pipeline.page_images import ensure_page_image
+from kb_assets.pipeline.page_images import ensure_page_image, original_of
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.service.auth import ApiKeys, Caller
@@ -21,10 +28,12 @@ from kb_assets.service.healing import MilvusWatchdog
 from kb_assets.service.signing import UrlSigner
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
+from kb_assets.stores.catalog import Document
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 
 log = logging.getLogger("kb_assets.retrieval")
 IMAGE_FOLDERS = ("pages", "figures")
+SANDBOX = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
 class Service:
@@ -143,6 +152,7 @@ class Service:
         except ChunkNotFound as error:
             raise HTTPException(404, str(error)) from None
         self.signer.sign_rows(found["pages"], caller)
+        found["document"]["fileUrl"] = self.signer.sign_file(found["document"]["documentId"], caller)
         for run in found["runs"]:
             run["url"] = self.run_url(run["runId"])
         return found
@@ -167,28 +177,52 @@ class Service:
         if not caller.may_read(knowledge_base_id):
             raise HTTPException(404, f"no knowledge base {knowledge_base_id}")
         docs = self.stores.catalog.list_documents([knowledge_base_id])
+        return {"documents": [self.document_row(d) for d in docs]}
+
+    def document_row(self, d: Document) -> dict:
         return {
-            "documents": [
+            "documentId": d.document_id,
+            "knowledgeBaseId": d.knowledge_base_id,
+            "sourcePath": d.source_path,
+            "sourceUri": d.source_uri,
+            "title": d.title,
+            "version": d.version,
+            "sizeBytes": d.size_bytes,
+            "mime": d.mime,
+            "sourceKind": d.source_kind,
+            "status": d.status,
+            "error": d.error,
+            "pages": d.page_count,
+            "chunks": d.chunk_count,
+            "lastRunId": d.last_run_id,
+            "lastRunUrl": self.run_url(d.last_run_id),
+            "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None,
+        }
+
+    def document_chunks(self, document_id: str, caller: Caller) -> dict:
+        """The document, a signed URL of its original, and its chunks in page order (the lake's rows: those
+        of one file version, ``published`` when it is the version search serves)."""
+        doc = self.readable_document(document_id, caller)
+        chunks = self.stores.lake.read("chunks", document_id).sort("page_index", "chunk_index")
+        version = chunks["document_version"][0] if chunks.height else None
+        return {
+            "document": self.document_row(doc),
+            "fileUrl": self.signer.sign_file(document_id, caller),
+            "version": version,
+            "published": version is not None and version == doc.published_version,
+            "chunks": [
                 {
-                    "documentId": d.document_id,
-                    "knowledgeBaseId": d.knowledge_base_id,
-                    "sourcePath": d.source_path,
-                    "sourceUri": d.source_uri,
-                    "title": d.title,
-                    "version": d.version,
-                    "sizeBytes": d.size_bytes,
-                    "mime": d.mime,
-                    "sourceKind": d.source_kind,
-                    "status": d.status,
-                    "error": d.error,
-                    "pages": d.page_count,
-                    "chunks": d.chunk_count,
-                    "lastRunId": d.last_run_id,
-                    "lastRunUrl": self.run_url(d.last_run_id),
-                    "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None,
+                    "chunkId": c["chunk_id"],
+                    "chunkIndex": c["chunk_index"],
+                    "pageIndex": c["page_index"],
+                    "pageEnd": c["page_end"],
+                    "pageLabel": c["page_label"],
+                    "sectionTitle": c["section_title"],
+                    "kind": c["kind"],
+                    "content": c["content"],
                 }
-                for d in docs
-            ]
+                for c in chunks.iter_rows(named=True)
+            ],
         }
 
     def run_url(self, run_id: str | None) -> str | None:
@@ -207,11 +241,51 @@ class Service:
         if doc is None or not caller.may_read(doc.knowledge_base_id):
             raise HTTPException(404, f"no asset {key}")
         ensure_page_image(key, self.stores.catalog, self.stores.objects)  # a page image is rendered on first request
+        return self.stored_file(key, "image/png", f"no asset {key}")
+
+    def original_file(self, document_id: str, caller: Caller):
+        """The original file of the document's published version (else of its current one)."""
+        doc = self.readable_document(document_id, caller)
+        version = doc.published_version or doc.version
+        key = original_of(doc, version) if version else None
+        missing = f"the original file of document {document_id} is not stored ({doc.status})"
+        if key is None:
+            raise HTTPException(404, missing)
+        name = PurePosixPath(doc.source_path).name
+        return self.stored_file(key, media_type_of(name), missing, name)
+
+    def stored_file(self, key: str, media_type: str, missing: str, name: str | None = None):
+        """A file of the object store. An image: sent from a local folder, else a 307 to a presigned S3 URL
+        (300 s). An original (``name``): sent by the service, inline under its name and sandboxed, from a
+        folder or streamed from S3 (a presigned URL cannot carry the type and name to every S3 server:
+        SeaweedFS refuses such a URL's signature)."""
         path = self.stores.objects.path(key)
+        headers = {**SANDBOX, "Content-Disposition": content_disposition(name)} if name else None
         if path.protocol in ("", "file", "local"):
-            if not Path(path.path).is_file():  # a folder (pages/<doc>/) is no asset
-                raise HTTPException(404, f"no asset {key}")
-            return FileResponse(path.path, media_type="image/png")
+            if not Path(path.path).is_file():  # a folder (pages/<doc>/) is no file
+                raise HTTPException(404, missing)
+            return FileResponse(path.path, media_type=media_type, headers=headers)
         if not path.is_file():
-            raise HTTPException(404, f"no asset {key}")
-        return RedirectResponse(path.fs.sign(path.path, expiration=300), status_code=307)  # S3: presigned
+            raise HTTPException(404, missing)
+        if headers is None:
+            return RedirectResponse(path.fs.sign(path.path, expiration=300), status_code=307)  # S3: presigned
+        return StreamingResponse(blocks(path), media_type=media_type, headers=headers)
+
+
+def blocks(path, size: int = 1 << 20) -> Iterator[bytes]:
+    """A stored file in blocks of ``size`` bytes."""
+    with path.open("rb") as stream:
+        while block := stream.read(size):
+            yield block
+
+
+def media_type_of(name: str) -> str:
+    """The type of a file by its extension (text as UTF-8)."""
+    media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return f"{media}; charset=utf-8" if media.startswith("text/") else media
+
+
+def content_disposition(name: str) -> str:
+    """``inline`` with the file's name (RFC 6266; a non-ASCII name as ``filename*``)."""
+    ascii_name = name.encode("ascii", "replace").decode().replace('"', "_").replace("\\", "_")
+    return f"inline; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"

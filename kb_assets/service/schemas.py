@@ -128,3 +128,22 @@ class ServiceInfo(BaseModel):
     defaultStrategy: str
     dagsterUrl: str | None
     signedUrlSeconds: int
+
+
+class ChunkRow(BaseModel):
+    chunkId: str
+    chunkIndex: int
+    pageIndex: int = Field(description="0-based, as in search results")
+    pageEnd: int
+    pageLabel: str | None
+    sectionTitle: str | None
+    kind: str
+    content: str
+
+
+class DocumentChunks(BaseModel):
+    document: DocumentRow
+    fileUrl: str = Field(description="a short-lived signed URL of the original file")
+    version: str | None = Field(description="the file version the chunks were made from")
+    published: bool = Field(description="whether that version is the one search serves")
+    chunks: list[ChunkRow] = Field(description="in page order")

@@ -1,8 +1,9 @@
-"""Short-lived signed URLs of page and figure images.
+"""Short-lived signed URLs of page and figure images and of documents' original files.
 
-An ``<img>`` cannot send ``Authorization: Bearer``, so the service hands out image URLs that carry their
-own proof: ``/v1/assets/<key>?k=<key id>&e=<expiry>&s=<signature>``, where the signature is an
-HMAC-SHA256 (``KB_URL_SIGNING_SECRET``) of the key id, the asset key and the expiry (unix seconds,
+An ``<img>`` (or a link) cannot send ``Authorization: Bearer``, so the service hands out URLs that carry
+their own proof: ``/v1/assets/<key>?k=<key id>&e=<expiry>&s=<signature>`` (an image) or
+``/v1/documents/<id>/file?k=...`` (an original, subject ``files/<id>``), where the signature is an
+HMAC-SHA256 (``KB_URL_SIGNING_SECRET``) of the key id, the subject (asset key) and the expiry (unix seconds,
 ``KB_URL_TTL_SECONDS`` ahead). The key id is an HMAC under the same secret of the caller's key
 fingerprint, so a leaked URL gives no way to test guesses of a weak API key offline. The asset route
 accepts such a URL until it expires, while that API key is still configured and may still read the
@@ -29,6 +30,12 @@ SIGNATURE = re.compile(r"[0-9a-f]{64}")
 KEY_ID = re.compile(r"[0-9a-f]{32}")
 
 
+def file_subject(document_id: str) -> str:
+    """What a signed URL of a document's original file signs (never an asset key: those start with
+    ``pages/`` or ``figures/``)."""
+    return f"files/{document_id}"
+
+
 class UrlSigner:
     def __init__(self, secret: str = "", ttl_seconds: int = 300):
         self.secret = secret.encode() if secret else secrets.token_bytes(32)
@@ -44,10 +51,17 @@ class UrlSigner:
 
     def sign(self, asset_key: str, caller: Caller, now: float | None = None) -> str:
         """The signed URL (path and query) of a stored image for this caller."""
+        return f"{ASSETS_PATH}/{quote(asset_key)}?{self.query(asset_key, caller, now)}"
+
+    def sign_file(self, document_id: str, caller: Caller, now: float | None = None) -> str:
+        """The signed URL of a document's original file for this caller."""
+        return f"/v1/documents/{quote(document_id)}/file?{self.query(file_subject(document_id), caller, now)}"
+
+    def query(self, subject: str, caller: Caller, now: float | None = None) -> str:
+        """``k=<key id>&e=<expiry>&s=<signature>`` of ``subject`` for this caller."""
         expires = int(now if now is not None else time.time()) + self.ttl_seconds
         key_id = self.key_id(caller)
-        query = urlencode({"k": key_id, "e": expires, "s": self._signature(key_id, asset_key, expires)})
-        return f"{ASSETS_PATH}/{quote(asset_key)}?{query}"
+        return urlencode({"k": key_id, "e": expires, "s": self._signature(key_id, subject, expires)})
 
     def verify(
         self, asset_key: str, key_id: str | None, expires: str | None, signature: str | None, now: float | None = None

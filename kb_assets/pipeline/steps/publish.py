@@ -185,6 +185,7 @@ def publish_document(
     if also is not None:
         flush(client, also[0])
     published = serving == doc.version
+    wrote = counts["written"] + counts["deleted"] + counts.get("alsoWritten", 0) > 0  # lineage credits this run
     counted = chunk_row_terms(chunks)
     with catalog.connect() as conn:
         catalog.replace_chunk_terms(conn, doc.document_id, counted)
@@ -195,6 +196,7 @@ def publish_document(
             published_version=serving,
             collection_name=also[0] if also else collection,
             last_run_id=run_id,
+            **({"published_run_id": run_id} if wrote else {}),
             **({"status": "published", "error": None, "failed_step": None} if published else {}),
         )
         catalog.record_step(conn, doc.document_id, "milvus_collection", version)

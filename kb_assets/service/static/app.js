@@ -3,7 +3,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { key: sessionStorage.getItem("kb-key") || "", results: [], lineage: null, page: null,
-  documentId: null, pageIndex: 0, pageCount: null, active: null, dagsterUrl: null };
+  documentId: null, pageIndex: 0, pageCount: null, active: null, dagsterUrl: null, query: "" };
 
 // ---------------------------------------------------------------- the API, with the key
 class AuthNeeded extends Error {}
@@ -98,6 +98,51 @@ function pageLabel(index, label) {
   return label && label !== String(index + 1) ? `page ${index + 1} (“${label}”)` : `page ${index + 1}`;
 }
 
+// the question's words, to mark in a passage: Latin words (less the commonest, "backups" also finding
+// "backup") and the two-character pieces of its Chinese
+const STOP = new Set(("a an and are as at be by can could did do does for from had has have how i if in is it " +
+  "its me my of on or our should that the their them there these this those to was we were what when where " +
+  "which who whom why will with would you your").split(" "));
+
+function questionTerms(query) {
+  const terms = [];
+  for (const word of query.toLowerCase().match(/[a-z0-9][a-z0-9_'-]*/g) || []) {
+    let stem = word.replace(/'s$/, "");
+    if (STOP.has(stem) || (stem.length < 3 && !/\d/.test(stem))) continue;
+    if (stem.length > 4 && stem.endsWith("s") && !stem.endsWith("ss")) stem = stem.slice(0, -1);
+    terms.push(new RegExp(`\\b${stem}[a-z]*`, "gi"));  // stems hold only letters, digits, _ ' -
+  }
+  for (const run of query.match(/[\u3400-\u9fff]+/g) || []) {
+    for (let i = 0; i + 1 < run.length; i++) terms.push(new RegExp(run.slice(i, i + 2), "g"));
+  }
+  return terms;
+}
+
+// blank lines and runs of spaces folded: a passage reads as a few lines
+function compact(text) {
+  return text.replace(/[ \t]+/g, " ").replace(/\s*\n\s*/g, "\n").trim();
+}
+
+// the text with the question's words in <mark>
+function marked(text, query) {
+  const spans = [];
+  for (const term of questionTerms(query)) {
+    for (const found of text.matchAll(term)) if (found[0]) spans.push([found.index, found.index + found[0].length]);
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  const out = document.createDocumentFragment();
+  let at = 0;
+  for (const [start, end] of spans) {
+    if (end <= at) continue;
+    const from = Math.max(start, at);
+    if (from > at) out.append(text.slice(at, from));
+    out.append(el("mark", {}, text.slice(from, end)));
+    at = end;
+  }
+  out.append(text.slice(at));
+  return out;
+}
+
 // ---------------------------------------------------------------- start
 async function start() {
   const info = await guarded(() => api("/v1/service"));
@@ -127,38 +172,61 @@ async function search(event) {
   const answer = await guarded(() => api("/v1/kb/search", { method: "POST", body: JSON.stringify(body) }));
   if (!answer) return;
   state.results = answer.results;
+  state.query = query;
   renderResults(answer);
   say(`${answer.results.length} results`);
 }
 
 function renderResults(answer) {
-  const warnings = $("warnings");
-  warnings.hidden = !answer.warnings.length;
-  warnings.textContent = answer.warnings.join(" · ");
+  // how the results were ranked (score parts, language notes, what failed) is for those who open it
+  const notes = $("notes");
+  notes.hidden = !answer.warnings.length;
+  notes.open = false;
+  $("notes-count").textContent = String(answer.warnings.length);
+  $("notes-list").replaceChildren(...answer.warnings.map((w) => el("li", {}, w)));
   const list = $("results");
   list.replaceChildren();
   answer.results.forEach((row, index) => {
     const fallback = row.retrievalSource === "fallback_pages";
+    const where = pageLabel(row.pageIndex, row.pageLabel) + (row.pageEnd > row.pageIndex ? `–${row.pageEnd + 1}` : "");
+    const title = row.documentTitle || row.sourceUri || row.documentId;
     const thumb = row.pageImageUrl
-      ? el("img", { className: "thumb", src: row.pageImageUrl, alt: `thumbnail of ${pageLabel(row.pageIndex, row.pageLabel)}`, loading: "lazy" })
+      ? el("img", { className: "thumb", src: row.pageImageUrl, alt: "", loading: "lazy" })
       : el("span", { className: "thumb", "aria-hidden": "true" }, "text");
-    const scores = row.scores || {};
-    const parts = ["dense", "lexical", "exactBoost"].filter((k) => scores[k] !== null && scores[k] !== undefined)
-      .map((k) => `${k} ${Number(scores[k]).toFixed(3)}`).join(" · ");
     const meta = el("span", { className: "meta" },
-      el("span", {}, pageLabel(row.pageIndex, row.pageLabel) + (row.pageEnd > row.pageIndex ? `–${row.pageEnd + 1}` : "")),
+      el("span", {}, where),
       row.sectionTitle ? el("span", { className: "section" }, "§ " + row.sectionTitle) : null,
-      fallback ? el("span", { className: "badge fallback", title: "chunk search did not answer: page text from Postgres" }, "fallback: pages")
-        : el("span", { className: "score", title: parts }, `score ${Number(row.score).toFixed(3)} (${parts})`),
+      fallback ? el("span", { className: "badge fallback" }, "from page text")
+        : el("span", { className: "score" }, `score ${Number(row.score).toFixed(3)}`),
+      row.versionNotice ? el("span", { className: "badge older" }, "last good version") : null,
       el("span", {}, row.knowledgeBaseId));
-    const button = el("button", { type: "button", "aria-label": `${row.documentTitle || row.documentId}, ${pageLabel(row.pageIndex, row.pageLabel)}: show where it came from` },
+    const open = el("button", { type: "button", className: "open", "aria-label": `${title}, ${where}: show where it came from` },
+      el("span", { className: "title" }, title));
+    const documentButton = el("button", { type: "button", className: "quiet small" }, "All chunks of this document");
+    documentButton.addEventListener("click", () => openDocument(row.documentId, row.chunkId));
+    const card = el("li", { className: "result" + (fallback ? " fallback" : ""), "data-index": index },
       thumb,
-      el("span", {}, el("span", { className: "title" }, row.documentTitle || row.sourceUri || row.documentId), meta,
-        el("span", { className: "snippet" }, row.content)));
-    button.addEventListener("click", () => openResult(index));
-    list.append(el("li", { className: "result" + (fallback ? " fallback" : ""), "data-index": index }, button));
+      el("div", { className: "body" }, open, meta,
+        el("p", { className: "passage" }, marked(compact(row.context || row.content), state.query)),
+        el("div", { className: "actions" }, documentButton, scoreDetails(row))));
+    open.addEventListener("click", () => openResult(index));
+    card.addEventListener("click", (event) => {
+      if (!event.target.closest("button, a, details")) openResult(index);
+    });
+    list.append(card);
   });
   closeLineage(false);
+}
+
+function scoreDetails(row) {
+  const scores = row.scores || {};
+  const parts = Object.entries(scores).filter(([, v]) => v !== null && v !== undefined)
+    .map(([name, v]) => el("li", {}, `${name} ${Number(v).toFixed(3)}`));
+  const lines = [];
+  if (row.retrievalSource === "fallback_pages") lines.push(el("li", {}, "chunk search did not answer: the page's text from the catalog"));
+  if (row.versionNotice) lines.push(el("li", {}, row.versionNotice));
+  if (!parts.length && !lines.length) return null;
+  return el("details", { className: "why" }, el("summary", {}, "Score details"), el("ul", {}, ...parts, ...lines));
 }
 
 // ---------------------------------------------------------------- lineage
@@ -190,9 +258,10 @@ function showLineagePanel() {
 
 function closeLineage(restoreFocus = true) {
   $("lineage").hidden = true;
+  document.querySelector(".split").classList.add("closed");  // the results take the width
   state.lineage = null;
   if (restoreFocus && state.active !== null) {
-    const button = document.querySelector(`.result[data-index="${state.active}"] > button`);
+    const button = document.querySelector(`.result[data-index="${state.active}"] button.open`);
     if (button) button.focus();
   }
 }
@@ -225,6 +294,12 @@ function renderFacts(found, row) {
   addFact(dl, "knowledge base", doc.knowledgeBaseId);
   addFact(dl, "chunk", `${found.chunkId} (#${found.chunkIndex}, ${found.kind})`);
   addFact(dl, "section", found.sectionTitle);
+  if (doc.fileUrl) {
+    dl.append(el("dt", {}, "original"), el("dd", {}, el("a", { href: doc.fileUrl, target: "_blank", rel: "noopener" }, "open the file")));
+  }
+  const all = el("button", { type: "button", className: "quiet small" }, "All chunks of this document");
+  all.addEventListener("click", () => openDocument(doc.documentId, found.chunkId));
+  dl.append(el("dt", {}, "chunks"), el("dd", {}, all));
   for (const run of found.runs) {
     const cell = run.runId ? (run.url ? el("a", { href: run.url, target: "_blank", rel: "noopener" }, run.runId) : el("code", {}, run.runId)) : "—";
     runs.append(el("tr", {}, el("td", {}, run.asset), el("td", {}, cell)));
@@ -260,10 +335,11 @@ function renderPageImage(page) {
   const url = page.imageUrl || page.pageImageUrl;
   const lineage = state.lineage;
   const regions = lineage ? lineage.regions.filter((r) => r.pageIndex === state.pageIndex) : [];
+  placePageText(!url);
   if (!url) {
     frame.classList.add("empty");
     image.removeAttribute("src");
-    $("page-caption").textContent = "This format has no page image: the text view shows where the chunk is.";
+    $("page-caption").textContent = lineage ? "This format has no page image: its text, the chunk marked." : "";
     return;
   }
   frame.classList.remove("empty");
@@ -286,6 +362,15 @@ function renderPageImage(page) {
   $("page-caption").textContent = regions.length
     ? `${regions.length} highlighted region${regions.length > 1 ? "s" : ""}: where the chunk is on this page`
     : lineage ? "The chunk is not on this page (← → to move between pages)" : "";
+}
+
+// a format without page images (Markdown, HTML, text, code, CSV) shows its page text where the image would be
+function placePageText(asSheet) {
+  const box = $("page-text");
+  box.classList.toggle("sheet", asSheet);
+  $("page-text-title").hidden = asSheet;
+  if (asSheet) $("page-figure").insertBefore(box, $("page-caption"));
+  else $("page-text-title").after(box);
 }
 
 function renderPageText(page) {
@@ -330,7 +415,7 @@ async function loadDocuments() {
   const answer = await guarded(() => api(`/v1/knowledge-bases/${encodeURIComponent(kb)}/documents`));
   if (!answer) return;
   body.replaceChildren(...answer.documents.map((d) => el("tr", { "data-document": d.documentId },
-    el("td", {}, el("div", { className: "title" }, d.title || d.sourcePath), el("div", { className: "meta" }, d.sourcePath)),
+    el("td", {}, documentLink(d), el("div", { className: "meta" }, d.sourcePath)),
     el("td", {}, el("span", { className: "badge " + d.status }, d.status)),
     el("td", {}, d.pages === null ? "—" : String(d.pages)),
     el("td", {}, d.chunks === null ? "—" : String(d.chunks)),
@@ -340,8 +425,54 @@ async function loadDocuments() {
   say(`${answer.documents.length} documents in ${kb}`);
 }
 
+function documentLink(d) {
+  const button = el("button", { type: "button", className: "link title" }, d.title || d.sourcePath);
+  button.addEventListener("click", () => openDocument(d.documentId));
+  return button;
+}
+
+// ---------------------------------------------------------------- one document: its chunks by page
+async function openDocument(documentId, chunkId) {
+  const answer = await guarded(() => api(`/v1/documents/${encodeURIComponent(documentId)}/chunks`));
+  if (!answer) return;
+  const doc = answer.document;
+  $("tab-document").hidden = false;
+  selectTab("document");
+  $("document-title").textContent = doc.title || doc.sourcePath;
+  $("document-file").href = answer.fileUrl;
+  const dl = $("document-facts");
+  dl.replaceChildren();
+  addFact(dl, "source", doc.sourceUri);
+  addFact(dl, "knowledge base", doc.knowledgeBaseId);
+  addFact(dl, "status", doc.status + (doc.error ? ` (${doc.error})` : ""));
+  addFact(dl, "pages", doc.pages);
+  addFact(dl, "chunks", answer.chunks.length);
+  addFact(dl, "sha256", answer.version);
+  $("document-note").hidden = answer.published || !answer.chunks.length;
+  $("document-note").textContent = "These chunks are of a file version search does not serve yet.";
+  const byPage = new Map();
+  for (const chunk of answer.chunks) {
+    if (!byPage.has(chunk.pageIndex)) byPage.set(chunk.pageIndex, []);
+    byPage.get(chunk.pageIndex).push(chunk);
+  }
+  const pages = [...byPage].map(([index, chunks]) => el("section", { className: "doc-page", "data-page": index },
+    el("h3", {}, pageLabel(index, chunks[0].pageLabel)),
+    el("ol", { className: "chunks" }, ...chunks.map((c) => el("li", { className: "chunk" + (c.chunkId === chunkId ? " active" : ""), "data-chunk": c.chunkId },
+      el("div", { className: "meta" },
+        el("span", {}, `#${c.chunkIndex}`),
+        c.pageEnd > c.pageIndex ? el("span", {}, `to page ${c.pageEnd + 1}`) : null,
+        c.sectionTitle ? el("span", { className: "section" }, "§ " + c.sectionTitle) : null,
+        el("span", {}, c.kind)),
+      el("p", { className: "chunk-text" }, c.content))))));
+  $("document-pages").replaceChildren(...pages);
+  say(`${answer.chunks.length} chunks on ${byPage.size} pages`);
+  const active = document.querySelector("#document-pages .chunk.active");
+  if (active) active.scrollIntoView({ block: "center" });
+  else window.scrollTo(0, 0);
+}
+
 function selectTab(name) {
-  for (const tab of ["search", "documents"]) {
+  for (const tab of ["search", "documents", "document"]) {
     const selected = tab === name;
     $(`tab-${tab}`).setAttribute("aria-selected", String(selected));
     $(`view-${tab}`).hidden = !selected;
@@ -356,6 +487,7 @@ $("prev-page").addEventListener("click", () => turnPage(-1));
 $("next-page").addEventListener("click", () => turnPage(1));
 $("tab-search").addEventListener("click", () => selectTab("search"));
 $("tab-documents").addEventListener("click", () => selectTab("documents"));
+$("tab-document").addEventListener("click", () => selectTab("document"));
 $("documents-kb").addEventListener("change", loadDocuments);
 $("key-change").addEventListener("click", () => askForKey(""));
 $("key-form").addEventListener("submit", (event) => {

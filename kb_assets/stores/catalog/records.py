@@ -29,6 +29,7 @@ DOCUMENT_COLUMNS = (
     "term_count",
     "source_root",
     "partition_key",
+    "published_run_id",
 )
 
 
@@ -57,6 +58,7 @@ class Document:
     term_count: int | None = None  # its published chunks' length in BM25 terms; None: no statistics kept
     source_root: str = ""  # the canonical folder or s3:// prefix its source_path is relative to
     partition_key: str | None = None  # its readable Dagster partition key (kb_assets.keys)
+    published_run_id: str | None = None  # the run that last wrote its entities into the collection
 
     @property
     def serves_last_good_version(self) -> bool:
