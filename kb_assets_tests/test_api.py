@@ -100,6 +100,13 @@ def test_a_search_reports_the_time_of_every_stage(open_client):
     assert set(spec["Timings"]["properties"]) == set(STAGES)
 
 
+def test_search_reads_are_never_jit_compiled(catalog):
+    # compiling locate_pages cost ~1 s of 1.2 s at 41,620 chunks (docs/retrieval.md, section 7)
+    with catalog.reader() as conn, conn.cursor() as cur:
+        cur.execute("SHOW jit")
+        assert cur.fetchone()[0] == "off"
+
+
 def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searcher, open_client):
     from kb_assets.service.api import create_app
 
