@@ -73,7 +73,7 @@ def test_search_results_carry_every_contract_field(open_client):
     )
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"results", "warnings"} and 1 <= len(body["results"]) <= 3
+    assert set(body) == {"results", "warnings", "timingsMs"} and 1 <= len(body["results"]) <= 3
     for row in body["results"]:
         assert RESULT_FIELDS <= set(row)
         assert row["retrievalSource"] == "hybrid" and isinstance(row["score"], float)
@@ -83,6 +83,28 @@ def test_search_results_carry_every_contract_field(open_client):
         assert isinstance(row["pageIndex"], int) and row["pageEnd"] >= row["pageIndex"]
         assert isinstance(row["chunkIndex"], int) and row["content"]
     assert "35 days" in body["results"][0]["content"]
+
+
+def test_a_search_reports_the_time_of_every_stage(open_client):
+    from kb_assets.retrieval.request import STAGES
+    from kb_assets.service.schemas import Timings
+
+    response = open_client.post("/v1/kb/search", json={"query": "How long are backups kept?", "limit": 3})
+    assert response.status_code == 200
+    timings = response.json()["timingsMs"]
+    assert list(timings) == list(STAGES) and set(Timings.model_fields) == set(STAGES)
+    assert all(isinstance(ms, float) and 0 <= ms <= timings["total"] for ms in timings.values()), timings
+    ran = {"queryEncoding", "locate", "denseSearch", "bm25Search", "versions", "lexicalStatistics", "pageFacts"}
+    assert all(timings[stage] > 0 for stage in ran), timings  # the default strategy ran each of them
+    spec = open_client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(spec["Timings"]["properties"]) == set(STAGES)
+
+
+def test_search_reads_are_never_jit_compiled(catalog):
+    # compiling locate_pages cost ~1 s of 1.2 s at 41,620 chunks (docs/retrieval.md, section 7)
+    with catalog.reader() as conn, conn.cursor() as cur:
+        cur.execute("SHOW jit")
+        assert cur.fetchone()[0] == "off"
 
 
 def test_without_api_keys_only_loopback_clients_are_answered(settings, api_searcher, open_client):

@@ -78,7 +78,7 @@ def test_the_server_names_its_version_and_read_only_tools_with_titles_and_output
     search = tools["kb_search"]
     assert set(search.input_schema["properties"]) == {"query", "knowledge_base_ids", "limit", "min_score"}
     result = search.output_schema["$defs"]["SearchResult"]["properties"]
-    assert set(search.output_schema["properties"]) == {"results", "warnings"}
+    assert set(search.output_schema["properties"]) == {"results", "warnings", "timingsMs"}
     assert {"chunkId", "content", "context", "score", "pageIndex", "pageImageUrl"} <= set(result)
     assert set(tools["kb_list"].output_schema["properties"]) == {"knowledgeBases"}
 

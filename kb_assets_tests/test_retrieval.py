@@ -439,7 +439,7 @@ def test_search_and_eval_commands_report_results_hits_mrr_latency_and_baseline(c
     out = runner.invoke(main, ["search", "When does the on-call rotation change?", "--kb", "alpha", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert "Monday" in data["results"][0]["content"] and set(data) == {"results", "warnings"}
+    assert "Monday" in data["results"][0]["content"] and set(data) == {"results", "warnings", "timingsMs"}
     torch.set_num_threads(threads)
 
     questions = tmp_path / "questions.jsonl"

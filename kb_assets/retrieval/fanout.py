@@ -9,6 +9,7 @@ never raised: scoring decides what the other search can still answer (``kb_asset
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ class Found:
     dense_error: Exception | None = None
     bm25_error: Exception | None = None
     ms: float = 0.0
+    # stage -> milliseconds: queryEncoding, denseSearch, bm25Search (each Milvus call's own time, summed)
+    timings: dict[str, float] = field(default_factory=dict)
 
     def only(self, chunk_ids: set[str]) -> Found:
         """The candidates among ``chunk_ids`` (failures and timing kept)."""
@@ -47,6 +50,7 @@ class Found:
             self.dense_error,
             self.bm25_error,
             self.ms,
+            self.timings,
         )
         return kept
 
@@ -58,6 +62,10 @@ class Found:
             {**self.dense, **other.dense},
             {**self.bm25, **other.bm25},
             ms=self.ms + other.ms,
+            timings={
+                k: round(self.timings.get(k, 0.0) + other.timings.get(k, 0.0), 1)
+                for k in {*self.timings, *other.timings}
+            },
         )
         merged.no_bm25 = (self.no_bm25 | other.no_bm25) - set(merged.bm25)
         merged.vectors = {**self.vectors, **other.vectors}
@@ -86,6 +94,7 @@ def fan_out(
     filters = _kb_filters(knowledge_base_ids, pages)
     bm25_jobs = {
         kb: pool.submit(
+            _timed,
             search_bm25,
             client,
             query.collection,
@@ -97,33 +106,38 @@ def fan_out(
         )
         for kb, flt in filters.items()
     }
+    found = Found()
+    encoding = time.perf_counter()
     vector = query.vector()
+    if query.dense_text:
+        found.timings["queryEncoding"] = elapsed_ms(encoding)
     dense_jobs = (
         {}
         if vector is None or not dense_search
         else {
-            kb: pool.submit(search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)
+            kb: pool.submit(_timed, search_dense, client, query.collection, vector.tolist(), flt, query.limit, timeout)
             for kb, flt in filters.items()
         }
     )
-    found = Found()
     dense_ids: dict[str | None, set[str]] = {}
     for kb, job in dense_jobs.items():
         try:
-            hits = job.result()
+            hits, ms = job.result()
         except Exception as error:
             found.dense_error = error
             continue
+        found.timings["denseSearch"] = found.timings.get("denseSearch", 0.0) + ms
         dense_ids[kb] = {hit.id for hit in hits}
         for hit in hits:
             found.hits[hit.id] = hit["entity"]
             found.dense[hit.id] = float(hit.distance)
     for kb, job in bm25_jobs.items():
         try:
-            hits = job.result()
+            hits, ms = job.result()
         except Exception as error:
             found.bm25_error = error
             continue
+        found.timings["bm25Search"] = found.timings.get("bm25Search", 0.0) + ms
         for hit in hits:
             entity = dict(hit["entity"])
             vector_of_hit = entity.pop("dense", None)
@@ -135,6 +149,12 @@ def fan_out(
             found.no_bm25 |= dense_ids.get(kb, set()) - {hit.id for hit in hits}
     found.ms = elapsed_ms(started)
     return found
+
+
+def _timed(search: Callable[..., list], *args) -> tuple[list, float]:
+    """A search's hits and its own milliseconds (its wait in the pool left out)."""
+    started = time.perf_counter()
+    return search(*args), elapsed_ms(started)
 
 
 def _kb_filters(knowledge_base_ids: list[str] | None, pages: str | None) -> dict[str | None, str]:

@@ -16,16 +16,42 @@ class SearchRequest:
     strategy: str | None = None  # None: the configured default
 
 
+# the stages every response times (``timingsMs``; 0.0: not run by this request), in milliseconds. Milvus
+# searches run in parallel with encoding and locating, so stages overlap: ``total`` is the wall time.
+STAGES = (
+    "queryEncoding",  # the model reads the query
+    "locate",  # pageindex: pages located by titles, summaries, keywords (Postgres)
+    "denseSearch",  # Milvus dense searches (each call's own time, summed)
+    "bm25Search",  # Milvus BM25 searches, knowledge base and located pages (summed)
+    "versions",  # the candidates' document rows: published version, BM25 statistics kept (Postgres)
+    "lexicalStatistics",  # BM25 statistics and the candidates' term counts (Postgres)
+    "fusion",  # hybrid scores of the candidates (stored vectors read for BM25-only hits)
+    "rerank",  # pageindex second stage: coverage and proximity
+    "pageCoverage",  # pageindex, long questions: the best pages' texts read and scored
+    "pageFacts",  # page images and table-of-contents marks of the results' pages (Postgres)
+    "context",  # each result's context passage: its page text read (Postgres) and the window chosen
+    "total",
+)
+
+
 @dataclass
 class SearchResponse:
     results: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     strategy: str | None = None
-    timings_ms: dict = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)  # stage (``STAGES``) -> milliseconds
     last_good: dict = field(default_factory=dict)  # document id -> notice: a newer file failed, an older version serves
 
     def as_json(self) -> dict:
-        return {"results": self.results, "warnings": self.warnings}
+        return {
+            "results": self.results,
+            "warnings": self.warnings,
+            "timingsMs": {stage: self.timings_ms.get(stage, 0.0) for stage in STAGES},
+        }
+
+    def add_ms(self, stage: str, started: float) -> None:
+        """Add the milliseconds since ``started`` (a ``time.perf_counter()``) to a stage's time."""
+        self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + elapsed_ms(started), 1)
 
 
 def short(error: BaseException | None, chars: int = 200) -> str:

@@ -40,7 +40,7 @@ from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.lexical_scores import rescored
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
-from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
+from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
@@ -102,6 +102,13 @@ class Searcher:
 
     # entry point -------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> SearchResponse:
+        """The request's results, warnings and the time of each stage (``timings_ms``, ``request.STAGES``)."""
+        started = time.perf_counter()
+        response = self._search(request)
+        response.add_ms("total", started)
+        return response
+
+    def _search(self, request: SearchRequest) -> SearchResponse:
         if not request.query.strip():
             raise ValueError("query is empty")
         if request.limit < 1:
@@ -130,12 +137,16 @@ class Searcher:
             response.warnings.append("no chunk matched; answered from pages (fallback)")
             return answer_from_pages(self.catalog, request, response)
         budget = self.config.context_chars
+        started = time.perf_counter()
         facts = self.page_facts(
             [(r["documentId"], r["pageIndex"]) for r in response.results], response, with_text=budget > 0
         )
+        response.add_ms("pageFacts", started)
         if budget > 0:  # without the page text (page facts failed): the chunk, cut to the budget
+            started = time.perf_counter()
             terms = question_terms(request.query, self.dictionary_words(request.query))
             passages(response.results, {key: fact.get("text") or "" for key, fact in facts.items()}, terms, budget)
+            response.add_ms("context", started)
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
@@ -209,11 +220,16 @@ class Searcher:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
         warnings for degraded modes."""
         timeout = self.config.milvus_timeout_s
+        for stage, ms in found.timings.items():
+            response.timings_ms[stage] = round(response.timings_ms.get(stage, 0.0) + ms, 1)
+        started = time.perf_counter()
         found, versions = self.served(response, found)
+        response.add_ms("versions", started)
         if self.config.kept_bm25_statistics:
             started = time.perf_counter()
             found = rescored(self.catalog, query.bm25_text or query.text, found, versions, response.warnings)
-            response.timings_ms["bm25Statistics"] = elapsed_ms(started)
+            response.add_ms("lexicalStatistics", started)
+        started = time.perf_counter()
         rows = scoring.score(
             query,
             found,
@@ -221,7 +237,7 @@ class Searcher:
             response.warnings,
             lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout),
         )
-        response.timings_ms["searches"] = found.ms
+        response.add_ms("fusion", started)
         return rows
 
     def served(self, response: SearchResponse, found: Found) -> tuple[Found, dict[str, dict]]:

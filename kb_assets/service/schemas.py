@@ -83,9 +83,28 @@ class SearchResult(BaseModel):
     )
 
 
+class Timings(BaseModel):
+    """Milliseconds each stage of the search took (0: not run for this request); stages run in parallel
+    overlap, ``total`` is the wall time (``kb_assets.retrieval.request.STAGES``)."""
+
+    queryEncoding: float = Field(description="the model reads the query")
+    locate: float = Field(description="pageindex: pages located by titles, summaries and keywords (Postgres)")
+    denseSearch: float = Field(description="Milvus dense searches, summed")
+    bm25Search: float = Field(description="Milvus BM25 searches (knowledge base, located pages), summed")
+    versions: float = Field(description="the candidates' published versions (Postgres)")
+    lexicalStatistics: float = Field(description="BM25 statistics and candidates' term counts (Postgres)")
+    fusion: float = Field(description="hybrid scores of the candidates")
+    rerank: float = Field(description="pageindex second stage")
+    pageCoverage: float = Field(description="pageindex, long questions: the best pages read and scored")
+    pageFacts: float = Field(description="the results' pages: images, table-of-contents marks, texts (Postgres)")
+    context: float = Field(description="each result's context passage chosen")
+    total: float
+
+
 class SearchAnswer(BaseModel):
     results: list[SearchResult]
     warnings: list[str]
+    timingsMs: Timings | None = Field(None, description="where the time of this search went, by stage")
 
 
 class KnowledgeBase(BaseModel):

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
-    started = time.perf_counter()
     locating = searcher.pool.submit(
+        _timed_locate,
         searcher.catalog.locate_pages,
         query_terms(request.query),
         request.query,
@@ -57,13 +57,12 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     query = searcher.prepare(request, response)
     found = searcher.fan_out(request, query)
     try:
-        located = locating.result()
+        located, response.timings_ms["locate"] = locating.result()
     except Exception as error:
         located = []
         response.warnings.append(
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
-    response.timings_ms["locate"] = elapsed_ms(started)
     if located:
         ranges: dict[str, list[tuple[int, int]]] = {}
         for page in located:
@@ -74,8 +73,10 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     rows = searcher.score(response, query, found)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     config = searcher.config
+    started = time.perf_counter()
     if config.rerank_coverage or config.rerank_proximity:
         rerank(rows, question_words(request.query, query.translations), config.rerank_coverage, config.rerank_proximity)
+    response.add_ms("rerank", started)
     locate_score = {(p["document_id"], p["page_index"]): p["score"] for p in located}
     by_page: dict[tuple[str, int], list[dict]] = {}
     for row in sorted(rows, key=rerank_key):
@@ -85,7 +86,9 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     terms = question_terms(request.query, query.translations)
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
         add_page_coverage(searcher, response, terms, by_page, relevance)
+    started = time.perf_counter()
     toc = searcher.page_facts(list(by_page), response)
+    response.add_ms("pageFacts", started)
     return assemble(
         by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")}, searcher.config.chunks_per_page
     )[: request.limit]
@@ -112,7 +115,13 @@ def add_page_coverage(
         for row in by_page[key]:
             row["scores"]["pageCoverage"] = round(share, 6)
         relevance[key] += config.page_coverage * share
-    response.timings_ms["pageCoverage"] = elapsed_ms(started)
+    response.add_ms("pageCoverage", started)
+
+
+def _timed_locate(locate, *args) -> tuple[list[dict], float]:
+    """The located pages and the milliseconds the catalog took to locate them."""
+    started = time.perf_counter()
+    return locate(*args), elapsed_ms(started)
 
 
 def locate_weight(config: SearchConfig, query: Query) -> float:
