@@ -128,6 +128,29 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
     ]
     assert len(evaluations) == 6  # every check ran and shows
 
+    # the same range as a run of the implicit asset job (the UI's Materialize): Dagster writes its events
+    from kb_assets.definitions import make_definitions
+    from kb_assets.pipeline.versions import STEPS
+
+    ordered = instance.get_dynamic_partitions("documents")
+    keys = sorted((d.partition_key for d in docs.values()), key=ordered.index)  # added together: one range
+    ui_run = (
+        make_definitions(settings)
+        .resolve_implicit_global_asset_job_def()
+        .execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            asset_selection=[dg.AssetKey(k) for k in (*STEPS, "page_images")],
+            tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+        )
+    )
+    assert not ui_run.success and "broken.pdf" in str(ui_run.failure_data_for_node("embed_and_publish").error)
+    for later in ("parsed_pages", "milvus_collection"):
+        assert partition_status(instance, later, key) == dg.AssetPartitionStatus.FAILED, later
+        assert (
+            partition_status(instance, later, docs["note-1.md"].partition_key) == dg.AssetPartitionStatus.MATERIALIZED
+        )
+
 
 def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, settings, catalog, lake, milvus_client):
     from kb_assets.definitions import make_definitions

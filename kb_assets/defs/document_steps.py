@@ -24,7 +24,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.pipeline import planning, steps
-from kb_assets.pipeline.versions import STEPS, after
+from kb_assets.pipeline.versions import STEPS, after, from_step
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, published_collection
@@ -227,10 +227,19 @@ def outcome(doc: Document, results: dict[str, dict], failures: dict[str, str]) -
 
 def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog) -> None:
     """The run's last step: when a document failed in this run, the run fails (after the others were
-    published), so that Dagster shows the partitions that it planned and did not materialize failed."""
+    published), so that Dagster shows the partitions that it planned and did not materialize failed. In a
+    run whose events Dagster wrote, the failed documents' partitions are planned again first (after the
+    materializations Dagster gave them), so that they show failed all the same."""
     run_id = context.run.run_id
-    docs = planning.run_documents(list(context.partition_keys), run_id, catalog)
+    held = documents_by_partition(list(context.partition_keys), run_id, catalog)
+    docs = [doc for docs in held.values() for doc in docs]
     failed = [d for d in docs if d.status == "failed" and d.last_run_id == run_id]
+    if failed and not events_deferred(context):  # Dagster materialized them: planned again, they show failed
+        selected = context.run.asset_selection
+        for key, doc in ((key, d) for key, docs in held.items() for d in docs if d in failed):
+            step = (doc.failed_step or "raw_files@").partition("@")[0]
+            steps_from = [dg.AssetKey(s) for s in from_step(step if step in STEPS else "raw_files")]
+            plan(context, [k for k in steps_from if selected is None or k in selected], [key])
     if failed:
         raise dg.Failure(
             description=f"{len(failed)} of {len(docs)} documents failed: "
