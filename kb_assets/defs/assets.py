@@ -28,6 +28,7 @@ from kb_assets.defs.document_steps import (
     report,
     settle,
     step_version,
+    written,
 )
 from kb_assets.defs.partitions import PartitionedAsset, documents_partitions
 from kb_assets.defs.resources import StoresResource
@@ -76,7 +77,9 @@ def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
             d, cat, store, stores.settings.parse.max_file_bytes, context.run.run_id, sources, step_version(context)
         ),
     )
-    check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
+    published = {d.document_id for d in docs if d.status == "published" and d.published_version == d.version}
+    new = [document_id for document_id in results if document_id not in published]  # the others were checked
+    check = checks.check_raw_files(cat, store, new, context.run.run_id, failed_step(context))
     report(context, results, failures, started, bytes=sum(r["bytes"] for r in results.values()))
     return dg.MaterializeResult(check_results=[check])
 
@@ -106,7 +109,7 @@ def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
         context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version)
     )
     modes = sorted({r["mode"] for r in results.values()})
-    check = checks.check_pages(cat, list(results), context.run.run_id, failed_step(context))
+    check = checks.check_pages(cat, written(results), context.run.run_id, failed_step(context))
     report(
         context,
         results,
@@ -144,7 +147,7 @@ def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     )
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_trees(cat, list(results), context.run.run_id, failed_step(context))
+    check = checks.check_trees(cat, written(results), context.run.run_id, failed_step(context))
     sources = sorted({r["source"] for r in results.values() if r.get("source")})
     report(
         context,
@@ -199,7 +202,7 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
             context.log.warning(f"document {document_id}: {result['fallback']}")
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
+    check = checks.check_chunks(cat, lk, written(results), model, context.run.run_id, failed_step(context))
     report(
         context,
         results,
@@ -278,9 +281,10 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     also = publication[2] if publication is not None else None
     docs = active_documents(context, cat)
     violations: list = []
+    current = {d.document_id for d in docs if (d.step_versions or {}).get("embeddings") == versions[0]}
 
-    def check(document_id: str) -> list:
-        found = checks.embedding_violations(lk, document_id, model.dimension)
+    def check(document_id: str) -> list:  # current vectors were checked when they were written
+        found = [] if document_id in current else checks.embedding_violations(lk, document_id, model.dimension)
         violations.extend(found)
         return found
 
@@ -308,7 +312,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
     settle(context, cat, results, failures, sorted(selected))  # steps.embed_and_publish marked them failed
-    checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
+    checked = sorted({*written(results), *(v for violation in violations for v in violation.document_ids)})
     if EMBEDDINGS.key in selected:
         report(
             context,
@@ -330,12 +334,13 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
         )
     if target is not None:  # publishing
         client, collection = target
-        flush(client, collection)  # seals the write-ahead log into indexed segments: ~10x faster searches
-        if also:
-            flush(client, also[0])
+        changed = any(r.get("written") or r.get("deleted") for r in results.values())
+        for name in [collection, *([also[0]] if also else [])] if changed else []:
+            flush(client, name)  # seals the write-ahead log into indexed segments: ~10x faster searches
         alias = steps.publish_if_unpublished(client, cat, stores.alias, collection)
+        republished = [d for d, r in results.items() if r.get("published_skipped") is False]
         milvus_check = checks.check_milvus(
-            cat, lk, client, collection, list(results), run_id, failed_step(context, MILVUS_COLLECTION.key)
+            cat, lk, client, collection, republished, run_id, failed_step(context, MILVUS_COLLECTION.key)
         )
         report(
             context,
@@ -371,14 +376,8 @@ def page_images(context: dg.AssetExecutionContext, stores: StoresResource):
         except Exception as error:  # a page image is not worth failing a published document: rendered on request
             failures[doc.document_id] = f"{doc.source_path}: {type(error).__name__}: {error}"
             context.log.warning(f"page images of {doc.source_path}: {failures[doc.document_id]}")
-    report(
-        context,
-        results,
-        failures,
-        started,
-        rendered=sum(r["rendered"] for r in results.values()),
-        already_present=sum(r["present"] for r in results.values()),
-    )
+    rendered, present = (sum(r[k] for r in results.values()) for k in ("rendered", "present"))
+    report(context, results, failures, started, rendered=rendered, already_present=present)
     record_partitions(context, cat, results, failures, [context.asset_key])
     return dg.MaterializeResult()
 

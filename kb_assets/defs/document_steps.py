@@ -248,6 +248,11 @@ def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Cat
         )
 
 
+def written(results: dict[str, dict]) -> list[str]:
+    """The documents a step wrote (or rewrote the same): not the ones it skipped as current."""
+    return [document_id for document_id, result in results.items() if not result.get("skipped")]
+
+
 def report(
     context: dg.AssetExecutionContext, results: dict[str, dict], failures: dict[str, str], started: float, **extra
 ) -> None:
