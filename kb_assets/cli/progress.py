@@ -1,6 +1,6 @@
 """What ``kb-assets ingest`` shows while it runs: on a terminal, the plan and a live bar of documents
-done / total, failures, pages/s and the time left (``rich``); plain lines when stderr is not a terminal;
-nothing with ``--json``."""
+done / total, failures, pages/s and the time left (``rich``, on stderr); plain lines when stdout or
+stderr is not a terminal; nothing with ``--json``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def ingest_progress(as_json: bool) -> Iterator[tuple[Say, Watcher | None]]:
     if as_json:
         yield (lambda message: None), None
         return
-    if not sys.stderr.isatty():
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):  # piped or redirected: plain lines
         yield (lambda message: click.echo(message, err=True)), None
         return
     from rich.console import Console
