@@ -356,7 +356,7 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
             chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values()),
         )
         yield dg.MaterializeResult(asset_key=MILVUS_COLLECTION.key, check_results=[milvus_check])
-    fail_run_if_documents_failed(context, cat)  # the run's last document step
+    fail_run_if_documents_failed(context, cat, results)  # the run's last document step
 
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})

@@ -225,15 +225,17 @@ def outcome(doc: Document, results: dict[str, dict], failures: dict[str, str]) -
     return f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else "")
 
 
-def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog) -> None:
+def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog, results: dict) -> None:
     """The run's last step: when a document failed in this run, the run fails (after the others were
     published), so that Dagster shows the partitions that it planned and did not materialize failed. In a
     run whose events Dagster wrote, the failed documents' partitions are planned again first (after the
-    materializations Dagster gave them), so that they show failed all the same."""
+    materializations Dagster gave them), so that they show failed all the same. ``results``: the documents
+    this last step took through (a failed document whose last good version a migration carried over is
+    one: its failure is older than this run)."""
     run_id = context.run.run_id
     held = documents_by_partition(list(context.partition_keys), run_id, catalog)
     docs = [doc for docs in held.values() for doc in docs]
-    failed = [d for d in docs if d.status == "failed" and d.last_run_id == run_id]
+    failed = [d for d in docs if d.status == "failed" and d.last_run_id == run_id and d.document_id not in results]
     if failed and not events_deferred(context):  # Dagster materialized them: planned again, they show failed
         selected = context.run.asset_selection
         for key, doc in ((key, d) for key, docs in held.items() for d in docs if d in failed):
