@@ -64,6 +64,94 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(
     assert any(n["documentId"] == good.document_id and "last good version" in n["notice"] for n in notices)
 
 
+def materializations(instance, step: str, key: str) -> list:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(step), asset_partitions=[key]), limit=10
+    ).records
+    return [r.asset_materialization for r in records]
+
+
+def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in_that_run(tmp_path, settings, catalog):
+    """Three good files and one bad in one batch run: the bad one's partition has no materialization of
+    the asset it failed at or of any after it, shows failed, and says why; each good one is materialized
+    with metadata of its own; no run of its own retries the bad one."""
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    good_files = {f"note-{n}.md": "# Note\n\n" + "The boiler room key is kept safe. " * (5 * n) for n in (1, 2, 3)}
+    for name, text in good_files.items():
+        (folder / name).write_text(text)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+
+    report = ingest([folder], "batch-failure", settings)
+
+    docs = {d.source_path: d for d in catalog.list_documents(["batch-failure"])}
+    broken = docs["broken.pdf"]
+    assert [f["documentId"] for f in report.failures] == [broken.document_id]
+    (run_id,) = report.run_ids  # one batch run, no retry of its own
+    instance = dagster_instance(settings)
+    run = instance.get_run_by_id(run_id)
+    assert run.status == dg.DagsterRunStatus.FAILURE  # a document failed in it
+    step = broken.failed_step.partition("@")[0]
+    assert step == "parsed_pages"
+    key = broken.partition_key
+    assert [m.metadata["outcome"].value for m in materializations(instance, "raw_files", key)] == ["written"]
+    for later in ("parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection", "page_images"):
+        assert materializations(instance, later, key) == [], later
+        assert partition_status(instance, later, key) == dg.AssetPartitionStatus.FAILED, later
+    (observed,) = instance.fetch_observations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(step), asset_partitions=[key]), limit=10
+    ).records
+    assert observed.asset_observation.metadata["outcome"].value == f"failed: {broken.error}"
+    assert "broken.pdf" in broken.error
+
+    for name in good_files:
+        doc = docs[name]
+        assert doc.status == "published"
+        for asset in ("raw_files", "parsed_pages", "chunks", "milvus_collection", "page_images"):
+            assert partition_status(instance, asset, doc.partition_key) == dg.AssetPartitionStatus.MATERIALIZED
+            (mat,) = materializations(instance, asset, doc.partition_key)
+            assert mat.metadata["source"].value == name and mat.metadata["document_id"].value == doc.document_id
+            if asset != "page_images":  # off the pipeline: no version
+                assert mat.tags["dagster/code_version"] == settings.step_versions()[asset]
+            assert "documents" not in mat.metadata  # no batch totals
+        (pages,) = materializations(instance, "parsed_pages", doc.partition_key)
+        assert pages.metadata["pages"].value == doc.page_count and pages.metadata["mode"].value
+        (published,) = materializations(instance, "milvus_collection", doc.partition_key)
+        assert published.metadata["chunks"].value == doc.chunk_count
+    evaluations = [
+        e
+        for e in instance.get_records_for_run(run_id).records
+        if e.event_log_entry.dagster_event
+        and e.event_log_entry.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert len(evaluations) == 6  # every check ran and shows
+
+    # the same range as a run of the implicit asset job (the UI's Materialize): Dagster writes its events
+    from kb_assets.definitions import make_definitions
+    from kb_assets.pipeline.versions import STEPS
+
+    ordered = instance.get_dynamic_partitions("documents")
+    keys = sorted((d.partition_key for d in docs.values()), key=ordered.index)  # added together: one range
+    ui_run = (
+        make_definitions(settings)
+        .resolve_implicit_global_asset_job_def()
+        .execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            asset_selection=[dg.AssetKey(k) for k in (*STEPS, "page_images")],
+            tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+        )
+    )
+    assert not ui_run.success and "broken.pdf" in str(ui_run.failure_data_for_node("embed_and_publish").error)
+    for later in ("parsed_pages", "milvus_collection"):
+        assert partition_status(instance, later, key) == dg.AssetPartitionStatus.FAILED, later
+        assert (
+            partition_status(instance, later, docs["note-1.md"].partition_key) == dg.AssetPartitionStatus.MATERIALIZED
+        )
+
+
 def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, settings, catalog, lake, milvus_client):
     from kb_assets.definitions import make_definitions
     from kb_assets.defs.launch import repair

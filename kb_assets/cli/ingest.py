@@ -24,15 +24,18 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
     """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
     new/changed ones, purge gone ones. A file that failed before and has not changed is reported as still
-    failing, not run again, unless --retry-failed."""
+    failing, not run again, unless --retry-failed. On a terminal, a progress bar shows documents done /
+    total, pages/s and the time left."""
+    from kb_assets.cli.progress import ingest_progress
+    from kb_assets.pipeline.identity import OverlappingRoots
     from kb_assets.pipeline.ingest import ingest as run_ingest
 
-    progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
-    from kb_assets.pipeline.identity import OverlappingRoots
-
     try:
-        report = run_ingest(sources, knowledge_base_id, settings, progress=progress, retry_failed=retry_failed)
+        with ingest_progress(as_json) as (say, documents):
+            report = run_ingest(
+                sources, knowledge_base_id, settings, progress=say, retry_failed=retry_failed, documents=documents
+            )
     except (FileNotFoundError, OverlappingRoots) as error:
         raise click.ClickException(str(error)) from None
     data = report.as_json()

@@ -72,7 +72,9 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
-    """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions (see shared/eval/README.md)."""
+    """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions. QUESTIONS: one JSON object a line,
+    {"kb", "query", "file", "pages": [first, last]} and optionally "answer" (a phrase the returned text
+    holds: answer@1/@5) and "lang"."""
     from kb_assets.retrieval.evaluation import evaluate as score
     from kb_assets.retrieval.evaluation import load_questions
     from kb_assets.retrieval.search import SearchRequest

@@ -6,10 +6,10 @@ quarantine documents that fail (status ``failed`` with the reason) and report co
 asset carries a blocking data-quality check (see ``checks.py``).
 
 Each asset's ``code_version`` is its pipeline version (``kb_assets.pipeline.versions``, set from the settings by
-``versioned``); the step records it on what it writes. Every partition's materialization carries the
-document's source path, knowledge base and outcome. A step in which every document of the run failed
-fails (so does the run): Dagster then marks exactly those partitions failed; a document that fails in a
-batch whose others go on is retried alone in a run of its own (``defs/launch.py``).
+``versioned``); the step records it on what it writes. Each partition's materialization describes its
+document alone (source path, knowledge base, version, outcome, its own figures); a document that fails
+is not materialized by any step from the one it failed at, and the run fails at its end, so Dagster
+shows exactly its partitions failed (``document_steps``); the others of its run go on.
 """
 
 import time
@@ -20,12 +20,15 @@ import dagster as dg
 from kb_assets.defs import checks
 from kb_assets.defs.document_steps import (
     active_documents,
+    fail_run_if_documents_failed,
     failed_step,
     for_each_document,
     publication_target,
+    record_partitions,
     report,
     settle,
     step_version,
+    written,
 )
 from kb_assets.defs.partitions import PartitionedAsset, documents_partitions
 from kb_assets.defs.resources import StoresResource
@@ -74,11 +77,11 @@ def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
             d, cat, store, stores.settings.parse.max_file_bytes, context.run.run_id, sources, step_version(context)
         ),
     )
-    check = checks.check_raw_files(cat, store, list(results), context.run.run_id, failed_step(context))
-    return dg.MaterializeResult(
-        metadata=report(results, failures, started, bytes=sum(r["bytes"] for r in results.values())),
-        check_results=[check],
-    )
+    published = {d.document_id for d in docs if d.status == "published" and d.published_version == d.version}
+    new = [document_id for document_id in results if document_id not in published]  # the others were checked
+    check = checks.check_raw_files(cat, store, new, context.run.run_id, failed_step(context))
+    report(context, results, failures, started, bytes=sum(r["bytes"] for r in results.values()))
+    return dg.MaterializeResult(check_results=[check])
 
 
 @dg.asset(
@@ -106,17 +109,16 @@ def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
         context, cat, docs, lambda d: steps.parse_pages(d, cat, store, options, context.run.run_id, version)
     )
     modes = sorted({r["mode"] for r in results.values()})
-    check = checks.check_pages(cat, list(results), context.run.run_id, failed_step(context))
-    return dg.MaterializeResult(
-        metadata=report(
-            results,
-            failures,
-            started,
-            pages=sum(r["pages"] for r in results.values()),
-            parser_modes=", ".join(modes) or "none",
-        ),
-        check_results=[check],
+    check = checks.check_pages(cat, written(results), context.run.run_id, failed_step(context))
+    report(
+        context,
+        results,
+        failures,
+        started,
+        pages=sum(r["pages"] for r in results.values()),
+        parser_modes=", ".join(modes) or "none",
     )
+    return dg.MaterializeResult(check_results=[check])
 
 
 @dg.asset(
@@ -145,18 +147,17 @@ def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     )
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_trees(cat, list(results), context.run.run_id, failed_step(context))
+    check = checks.check_trees(cat, written(results), context.run.run_id, failed_step(context))
     sources = sorted({r["source"] for r in results.values() if r.get("source")})
-    return dg.MaterializeResult(
-        metadata=report(
-            results,
-            failures,
-            started,
-            nodes=sum(r["nodes"] for r in results.values()),
-            tree_sources=", ".join(sources) or "none",
-        ),
-        check_results=[check],
+    report(
+        context,
+        results,
+        failures,
+        started,
+        nodes=sum(r["nodes"] for r in results.values()),
+        tree_sources=", ".join(sources) or "none",
     )
+    return dg.MaterializeResult(check_results=[check])
 
 
 @dg.asset(
@@ -201,25 +202,24 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
             context.log.warning(f"document {document_id}: {result['fallback']}")
     for warning in sorted({w for r in results.values() for w in r.get("warnings", [])}):
         context.log.warning(warning)
-    check = checks.check_chunks(cat, lk, list(results), model, context.run.run_id, failed_step(context))
-    return dg.MaterializeResult(
-        metadata=report(
-            results,
-            failures,
-            started,
-            chunks=sum(r["chunks"] for r in results.values()),
-            fallback_chunked=sum(1 for r in results.values() if r.get("fallback")),
-            **(
-                {
-                    "contextualized_chunks": sum(r.get("contextualized", 0) for r in results.values()),
-                    "contexts_written": sum(r.get("contexts_written", 0) for r in results.values()),
-                }
-                if contextualizer
-                else {}
-            ),
+    check = checks.check_chunks(cat, lk, written(results), model, context.run.run_id, failed_step(context))
+    report(
+        context,
+        results,
+        failures,
+        started,
+        chunks=sum(r["chunks"] for r in results.values()),
+        fallback_chunked=sum(1 for r in results.values() if r.get("fallback")),
+        **(
+            {
+                "contextualized_chunks": sum(r.get("contextualized", 0) for r in results.values()),
+                "contexts_written": sum(r.get("contexts_written", 0) for r in results.values()),
+            }
+            if contextualizer
+            else {}
         ),
-        check_results=[check],
     )
+    return dg.MaterializeResult(check_results=[check])
 
 
 EMBEDDINGS = dg.AssetSpec(
@@ -281,9 +281,10 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     also = publication[2] if publication is not None else None
     docs = active_documents(context, cat)
     violations: list = []
+    current = {d.document_id for d in docs if (d.step_versions or {}).get("embeddings") == versions[0]}
 
-    def check(document_id: str) -> list:
-        found = checks.embedding_violations(lk, document_id, model.dimension)
+    def check(document_id: str) -> list:  # current vectors were checked when they were written
+        found = [] if document_id in current else checks.embedding_violations(lk, document_id, model.dimension)
         violations.extend(found)
         return found
 
@@ -311,50 +312,51 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
     settle(context, cat, results, failures, sorted(selected))  # steps.embed_and_publish marked them failed
-    checked = sorted({*results, *(v for violation in violations for v in violation.document_ids)})
+    checked = sorted({*written(results), *(v for violation in violations for v in violation.document_ids)})
     if EMBEDDINGS.key in selected:
+        report(
+            context,
+            results,
+            failures,
+            started,
+            model=stores.settings.embedding_model,
+            encoder=model.backend,
+            dimension=model.dimension,
+            slice_size=stores.settings.embedding_slice,
+            embedded=sum(r["embedded"] for r in results.values()),
+            reused=sum(r["reused"] for r in results.values()),
+        )
         yield dg.MaterializeResult(
             asset_key=EMBEDDINGS.key,
-            metadata=report(
-                results,
-                failures,
-                started,
-                model=stores.settings.embedding_model,
-                encoder=model.backend,
-                dimension=model.dimension,
-                slice_size=stores.settings.embedding_slice,
-                embedded=sum(r["embedded"] for r in results.values()),
-                reused=sum(r["reused"] for r in results.values()),
-            ),
             check_results=[
                 checks.check_embeddings(cat, checked, violations, run_id, failed_step(context, EMBEDDINGS.key))
             ],
         )
     if target is not None:  # publishing
         client, collection = target
-        flush(client, collection)  # seals the write-ahead log into indexed segments: ~10x faster searches
-        if also:
-            flush(client, also[0])
+        changed = any(r.get("written") or r.get("deleted") for r in results.values())
+        for name in [collection, *([also[0]] if also else [])] if changed else []:
+            flush(client, name)  # seals the write-ahead log into indexed segments: ~10x faster searches
         alias = steps.publish_if_unpublished(client, cat, stores.alias, collection)
+        republished = [d for d, r in results.items() if r.get("published_skipped") is False]
         milvus_check = checks.check_milvus(
-            cat, lk, client, collection, list(results), run_id, failed_step(context, MILVUS_COLLECTION.key)
+            cat, lk, client, collection, republished, run_id, failed_step(context, MILVUS_COLLECTION.key)
         )
-        yield dg.MaterializeResult(
-            asset_key=MILVUS_COLLECTION.key,
-            metadata=report(
-                results,
-                failures,
-                started,
-                collection=collection,
-                alias=stores.alias,
-                alias_target=alias or f"{also[0] if also else None} (the migration publishes {collection})",
-                also_written_to=also[0] if also else "none",
-                entities_written=sum(r.get("written", 0) for r in results.values()),
-                entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
-                chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values()),
-            ),
-            check_results=[milvus_check],
+        report(
+            context,
+            results,
+            failures,
+            started,
+            collection=collection,
+            alias=stores.alias,
+            alias_target=alias or f"{also[0] if also else None} (the migration publishes {collection})",
+            also_written_to=also[0] if also else "none",
+            entities_written=sum(r.get("written", 0) for r in results.values()),
+            entities_deleted=sum(r.get("deleted", 0) for r in results.values()),
+            chunks_with_bm25_statistics_kept=sum(r.get("terms_kept", 0) for r in results.values()),
         )
+        yield dg.MaterializeResult(asset_key=MILVUS_COLLECTION.key, check_results=[milvus_check])
+    fail_run_if_documents_failed(context, cat, results)  # the run's last document step
 
 
 @dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
@@ -363,22 +365,21 @@ def page_images(context: dg.AssetExecutionContext, stores: StoresResource):
     the page endpoint link to. Off the path to publication: the lowest priority of the run, so it
     runs after its documents are published; a page still without a render is rendered on its first request."""
     started, cat, store = time.monotonic(), stores.catalog, stores.objects
-    results, failures = {}, {}
-    for doc in (d for d in active_documents(context, cat) if has_page_images(d.source_kind)):
+    results: dict[str, dict] = {}
+    failures: dict[str, str] = {}
+    for doc in active_documents(context, cat):
+        if not has_page_images(doc.source_kind):
+            results[doc.document_id] = {"rendered": 0, "present": 0, "skipped": True}
+            continue
         try:
             results[doc.document_id] = render_missing(doc, cat, store)
         except Exception as error:  # a page image is not worth failing a published document: rendered on request
             failures[doc.document_id] = f"{doc.source_path}: {type(error).__name__}: {error}"
             context.log.warning(f"page images of {doc.source_path}: {failures[doc.document_id]}")
-    return dg.MaterializeResult(
-        metadata=report(
-            results,
-            failures,
-            started,
-            rendered=sum(r["rendered"] for r in results.values()),
-            already_present=sum(r["present"] for r in results.values()),
-        )
-    )
+    rendered, present = (sum(r[k] for r in results.values()) for k in ("rendered", "present"))
+    report(context, results, failures, started, rendered=rendered, already_present=present)
+    record_partitions(context, cat, results, failures, [context.asset_key])
+    return dg.MaterializeResult()
 
 
 ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, page_images]

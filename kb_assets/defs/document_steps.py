@@ -1,19 +1,36 @@
 """What every document asset does around its step: find the run's documents, run the step for each (a
-failing document is marked failed and the others go on), settle the failures (the step fails only when
-every document failed, so Dagster marks exactly those partitions), describe each partition for the UI
-and report counts; and the collection a publishing run writes to."""
+failing document is marked failed and the others go on), settle the failures, record each partition for
+the UI and report counts; and the collection a publishing run writes to.
+
+Runs of ``ingest_documents`` carry Dagster's system run tag ``dagster/defer_asset_events``
+(``DEFER_ASSET_EVENTS``): Dagster then writes no asset event of its own, and the steps write them per
+document (``record_partitions``): a planned event for every partition at the start of a step, a
+materialization with that document's own metadata for each document that went through, none for a
+document that failed (an observation with its reason instead), and the run fails at its last step
+when a document failed in it, so Dagster shows exactly those partitions failed. Without the tag,
+Dagster materializes every partition of a step's range at its end, the failed documents' included: in
+Dagster 1.13 no public API materializes only some partitions of a step (``MaterializeResult`` has no
+partition; an unyielded output skips the steps after it). Runs without the tag (the implicit asset job:
+``dagster asset materialize``, Materialize in the asset graph) get Dagster's events and per-partition
+metadata."""
 
 import time
 from collections.abc import Callable
 
 import dagster as dg
+from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
+from dagster._core.storage.tags import EXTERNALLY_MANAGED_ASSETS_TAG
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.pipeline import planning, steps
+from kb_assets.pipeline.versions import STEPS, after, from_step
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, published_collection
+
+DEFER_ASSET_EVENTS = {EXTERNALLY_MANAGED_ASSETS_TAG: "true"}  # the steps write their asset events
+RESULT_FIELDS = 12  # at most this many of a step's own figures per partition (pages, mode, chunks, ...)
 
 
 def step_version(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
@@ -35,10 +52,31 @@ def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = Non
     return f"{key.to_user_string()}@{step_version(context, key)}"
 
 
+def events_deferred(context: dg.AssetExecutionContext) -> bool:
+    """Whether the steps write this run's asset events (``DEFER_ASSET_EVENTS``)."""
+    return context.run.tags.get(EXTERNALLY_MANAGED_ASSETS_TAG) == "true"
+
+
+def plan(context: dg.AssetExecutionContext, asset_keys: list[dg.AssetKey], partition_keys: list[str]) -> None:
+    """Record that this run means to materialize these partitions of these assets, as Dagster does at the
+    start of a run whose events it writes: one planned and not materialized by a failed run shows failed.
+    (Dagster's own event constructor: there is no public one.)"""
+    step_key = context.get_step_execution_context().step.key
+    for asset_key in asset_keys:
+        for key in partition_keys:
+            event = DagsterEvent.build_asset_materialization_planned_event(
+                context.run.job_name, step_key, AssetMaterializationPlannedData(asset_key, partition=key)
+            )
+            context.instance.report_dagster_event(event, context.run.run_id)
+
+
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
     """The run's documents that are still going (not deleted, not failed earlier in this run), in
     partition order (a hash-bucket partition names its changed documents: ``planning.run_documents``);
-    a document that failed in an earlier run is retried."""
+    a document that failed in an earlier run is retried. When the steps write the run's asset events,
+    this step's partitions are planned first."""
+    if events_deferred(context):
+        plan(context, sorted(context.selected_asset_keys), list(context.partition_keys))
     run_id = context.run.run_id
     return [
         doc
@@ -76,68 +114,161 @@ def settle(
     failures: dict[str, str],
     asset_keys: list[dg.AssetKey] | None = None,
 ) -> None:
-    """After a step's documents: log each failure, describe every partition, and fail the step when every
-    document failed (Dagster then marks exactly those partitions failed)."""
+    """After a step's documents: log each failure, record every partition (``record_partitions``), and
+    fail the step when every document failed (Dagster then marks exactly those partitions failed)."""
     for document_id, reason in failures.items():
         context.log.warning(f"document {document_id} failed: {reason}")
-    describe_partitions(context, catalog, results, failures, asset_keys)
+    record_partitions(context, catalog, results, failures, asset_keys or [context.asset_key])
     if failures and not results:
         raise dg.Failure(
             description="; ".join(failures.values())[:2000], metadata={"failures": dg.MetadataValue.json(failures)}
         )
 
 
-def describe_partitions(
+def documents_by_partition(keys: list[str], run_id: str, catalog: Catalog) -> dict[str, list[Document]]:
+    """The run's documents (``planning.run_documents``, deleted ones left out) under each partition key."""
+    wanted = set(keys)
+    counts = {int(key.rsplit("-of-", 1)[1]) for key in keys if planning.is_bucket(key)}
+    found: dict[str, list[Document]] = {key: [] for key in keys}
+    for doc in planning.run_documents(keys, run_id, catalog):
+        held = [doc.partition_key, *(planning.partition_key(doc, f"buckets:{n}") for n in sorted(counts))]
+        key = next((k for k in held if k in wanted), None)
+        if key is not None and doc.status != "deleted":
+            found[key].append(doc)
+    return found
+
+
+def record_partitions(
     context: dg.AssetExecutionContext,
     catalog: Catalog,
     results: dict[str, dict],
     failures: dict[str, str],
-    asset_keys: list[dg.AssetKey] | None = None,
+    asset_keys: list[dg.AssetKey],
 ) -> None:
-    """Per-partition metadata for the UI: which file a partition is, and what happened to it here
-    (``asset_keys``: of those assets of a multi-asset step)."""
-    docs = catalog.documents_by_partition_keys(list(context.partition_keys))
-    described: list[dg.AssetKey | None] = list(asset_keys) if asset_keys else [None]  # None: the step's asset
-    for key in context.partition_keys:
-        doc = docs.get(key)
-        if doc is None:
+    """What each partition shows of this step. When the steps write the run's asset events: a
+    materialization with the partition's own metadata when none of its documents failed in this run;
+    else none, an observation with the reason when it failed here, and the assets after this step
+    planned, so that they show failed too. Otherwise: per-partition metadata on Dagster's events."""
+    run_id, deferred = context.run.run_id, events_deferred(context)
+    later = later_assets(context, asset_keys) if deferred else []
+    for key, docs in documents_by_partition(list(context.partition_keys), run_id, catalog).items():
+        if not docs and not planning.is_bucket(key):
             continue
-        document_id = doc.document_id
-        result = results.get(document_id, {})
-        outcome = (
-            f"failed: {failures[document_id]}"
-            if document_id in failures
-            else "current: skipped"
-            if result.get("skipped")
-            else "same output as before: nothing rewritten"
-            if result.get("unchanged")
-            else "written"
-            if document_id in results
-            else f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else "")
+        failed_here = [d for d in docs if d.document_id in failures]
+        failed = failed_here or [d for d in docs if d.status == "failed" and d.last_run_id == run_id]
+        for asset_key in asset_keys:
+            metadata = partition_metadata(context, asset_key, docs, results, failures)
+            if not deferred:
+                context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
+            elif not failed:
+                version = context.assets_def.code_versions_by_key.get(asset_key)
+                tags = {"dagster/code_version": version} if version else None
+                context.log_event(dg.AssetMaterialization(asset_key, partition=key, metadata=metadata, tags=tags))
+            elif failed_here:
+                context.log_event(dg.AssetObservation(asset_key, partition=key, metadata=metadata))
+        if failed_here and later:
+            plan(context, later, [key])
+
+
+def later_assets(context: dg.AssetExecutionContext, asset_keys: list[dg.AssetKey]) -> list[dg.AssetKey]:
+    """The assets of this run after this step's (``page_images`` after ``parsed_pages``)."""
+    names = [k.to_user_string() for k in asset_keys]
+    first = min((STEPS.index(n) for n in names if n in STEPS), default=None)
+    if first is None:
+        return []
+    downstream = [s for s in after(STEPS[first]) if s not in names] + (["page_images"] if first <= 1 else [])
+    selected = context.run.asset_selection
+    return [dg.AssetKey(s) for s in downstream if selected is None or dg.AssetKey(s) in selected]
+
+
+def partition_metadata(
+    context: dg.AssetExecutionContext,
+    asset_key: dg.AssetKey,
+    docs: list[Document],
+    results: dict[str, dict],
+    failures: dict[str, str],
+) -> dict:
+    """A partition's metadata: which file it is and what this step did to it (its own figures, its own
+    failure); a hash-bucket partition: its documents and their outcomes."""
+    if len(docs) != 1:
+        outcomes = {d.source_path: outcome(d, results, failures)[:200] for d in docs[:50]}
+        return {"documents": len(docs), "outcomes": dg.MetadataValue.json(outcomes)}
+    (doc,) = docs
+    result = results.get(doc.document_id, {})
+    described = {
+        "source": doc.source_path,
+        "knowledge_base": doc.knowledge_base_id,
+        "source_uri": doc.source_uri,
+        "document_id": doc.document_id,
+        "document_version": (doc.version or "")[:12],
+        "pipeline_version": context.assets_def.code_versions_by_key.get(asset_key) or "none",
+        "outcome": outcome(doc, results, failures)[:1000],
+    }
+    figures = {
+        name: value
+        for name, value in {"pages": doc.page_count, "chunks": doc.chunk_count, **result}.items()
+        if isinstance(value, int | float | str) and name not in (*described, "skipped", "unchanged", "version")
+    }
+    return {**described, **dict(list(figures.items())[:RESULT_FIELDS])}
+
+
+def outcome(doc: Document, results: dict[str, dict], failures: dict[str, str]) -> str:
+    result = results.get(doc.document_id, {})
+    if doc.document_id in failures:
+        return f"failed: {failures[doc.document_id]}"
+    if result.get("skipped"):
+        return "current: skipped"
+    if result.get("unchanged"):
+        return "same output as before: nothing rewritten"
+    if doc.document_id in results:
+        return "written"
+    return f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else "")
+
+
+def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog, results: dict) -> None:
+    """The run's last step: when a document failed in this run, the run fails (after the others were
+    published), so that Dagster shows the partitions that it planned and did not materialize failed. In a
+    run whose events Dagster wrote, the failed documents' partitions are planned again first (after the
+    materializations Dagster gave them), so that they show failed all the same. ``results``: the documents
+    this last step took through (a failed document whose last good version a migration carried over is
+    one: its failure is older than this run)."""
+    run_id = context.run.run_id
+    held = documents_by_partition(list(context.partition_keys), run_id, catalog)
+    docs = [doc for docs in held.values() for doc in docs]
+    failed = [d for d in docs if d.status == "failed" and d.last_run_id == run_id and d.document_id not in results]
+    if failed and not events_deferred(context):  # Dagster materialized them: planned again, they show failed
+        selected = context.run.asset_selection
+        for key, doc in ((key, d) for key, docs in held.items() for d in docs if d in failed):
+            step = (doc.failed_step or "raw_files@").partition("@")[0]
+            steps_from = [dg.AssetKey(s) for s in from_step(step if step in STEPS else "raw_files")]
+            plan(context, [k for k in steps_from if selected is None or k in selected], [key])
+    if failed:
+        raise dg.Failure(
+            description=f"{len(failed)} of {len(docs)} documents failed: "
+            + "; ".join(f"{d.source_path} at {d.failed_step}: {d.error}" for d in failed)[:2000],
+            metadata={"failed": dg.MetadataValue.json({d.source_path: d.error for d in failed})},
         )
-        metadata = {
-            "source": doc.source_path,
-            "knowledge_base": doc.knowledge_base_id,
-            "source_uri": doc.source_uri,
-            "document_id": document_id,
-            "document_version": (doc.version or "")[:12],
-            "outcome": outcome[:1000],
-        }
-        for asset_key in described:
-            context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
 
 
-def report(results: dict[str, dict], failures: dict[str, str], started: float, **extra) -> dict:
+def written(results: dict[str, dict]) -> list[str]:
+    """The documents a step wrote (or rewrote the same): not the ones it skipped as current."""
+    return [document_id for document_id, result in results.items() if not result.get("skipped")]
+
+
+def report(
+    context: dg.AssetExecutionContext, results: dict[str, dict], failures: dict[str, str], started: float, **extra
+) -> None:
+    """The step's totals over its documents, for the run's log (a partition's metadata is its own)."""
     skipped = sum(1 for r in results.values() if r.get("skipped"))
-    return {
+    totals = {
         "documents": len(results) + len(failures),
         "processed": len(results) - skipped,
         "skipped_unchanged": skipped,
         "failed": len(failures),
-        "failures": dg.MetadataValue.json(failures) if failures else "none",
         "seconds": round(time.monotonic() - started, 3),
         **extra,
     }
+    context.log.info(", ".join(f"{name} {value}" for name, value in totals.items()))
 
 
 def publication_target(stores: Stores) -> tuple[MilvusClient, str, tuple[str, EmbeddingModel] | None]:

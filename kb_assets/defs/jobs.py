@@ -1,7 +1,8 @@
 """Jobs: every change of the stores is a run.
 
 - ``ingest_documents``: the document assets for a range of partitions (or one, retried alone), from the
-  first stale step onward (the run's asset selection); a migration's backfill is this job too.
+  first stale step onward (the run's asset selection); a migration's backfill is this job too. Its steps
+  write the asset events per document (``document_steps``: a failed document is never materialized).
 - ``publish_collection``: the migration's validation (blocking check) and alias swap.
 - ``purge_documents``: documents whose files are gone leave Milvus, the lake and the object store, and
   their partitions the instance.
@@ -14,6 +15,7 @@ import dagster as dg
 
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
+from kb_assets.defs.document_steps import DEFER_ASSET_EVENTS
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
 from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import steps
@@ -25,6 +27,7 @@ ingest_documents = dg.define_asset_job(
     description="Materialize the document assets for a range of document partitions in one run, from the "
     "first stale step onward.",
     executor_def=dg.in_process_executor,
+    tags=DEFER_ASSET_EVENTS,  # its steps write the asset events per document (defs/document_steps.py)
 )
 
 publish_collection = dg.define_asset_job(

@@ -4,9 +4,9 @@ needed; ``dagster dev`` shows every run, since they share the instance at ``DAGS
 - Every run carries the launching process's token (``kb/process``): the next command marks runs that a
   killed process left ``STARTED`` as failed (``fail_abandoned_runs``; runs the daemon launched are its run
   monitoring's).
-- A document that fails in a batch run whose others go on is retried alone, from the step it failed at:
-  if it fails again that run fails, and Dagster marks exactly that document's partitions failed
-  (``retry_failures_alone``).
+- A document that fails in a batch run is not materialized from the step it failed at, and the run
+  fails at its end, so Dagster marks exactly that document's partitions failed (``document_steps``):
+  no run of its own is needed.
 - A migration is backfill runs of the document job, then one ``publish_collection`` run (``migrate``).
 """
 
@@ -18,7 +18,7 @@ import dagster as dg
 
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, documents_partitions
 from kb_assets.lib.processes import process_alive, process_token
-from kb_assets.pipeline.planning import RunPlan, migration_documents, own_key, plan_runs, stale_documents
+from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
 from kb_assets.pipeline.versions import from_step
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
@@ -91,37 +91,17 @@ def run_plans(
     plans: list[RunPlan],
     progress: Progress = lambda message: None,
 ) -> list[str]:
-    """Execute the planned runs of the document job; failures of a batch are retried alone."""
+    """Execute the planned runs of the document job, one after the other."""
     job = defs.resolve_job_def("ingest_documents")
     run_ids, done, total = [], 0, sum(len(p.documents) for p in plans)
     for plan in plans:
-        result = execute(job, instance, plan.tags(), selection(plan.step))
-        run_ids.append(result.run_id)
-        if not plan.alone:
-            run_ids += retry_failures_alone(job, instance, catalog, plan, result.run_id)
+        run_ids.append(execute(job, instance, plan.tags(), selection(plan.step)).run_id)
         done += len(plan.documents)
         docs = catalog.get_documents([d.document_id for d in plan.documents]).values()
         progress(
             f"documents {done}/{total} (from {plan.step}): "
             f"{sum(d.status == 'published' for d in docs)} published, {sum(d.status == 'failed' for d in docs)} failed"
         )
-    return run_ids
-
-
-def retry_failures_alone(
-    job: dg.JobDefinition, instance: dg.DagsterInstance, catalog: Catalog, plan: RunPlan, run_id: str
-) -> list[str]:
-    """Retry each document that failed in the batch run ``run_id`` alone, from the step it failed at, unless
-    Dagster already shows that partition failed (a step where every document failed fails the run)."""
-    run_ids = []
-    for doc in catalog.get_documents([d.document_id for d in plan.documents]).values():
-        if doc.status != "failed" or doc.last_run_id != run_id:
-            continue
-        step = (doc.failed_step or "raw_files@").partition("@")[0]
-        if shown_failed(instance, step, doc.partition_key):
-            continue
-        alone = RunPlan(own_key(doc), own_key(doc), [doc], step, alone=True, migration=plan.migration)
-        run_ids.append(execute(job, instance, alone.tags(), selection(step)).run_id)
     return run_ids
 
 

@@ -6,7 +6,7 @@ Everything goes through Dagster: documents are added as dynamic partitions of th
 and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of partitions that
 start at the same first stale step (at most ``run_batch_size`` documents a run, and at least one range for
 each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.pipeline.runs``; ``kb_assets.pipeline.versions`` says what is
-stale); a document that fails in a batch is retried alone; gone files are purged by a ``purge_documents``
+stale); a document that fails in a batch shows failed, the others go on; gone files are purged by a ``purge_documents``
 run; a changed embedding spec starts the migration (``publish_collection``) unless ``KB_AUTO_MIGRATE=0``.
 Runs that a killed ``kb-assets`` left STARTED are marked failed first, and scratch folders of killed
 processes removed. Registration (scan, register, partitions, purge) is serialized across concurrent
@@ -30,6 +30,7 @@ from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F4
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
 from kb_assets.pipeline import planning, runs
 from kb_assets.pipeline.migration import migration_due
+from kb_assets.pipeline.progress import Watcher, watching
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog.connection import connect_retries
@@ -115,11 +116,13 @@ def ingest(
     settings: Settings,
     progress: Callable[[str], None] = lambda message: None,
     retry_failed: bool = False,
+    documents: Watcher | None = None,
 ) -> IngestReport:
     """Ingest local folders or files and s3:// prefixes (read with the AWS_* settings) into a knowledge base;
     documents whose sources are gone are purged. One ingest of a knowledge base at a time: a second one
     waits for the first, then finds what it finished current. A file that failed before and has not
-    changed is not run again: it is reported as still failing (``retry_failed`` runs it again)."""
+    changed is not run again: it is reported as still failing (``retry_failed`` runs it again).
+    ``documents`` hears how many planned documents are done while the runs run (``progress.watching``)."""
     stores = Stores(settings)
 
     def waiting() -> None:
@@ -127,7 +130,7 @@ def ingest(
 
     with connect_retries():  # a Postgres restart is waited out (bounded), not fatal
         with stores.catalog.ingest_lock(knowledge_base_id, waiting):
-            return _ingest(paths, knowledge_base_id, settings, stores, progress, retry_failed)
+            return _ingest(paths, knowledge_base_id, settings, stores, progress, retry_failed, documents)
 
 
 def _ingest(
@@ -137,6 +140,7 @@ def _ingest(
     stores: Stores,
     progress: Callable[[str], None],
     retry_failed: bool = False,
+    documents: Watcher | None = None,
 ) -> IngestReport:
     """``ingest`` while holding the knowledge base's ingest lock."""
     from kb_assets.definitions import make_definitions  # loads every asset: import on use
@@ -188,7 +192,8 @@ def _ingest(
             else ""
         )
     )
-    report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
+    with watching(catalog, [doc.document_id for plan in plans for doc in plan.documents], documents):
+        report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
 
     if due and settings.auto_migrate:
         report.migration = launch.migrate(defs, settings, stores, instance, due, progress)

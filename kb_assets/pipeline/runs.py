@@ -10,8 +10,8 @@
 - N > 1 otherwise (the embedded profile, no daemon, or runs that start at a later step): N spawned
   worker processes, each executing its runs in process (``launch.execute``, on a job it builds once).
 
-A run is described by its tags (``RunPlan.tags``): ``kb/from_step`` is the step it starts at. A
-document that fails in a batch run is then retried alone in this process (``launch.retry_failures_alone``).
+A run is described by its tags (``RunPlan.tags``): ``kb/from_step`` is the step it starts at. A run in
+which a document failed fails, with exactly that document's partitions failed (``defs/document_steps.py``).
 Every run is a run of the instance, visible in ``dagster dev``. Concurrent runs on the same documents
 are safe: each step of each document holds the document's lock (``Catalog.document_lock``).
 """
@@ -145,7 +145,7 @@ def run_plans(
 ) -> list[str]:
     """Execute the planned runs, ``settings.concurrent_runs`` at a time: one at a time in this process
     (``launch.run_plans``), or the batch runs concurrently (``execute_runs``) and then, in this process,
-    each failure of a batch retried alone and the planned retries."""
+    the planned retries."""
     batch = [plan for plan in plans if not plan.alone]
     if settings.concurrent_runs <= 1 or len(batch) <= 1:
         return launch.run_plans(defs, instance, catalog, plans, progress)
@@ -162,10 +162,4 @@ def run_plans(
         )
 
     run_ids = execute_runs([plan.tags() for plan in batch], settings, done)
-    job = defs.resolve_job_def("ingest_documents")
-    retried = [
-        alone
-        for plan, run_id in zip(batch, run_ids, strict=False)
-        for alone in launch.retry_failures_alone(job, instance, catalog, plan, run_id)
-    ]
-    return run_ids + retried + launch.run_plans(defs, instance, catalog, [p for p in plans if p.alone], progress)
+    return run_ids + launch.run_plans(defs, instance, catalog, [p for p in plans if p.alone], progress)
