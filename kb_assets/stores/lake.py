@@ -105,6 +105,7 @@ class Lake:
         self.root = root_path(url, storage_options)
         self._footers: dict[str, LakeFile] = {}  # (table/name) -> its footer: files never change
         self._frames: OrderedDict[str, pl.DataFrame] = OrderedDict()  # small files read whole, newest last
+        self._manifests: dict[str, tuple[tuple[str, ...], dict[str, LakeFile]]] = {}  # by table, of these files
         self._pending: dict[str, dict[str, pl.DataFrame | None]] | None = None  # a batch: None deletes
         self._depth = 0
         self._lock = threading.RLock()
@@ -226,13 +227,22 @@ class Lake:
 
     def manifest(self, table: str, files: list[LakeFile] | None = None) -> dict[str, LakeFile]:
         """Which file holds each document's rows (the newest file that names it, unless it deletes it)."""
+        files = files if files is not None else self.files(table)
+        names = tuple(f.name for f in files)
+        with self._lock:
+            known = self._manifests.get(table)
+        if known is not None and known[0] == names:  # the same files as last time: the same answer
+            return known[1]
         holder: dict[str, LakeFile | None] = {}
-        for file in files if files is not None else self.files(table):
+        for file in files:
             for document_id in file.documents:
                 holder[document_id] = file
             for document_id in file.deleted:
                 holder[document_id] = None
-        return {d: f for d, f in holder.items() if f is not None}
+        manifest = {d: f for d, f in holder.items() if f is not None}
+        with self._lock:
+            self._manifests[table] = (names, manifest)
+        return manifest
 
     # reading -------------------------------------------------------------------------------------
     def read(self, table: str, document_id: str) -> pl.DataFrame:
@@ -330,7 +340,10 @@ class Lake:
             return 0
         names = {f.name for f in old}
         keep = {d: f for d, f in live.items() if f.name in names}
-        parts = [self._rows(table, f, d) for d, f in sorted(keep.items())]
+        try:
+            parts = [self._rows(table, f, d) for d, f in sorted(keep.items())]
+        except FileNotFoundError:  # another process is compacting the same files: leave it to that one
+            return 0
         merged = pl.concat(parts) if parts else pl.DataFrame(schema=TABLES[table])
         counts = {d: part.height for d, part in zip(sorted(keep), parts, strict=True)}
         if counts:  # as old as the newest merged file: still older than the young files
