@@ -100,9 +100,9 @@ class CatalogConnection:
         return connect_with_retries(self.dsn, options=options)
 
     def give_back_connection(self, conn: psycopg2.extensions.connection, options: str, ok: bool = True) -> None:
-        """Keep a connection that ended cleanly for the thread's next use (at most two); close the others."""
+        """Keep a connection that ended cleanly for the thread's next use (one per options); close the others."""
         idle = self._idle(options)
-        if ok and not conn.closed and len(idle) < 2:
+        if ok and not conn.closed and not idle:
             idle.append(conn)
         else:
             conn.close()
