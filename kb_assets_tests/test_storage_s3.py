@@ -167,12 +167,48 @@ def test_lake_writes_and_reads_back_chunks_and_embeddings_with_their_schemas(s3,
     assert read_embeddings.schema == EMBEDDINGS_SCHEMA
     assert_frame_equal(read_chunks, chunks)
     assert_frame_equal(read_embeddings, embeddings)
-    assert keys_under(s3, f"{prefix}/lake") == ["chunks/doc-1.parquet", "embeddings/doc-1.parquet"]
+    keys = keys_under(s3, f"{prefix}/lake")
+    assert [key.split("/")[0] for key in keys] == ["chunks", "embeddings"] and all(k.endswith(".parquet") for k in keys)
 
     # the stored objects are plain Parquet that any reader understands
     key_prefix = prefix.removeprefix(f"s3://{s3.bucket}/")
-    body = s3.client().get_object(Bucket=s3.bucket, Key=f"{key_prefix}/lake/chunks/doc-1.parquet")["Body"].read()
+    body = s3.client().get_object(Bucket=s3.bucket, Key=f"{key_prefix}/lake/{keys[0]}")["Body"].read()
     assert_frame_equal(pl.read_parquet(io.BytesIO(body)), chunks)
+
+
+def test_lake_batch_writes_one_file_a_table_and_compaction_removes_dead_rows_on_s3(s3, prefix, monkeypatch):
+    import kb_assets.stores.lake as lake_module
+
+    monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
+    lake = Lake(f"{prefix}/lake", s3.storage_options())
+    with lake.batch():
+        for document_id in ("doc-a", "doc-b", "doc-c"):
+            lake.write("chunks", document_id, chunks_frame(document_id))
+            lake.write("embeddings", document_id, embeddings_frame(document_id))
+    assert len(keys_under(s3, f"{prefix}/lake/chunks")) == 1
+    assert len(keys_under(s3, f"{prefix}/lake/embeddings")) == 1
+
+    monkeypatch.setattr(lake_module, "MAX_FILES", 99)  # so that only dead rows make it compact
+    reader = Lake(f"{prefix}/lake", s3.storage_options())  # another process: the files' footers say it all
+    with lake.batch():
+        lake.write("chunks", "doc-c", chunks_frame("doc-c", n=4))
+    assert reader.dead_rows("chunks") == (3, 13)  # doc-c's 3 old rows: under a quarter, kept
+    assert len(keys_under(s3, f"{prefix}/lake/chunks")) == 2
+
+    with lake.batch():  # doc-a rewritten, doc-b deleted: 9 of 14 rows dead, compacted on the flush
+        lake.write("chunks", "doc-a", chunks_frame("doc-a", n=1))
+        lake.delete("chunks", "doc-b")
+    assert reader.document_ids("chunks") == ["doc-a", "doc-c"]
+    assert reader.read("chunks", "doc-a")["chunk_id"].to_list() == ["doc-a-c0"]
+    assert reader.dead_rows("chunks") == (0, 5)
+    [key] = keys_under(s3, f"{prefix}/lake/chunks")
+    key_prefix = prefix.removeprefix(f"s3://{s3.bucket}/")
+    body = s3.client().get_object(Bucket=s3.bucket, Key=f"{key_prefix}/lake/chunks/{key}")["Body"].read()
+    assert sorted(pl.read_parquet(io.BytesIO(body))["chunk_id"].to_list()) == [
+        "doc-a-c0",
+        *(f"doc-c-c{i}" for i in range(4)),
+    ]
+    assert_frame_equal(reader.read("chunks", "doc-c"), chunks_frame("doc-c", n=4))
 
 
 def test_lake_write_replaces_a_documents_rows(s3, prefix):
@@ -203,7 +239,6 @@ def test_lake_lists_document_ids_and_forgets_a_deleted_document(s3, prefix):
     assert not lake.exists("chunks", "doc-b")
     assert lake.document_ids("chunks") == ["doc-a", "doc-c"]
     assert lake.read("chunks", "doc-b").height == 0
-    assert keys_under(s3, f"{prefix}/lake/chunks") == ["doc-a.parquet", "doc-c.parquet"]
     lake.delete("chunks", "doc-b")  # deleting what is gone is a no-op
 
     lake.delete("embeddings", "doc-a")
@@ -216,12 +251,9 @@ def test_lake_sees_documents_written_and_deleted_by_another_process(s3, prefix):
     lake.write("chunks", "doc-1", chunks_frame("doc-1"))
     assert lake.document_ids("chunks") == ["doc-1"]  # primes any listing cache
 
-    other = io.BytesIO()
-    chunks_frame("doc-2").write_parquet(other)
-    key_prefix = prefix.removeprefix(f"s3://{s3.bucket}/")
-    client = s3.client()
-    client.put_object(Bucket=s3.bucket, Key=f"{key_prefix}/lake/chunks/doc-2.parquet", Body=other.getvalue())
-    client.delete_object(Bucket=s3.bucket, Key=f"{key_prefix}/lake/chunks/doc-1.parquet")
+    other = Lake(f"{prefix}/lake", s3.storage_options())
+    other.write("chunks", "doc-2", chunks_frame("doc-2"))
+    other.delete("chunks", "doc-1")
 
     assert lake.document_ids("chunks") == ["doc-2"]
     assert lake.exists("chunks", "doc-2")
@@ -277,7 +309,8 @@ def test_settings_from_s3_urls_and_aws_env_give_a_working_object_store_and_lake(
     assert store.get("originals/00/00abc.txt") == b"hello"
     assert_frame_equal(lake.read("chunks", "doc-1"), chunks_frame("doc-1"))
     assert keys_under(s3, f"{prefix}/objects") == ["originals/00/00abc.txt"]
-    assert keys_under(s3, f"{prefix}/lake") == ["chunks/doc-1.parquet"]
+    [key] = keys_under(s3, f"{prefix}/lake")
+    assert key.startswith("chunks/") and key.endswith(".parquet")
     assert not (tmp_path / "kb").exists()  # nothing went to the local default folders
 
 
@@ -318,5 +351,6 @@ def test_dagster_resources_reach_s3_with_explicit_credentials_shown_only_by_name
     result = dg.materialize([roundtrip], resources=resources)
     assert result.success
     assert keys_under(s3, f"{prefix}/objects") == ["originals/00/00abc.txt"]
-    assert keys_under(s3, f"{prefix}/lake") == ["chunks/doc-r.parquet"]
+    [key] = keys_under(s3, f"{prefix}/lake")
+    assert key.startswith("chunks/") and key.endswith(".parquet")
     assert not (tmp_path / "kb").exists()

@@ -182,21 +182,16 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     started, cat, lk, model = time.monotonic(), stores.catalog, stores.lake, stores.model()
     contextualizer = stores.contextualizer()
     docs = active_documents(context, cat)
-    results, failures = for_each_document(
-        context,
-        cat,
-        docs,
-        lambda d: steps.build_chunks(
-            d,
+    deferred: list = []  # the run's chunks go into one lake file: recorded once it is written
+    run_id, version, budget = context.run.run_id, step_version(context), stores.settings.max_chunks_per_document
+    with lk.batch():
+        results, failures = for_each_document(
+            context,
             cat,
-            lk,
-            model,
-            context.run.run_id,
-            step_version(context),
-            stores.settings.max_chunks_per_document,
-            contextualizer,
-        ),
-    )
+            docs,
+            lambda d: steps.build_chunks(d, cat, lk, model, run_id, version, budget, contextualizer, deferred),
+        )
+    steps.record_chunks(cat, [record for record in deferred if record[0] in results])
     for document_id, result in results.items():
         if result.get("fallback"):
             context.log.warning(f"document {document_id}: {result['fallback']}")
@@ -283,10 +278,11 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     violations: list = []
     current = {d.document_id for d in docs if (d.step_versions or {}).get("embeddings") == versions[0]}
 
-    def check(document_id: str) -> list:  # current vectors were checked when they were written
-        found = [] if document_id in current else checks.embedding_violations(lk, document_id, model.dimension)
+    def check(document_ids: list[str]) -> dict[str, str]:  # current vectors were checked when written
+        fresh = [d for d in document_ids if d not in current]
+        found = checks.embedding_violations(lk, fresh, model.dimension) if fresh else []
         violations.extend(found)
-        return found
+        return checks.failed_documents(found)
 
     alias_set: list[str | None] = []
 

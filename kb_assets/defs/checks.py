@@ -220,22 +220,30 @@ def check_chunks(
     return result("chunks_traceable", catalog, document_ids, violations, run_id, step, chunks=frame.height)
 
 
-def embedding_violations(lake: Lake, document_id: str, dimension: int) -> list[Violation]:
-    """The ``vectors_valid`` expectations on one document's embedding rows: the model's dimension, unit
-    norm, one vector per chunk and none for an unknown chunk. Run per document before it is published."""
+def embedding_violations(lake: Lake, document_ids: list[str], dimension: int) -> list[Violation]:
+    """The ``vectors_valid`` expectations on documents' embedding rows: the model's dimension, unit norm,
+    one vector per chunk and none for an unknown chunk. Run on a slice's documents before they are published."""
     gxe = _expectations()
-    vectors = lake.read("embeddings", document_id)
-    chunk_ids = set(lake.read("chunks", document_id)["chunk_id"].to_list())
-    frame = vectors.select(
-        "document_id",
-        pl.col("vector").list.len().alias("vector_dimension"),
-        pl.col("vector").list.eval(pl.element() ** 2).list.sum().sqrt().alias("norm"),
-        pl.col("chunk_id").is_in(list(chunk_ids)).alias("has_chunk"),
-    ).with_columns(covers_chunks=pl.lit(vectors.height == len(chunk_ids)))
-    if frame.is_empty():
-        return [Violation("expect_vectors_for_every_chunk", "vector", (document_id,))] if chunk_ids else []
-    return validate(
-        frame,
+    frames, violations = [], []
+    for document_id in document_ids:
+        vectors = lake.read("embeddings", document_id)
+        chunk_ids = set(lake.read("chunks", document_id)["chunk_id"].to_list())
+        if vectors.is_empty():
+            if chunk_ids:
+                violations.append(Violation("expect_vectors_for_every_chunk", "vector", (document_id,)))
+            continue
+        frames.append(
+            vectors.select(
+                "document_id",
+                pl.col("vector").list.len().alias("vector_dimension"),
+                pl.col("vector").list.eval(pl.element() ** 2).list.sum().sqrt().alias("norm"),
+                pl.col("chunk_id").is_in(list(chunk_ids)).alias("has_chunk"),
+            ).with_columns(covers_chunks=pl.lit(vectors.height == len(chunk_ids)))
+        )
+    if not frames:
+        return violations
+    return violations + validate(
+        pl.concat(frames),
         [
             gxe.ExpectColumnValuesToBeInSet(column="vector_dimension", value_set=[dimension]),
             gxe.ExpectColumnValuesToBeBetween(column="norm", min_value=0.98, max_value=1.02),

@@ -102,15 +102,19 @@ def encode_in_slices(
     slice_size: int,
     ready: Callable[[DocumentVectors], None],
     checkpoint: Callable[[DocumentVectors], None] | None = None,
+    slice_done: Callable[[], None] = lambda: None,
 ) -> None:
     """Encode what the documents miss, ``slice_size`` inputs at a time, smallest documents first;
-    call ``ready`` for each document as soon as it has every vector (documents needing none first).
-    ``ready`` handles a document's own failures; an encoding failure raises."""
+    call ``ready`` for each document as soon as it has every vector (documents needing none first), and
+    ``slice_done`` after each slice's ``ready`` calls (and after those needing none): where a caller
+    publishes what became ready in one batch. ``ready`` handles a document's own failures; an encoding
+    failure raises."""
     order = sorted(plans, key=lambda p: p.remaining)
     queue = [(plan, sha) for plan in order for sha in plan.missing if sha not in plan.vectors]
     for plan in order:
         if plan.remaining == 0:
             ready(plan)
+    slice_done()
     for start in range(0, len(queue), max(1, slice_size)):
         part = queue[start : start + slice_size]
         vectors = encode([plan.missing[sha] for plan, sha in part])
@@ -125,6 +129,7 @@ def encode_in_slices(
             elif checkpoint is not None and time.monotonic() - plan.checkpointed >= CHECKPOINT_SECONDS:
                 checkpoint(plan)
                 plan.checkpointed = time.monotonic()
+        slice_done()
 
 
 def vectors_for(

@@ -73,88 +73,96 @@ def verify(
     collection = published_collection(client, alias)
     documents = {d.document_id: d for d in catalog.list_documents()}
     published_rows = 0
-    for doc in documents.values():
-        chunks = lake.read("chunks", doc.document_id)
-        vectors = lake.read("embeddings", doc.document_id)
-        versions = version_counts(client, collection, doc.document_id) if collection else {}
-        if doc.status == "deleted":
-            entities = sum(versions.values())
-            if entities or chunks.height or vectors.height:
-                if repair:
-                    if collection is not None:  # nothing published: no entities, only lake rows to remove
-                        delete_document(client, collection, doc.document_id)
-                    lake.delete("chunks", doc.document_id)
-                    lake.delete("embeddings", doc.document_id)
+    with lake.batch():  # what repair deletes from the lake: one file a table
+        for doc in documents.values():
+            chunks = lake.read("chunks", doc.document_id)
+            vectors = lake.read("embeddings", doc.document_id)
+            versions = version_counts(client, collection, doc.document_id) if collection else {}
+            if doc.status == "deleted":
+                entities = sum(versions.values())
+                if entities or chunks.height or vectors.height:
+                    if repair:
+                        if collection is not None:  # nothing published: no entities, only lake rows to remove
+                            delete_document(client, collection, doc.document_id)
+                        lake.delete("chunks", doc.document_id)
+                        lake.delete("embeddings", doc.document_id)
+                    problem(
+                        doc.document_id,
+                        f"deleted document still has {entities} entities, {chunks.height} chunk "
+                        f"rows, {vectors.height} vectors",
+                        repair,
+                    )
+                continue
+            serving = doc.published_version
+            strays = {version: n for version, n in versions.items() if version != serving}
+            if strays:
+                if repair and collection is not None:  # (strays are entities of the collection)
+                    delete_stale_versions(client, collection, doc.document_id, serving)
                 problem(
                     doc.document_id,
-                    f"deleted document still has {entities} entities, {chunks.height} chunk "
-                    f"rows, {vectors.height} vectors",
+                    f"{sum(strays.values())} stray entities of versions that do not serve ("
+                    + ", ".join(f"{v[:12]}: {n}" for v, n in strays.items())
+                    + f"; {doc.status})",
                     repair,
                 )
-            continue
-        serving = doc.published_version
-        strays = {version: n for version, n in versions.items() if version != serving}
-        if strays:
-            if repair and collection is not None:  # (strays are entities of the collection)
-                delete_stale_versions(client, collection, doc.document_id, serving)
-            problem(
-                doc.document_id,
-                f"{sum(strays.values())} stray entities of versions that do not serve ("
-                + ", ".join(f"{v[:12]}: {n}" for v, n in strays.items())
-                + f"; {doc.status})",
-                repair,
-            )
-        if not serving:
-            continue
-        published_rows += doc.chunk_count or 0
-        entities = versions.get(serving, 0)
-        if doc.serves_last_good_version:
-            notices.append({"documentId": doc.document_id, "notice": last_good_notice(doc)})
-        if not chunks.height or not (chunks["document_version"] == serving).all():
-            if collection and entities != doc.chunk_count:  # the lake holds another version: count only
+            if not serving:
+                continue
+            published_rows += doc.chunk_count or 0
+            entities = versions.get(serving, 0)
+            if doc.serves_last_good_version:
+                notices.append({"documentId": doc.document_id, "notice": last_good_notice(doc)})
+            if not chunks.height or not (chunks["document_version"] == serving).all():
+                if collection and entities != doc.chunk_count:  # the lake holds another version: count only
+                    problem(
+                        doc.document_id,
+                        f"{entities} entities of its published version for {doc.chunk_count} "
+                        "recorded chunks, and the lake holds another version: re-ingest it",
+                    )
+                elif doc.status == "published":
+                    problem(
+                        doc.document_id, "published document has no chunk rows of its version in the lake: re-ingest it"
+                    )
+                continue
+            problem_with_statistics(doc, chunks)
+            if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
+                problem(doc.document_id, f"{chunks.height} chunk rows but {vectors.height} vectors: re-ingest it")
+                continue
+            if collection is None:
+                continue
+            if doc.chunk_count != chunks.height or entities != chunks.height:
+                repaired = False
+                if repair and load_model is not None:
+                    spec = collection_spec(client, collection)
+                    model = load_model(spec["model"])
+                    [(vectors, _)] = vectors_for([(chunks, vectors)], model, spec["model"], "repair")
+                    sync_document(client, collection, doc.document_id, chunk_entities(chunks, vectors))
+                    with catalog.connect() as conn:
+                        catalog.update_document(
+                            conn, doc.document_id, chunk_count=chunks.height, collection_name=collection
+                        )
+                    repaired = True
                 problem(
                     doc.document_id,
-                    f"{entities} entities of its published version for {doc.chunk_count} "
-                    "recorded chunks, and the lake holds another version: re-ingest it",
+                    f"{chunks.height} chunk rows, {entities} Milvus entities, {doc.chunk_count} recorded chunks",
+                    repaired,
                 )
-            elif doc.status == "published":
-                problem(
-                    doc.document_id, "published document has no chunk rows of its version in the lake: re-ingest it"
-                )
-            continue
-        problem_with_statistics(doc, chunks)
-        if set(vectors["chunk_id"].to_list()) != set(chunks["chunk_id"].to_list()):
-            problem(doc.document_id, f"{chunks.height} chunk rows but {vectors.height} vectors: re-ingest it")
-            continue
-        if collection is None:
-            continue
-        if doc.chunk_count != chunks.height or entities != chunks.height:
-            repaired = False
-            if repair and load_model is not None:
-                spec = collection_spec(client, collection)
-                [(vectors, _)] = vectors_for([(chunks, vectors)], load_model(spec["model"]), spec["model"], "repair")
-                sync_document(client, collection, doc.document_id, chunk_entities(chunks, vectors))
-                with catalog.connect() as conn:
-                    catalog.update_document(
-                        conn, doc.document_id, chunk_count=chunks.height, collection_name=collection
-                    )
-                repaired = True
-            problem(
-                doc.document_id,
-                f"{chunks.height} chunk rows, {entities} Milvus entities, {doc.chunk_count} recorded chunks",
-                repaired,
-            )
-    if collection:
-        for document_id in sorted(document_ids(client, collection, excluding=list(documents))):
-            if repair:
-                delete_document(client, collection, document_id)
-            problem(document_id, "Milvus entities of a document Postgres does not know", repair)
-    for table in ("chunks", "embeddings"):
-        for document_id in lake.document_ids(table):
-            if document_id not in documents:
+        if collection:
+            for document_id in sorted(document_ids(client, collection, excluding=list(documents))):
                 if repair:
-                    lake.delete(table, document_id)
-                problem(document_id, f"lake {table} of a document Postgres does not know", repair)
+                    delete_document(client, collection, document_id)
+                problem(document_id, "Milvus entities of a document Postgres does not know", repair)
+        for table in ("chunks", "embeddings"):
+            for document_id in lake.document_ids(table):
+                if document_id not in documents:
+                    if repair:
+                        lake.delete(table, document_id)
+                    problem(document_id, f"lake {table} of a document Postgres does not know", repair)
+    for table in ("chunks", "embeddings"):
+        if repair:
+            lake.compact(table, force=True)
+        dead, rows = lake.dead_rows(table)
+        if dead:  # not a problem: compaction removes them as runs write
+            notices.append({"documentId": None, "notice": f"lake {table}: {dead} of {rows} rows superseded or deleted"})
     total = 0
     if collection:
         if repair:

@@ -13,7 +13,7 @@ The steps live by asset: ``sources`` (raw_files, parsed_pages), ``structure`` (p
 names them all, as the assets call them (``steps.parse_pages``).
 """
 
-from kb_assets.pipeline.steps.chunks import build_chunks, store_chunk_contexts
+from kb_assets.pipeline.steps.chunks import build_chunks, record_chunks, store_chunk_contexts
 from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, same_rows
 from kb_assets.pipeline.steps.publish import (
     embed_and_publish,
@@ -39,6 +39,7 @@ __all__ = [
     "publish_document",
     "publish_if_unpublished",
     "purge_document",
+    "record_chunks",
     "purge_documents",
     "same_pages",
     "same_rows",

@@ -21,11 +21,15 @@ def build_chunks(
     version: str = "1",
     max_chunks: int | None = None,
     contextualizer: EndpointContextualizer | None = None,
+    deferred: list[tuple[str, str, tuple[str, ...]]] | None = None,
 ) -> dict:
     """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails); a
     document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). The optional
     ``contextualizer`` adds a situating sentence to text chunks' embedding inputs (best-effort, cached).
-    Chunks that come out the same as the stored ones are not rewritten (their vectors stay)."""
+    Chunks that come out the same as the stored ones are not rewritten (their vectors stay).
+
+    ``deferred``: the run writes its chunks in a lake batch, so the step is recorded there (document,
+    version, steps made stale) and ``record_chunks`` records it once the batch's file is written."""
     doc_version = version_of(doc)
     stored = lake.read("chunks", doc.document_id)
     if stored.height and (stored["document_version"] == doc_version).all() and current(doc, "chunks", version):
@@ -78,10 +82,13 @@ def build_chunks(
     unchanged = same_rows(stored, frame)
     if not unchanged:
         lake.write("chunks", doc.document_id, frame)
-    with catalog.connect() as conn:
-        # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
-        made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
-        catalog.record_step(conn, doc.document_id, "chunks", made_by, invalidate=() if unchanged else after("chunks"))
+    # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
+    made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
+    record = (doc.document_id, made_by, () if unchanged else after("chunks"))
+    if deferred is not None:
+        deferred.append(record)
+    else:
+        record_chunks(catalog, [record])
     result: dict = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
     if contexts is not None:
         result.update(
@@ -90,6 +97,14 @@ def build_chunks(
             warnings=contexts.warnings,
         )
     return result
+
+
+def record_chunks(catalog: Catalog, records: list[tuple[str, str, tuple[str, ...]]]) -> None:
+    """Record the chunks step of documents (``build_chunks``' deferred records), in one transaction."""
+    if records:
+        with catalog.connect() as conn:
+            for document_id, made_by, invalidate in records:
+                catalog.record_step(conn, document_id, "chunks", made_by, invalidate=invalidate)
 
 
 def store_chunk_contexts(catalog: Catalog, contextualizer: EndpointContextualizer, sentences: dict[str, str]) -> None:

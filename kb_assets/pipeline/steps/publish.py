@@ -28,16 +28,17 @@ def embed_and_publish(
     model_id: str,
     run_id: str,
     slice_size: int,
-    violations: Callable[[str], list],
+    violations: Callable[[list[str]], dict[str, str]],
     target: tuple[MilvusClient, str] | None,
     on_published: Callable[[Document], None] = lambda doc: None,
     versions: tuple[str, str] = ("1", "1"),
     also: tuple[str, EmbeddingModel] | None = None,
 ) -> tuple[dict[str, dict], dict[str, str]]:
     """Embed the documents' chunks in slices of ``slice_size`` (``encode_in_slices``: smallest documents
-    first) and, as soon as a document has every vector, store them, check them (``violations``: the
-    problems of its stored vectors) and publish it into ``target`` (client, collection; None: embed
-    only; ``also``: a migration's published collection, see ``publish_document``).
+    first) and, at the end of the slice in which a document got every vector, store the vectors of the
+    slice's ready documents (one lake file), check them (``violations``: document id -> reason, of the
+    problems of their stored vectors) and publish them into ``target`` (client, collection; None: embed
+    only; ``also``: a migration's published collection, see ``publish_document``) with one flush.
 
     ``versions``: the ``embeddings`` ("encoding version:model") and ``milvus_collection`` step versions,
     recorded per document. A vector is reused while its input, the model, the dimension and the encoding
@@ -61,56 +62,87 @@ def embed_and_publish(
     ]
     results: dict[str, dict] = {}
     failures: dict[str, str] = {}
+    waiting: list[DocumentVectors] = []  # ready, published together at the end of their slice
 
-    def ready(plan: DocumentVectors) -> None:
-        doc = by_id[plan.document_id]
-        frame = vectors_frame(plan, model_id, model.dimension, run_id)
-        previous = stored[doc.document_id]
-        unchanged = plan.encoded == 0 and previous.height == frame.height and previous.equals(frame)
-        step = f"embeddings@{embedding_version}"
-        try:
-            with catalog.document_lock(doc.document_id):
-                if not unchanged:
-                    lake.write("embeddings", doc.document_id, frame)
-                found = violations(doc.document_id)
-                if found:
-                    lake.delete("embeddings", doc.document_id)
-                    raise DocumentFailed(found[0].reason())
-                with catalog.connect() as conn:
-                    catalog.record_step(
-                        conn,
-                        doc.document_id,
-                        "embeddings",
-                        embedding_version,
-                        invalidate=() if unchanged else after("embeddings"),
-                    )
-                result = {"embedded": plan.encoded, "reused": frame.height - plan.encoded, "skipped": unchanged}
-                if target is not None:
-                    step = f"milvus_collection@{collection_version}"
-                    if not unchanged:  # new vectors: the collection must take them
-                        doc = dataclasses.replace(
-                            doc, step_versions={**(doc.step_versions or {}), "milvus_collection": ""}
-                        )
-                    published = publish_document(doc, catalog, lake, *target, run_id, collection_version, also)
-                    result.update(
+    def fail(doc: Document, error: Exception, step: str) -> None:
+        reason = (
+            str(error)
+            if isinstance(error, DocumentFailed)
+            else f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+        )
+        failures[doc.document_id] = reason
+        catalog.mark_failed(doc.document_id, reason, run_id, step)
+
+    def publish_ready() -> None:
+        """The documents that became ready in this slice, together: their vectors in one lake file, checked
+        in one pass, recorded, then published with one Milvus flush."""
+        plans, waiting[:] = list(waiting), []
+        if not plans:
+            return
+        docs = [by_id[plan.document_id] for plan in plans]
+        with catalog.documents_lock([doc.document_id for doc in docs]):
+            unchanged = {}
+            with lake.batch():
+                for plan, doc in zip(plans, docs, strict=True):
+                    frame = vectors_frame(plan, model_id, model.dimension, run_id)
+                    previous = stored[doc.document_id]
+                    same = plan.encoded == 0 and previous.height == frame.height and previous.equals(frame)
+                    unchanged[doc.document_id] = same
+                    if not same:
+                        lake.write("embeddings", doc.document_id, frame)
+            found = violations([doc.document_id for doc in docs])
+            good = []
+            with lake.batch():
+                for plan, doc in zip(plans, docs, strict=True):
+                    try:
+                        if doc.document_id in found:
+                            lake.delete("embeddings", doc.document_id)
+                            raise DocumentFailed(found[doc.document_id])
+                        with catalog.connect() as conn:
+                            same = unchanged[doc.document_id]
+                            invalidate = () if same else after("embeddings")
+                            catalog.record_step(conn, doc.document_id, "embeddings", embedding_version, invalidate)
+                        results[doc.document_id] = {
+                            "embedded": plan.encoded,
+                            "reused": plan.chunks.height - plan.encoded,
+                            "skipped": same,
+                        }
+                        good.append(doc)
+                    except Exception as error:  # one document's failure is its own: the others go on
+                        fail(doc, error, f"embeddings@{embedding_version}")
+            if target is None:
+                return
+            pending = []
+            for doc in good:
+                if not unchanged[doc.document_id]:  # new vectors: the collection must take them
+                    doc = dataclasses.replace(doc, step_versions={**(doc.step_versions or {}), "milvus_collection": ""})
+                try:
+                    pending.append((doc, write_entities(doc, lake, *target, collection_version, also)))
+                except Exception as error:
+                    results.pop(doc.document_id, None)
+                    fail(doc, error, f"milvus_collection@{collection_version}")
+            # durable before Postgres says so: Milvus Lite loses unflushed writes when it is killed, and a
+            # document recorded as published is not written again (one flush a slice: 20-150 ms each)
+            if any(not written["skipped"] for _, written in pending):
+                flush(target[0], target[1])
+                if also is not None:
+                    flush(target[0], also[0])
+            for doc, written in pending:
+                try:
+                    published = record_published(doc, catalog, written, target[1], run_id, collection_version, also)
+                    results[doc.document_id].update(
                         {k: v for k, v in published.items() if k != "skipped"}, published_skipped=published["skipped"]
                     )
-            results[doc.document_id] = result
-            on_published(doc)
-        except Exception as error:  # one document's failure is its own: the others go on
-            reason = (
-                str(error)
-                if isinstance(error, DocumentFailed)
-                else f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
-            )
-            failures[doc.document_id] = reason
-            catalog.mark_failed(doc.document_id, reason, run_id, step)
+                    on_published(doc)
+                except Exception as error:
+                    results.pop(doc.document_id, None)
+                    fail(doc, error, f"milvus_collection@{collection_version}")
 
     def checkpoint(plan: DocumentVectors) -> None:
         """A document still encoding keeps its vectors so far (a killed run resumes from here)."""
         lake.write("embeddings", plan.document_id, vectors_frame(plan, model_id, model.dimension, run_id, partial=True))
 
-    encode_in_slices(plans, model.encode, slice_size, ready, checkpoint)
+    encode_in_slices(plans, model.encode, slice_size, waiting.append, checkpoint, publish_ready)
     return results, failures
 
 
@@ -133,20 +165,34 @@ def publish_document(
     it is neither missing nor stale on either side of the alias swap. The chunks' file version becomes
     the published version; the document is ``published`` when that is its current file version (a
     migration run re-publishes a failed document's last good version and leaves it failed).
+    ``embed_and_publish`` does the same for a slice of documents with one flush: ``write_entities``,
+    ``flush``, ``record_published``.
     """
+    written = write_entities(doc, lake, client, collection, version, also)
+    if not written["skipped"]:
+        flush(client, collection)
+        if also is not None:
+            flush(client, also[0])
+    return record_published(doc, catalog, written, collection, run_id, version, also)
+
+
+def write_entities(
+    doc: Document,
+    lake: Lake,
+    client: MilvusClient,
+    collection: str,
+    version: str = "1",
+    also: tuple[str, EmbeddingModel] | None = None,
+) -> dict:
+    """The Milvus half of ``publish_document`` (not flushed): what it wrote, for ``record_published``."""
     if (
         current(doc, "milvus_collection", version)
         and doc.status == "published"
         and doc.published_version == doc.version
         and doc.term_count is not None
     ):
-        return {
-            "written": 0,
-            "deleted": 0,
-            "kept": doc.chunk_count or 0,
-            "entities": doc.chunk_count or 0,
-            "skipped": True,
-        }
+        kept = doc.chunk_count or 0
+        return {"skipped": True, "counts": {"written": 0, "deleted": 0, "kept": kept, "entities": kept}}
     chunks = lake.read("chunks", doc.document_id)
     if not chunks.height:
         raise DocumentFailed(f"{doc.source_path}: no chunk rows in the lake to publish")
@@ -154,15 +200,11 @@ def publish_document(
     if serving not in (doc.version, doc.published_version):
         # chunks of neither the current file nor the version that serves (a migration cannot carry a
         # failed document's last good version): nothing to publish
-        with catalog.connect() as conn:
-            catalog.record_step(conn, doc.document_id, "milvus_collection", version)
+        note = "its last good version is not in the lake: not carried over"
         return {
-            "written": 0,
-            "deleted": 0,
-            "kept": 0,
-            "entities": 0,
             "skipped": True,
-            "note": "its last good version is not in the lake: not carried over",
+            "record": True,
+            "counts": {"written": 0, "deleted": 0, "kept": 0, "entities": 0, "note": note},
         }
     entities = chunk_entities(chunks, lake.read("embeddings", doc.document_id))
     counts = sync_document(client, collection, doc.document_id, entities)
@@ -179,12 +221,27 @@ def publish_document(
         )
         expect_entities(client, other, doc, chunks.height)
         counts["alsoWritten"] = written["written"]
-    # durable before Postgres says so: Milvus Lite loses unflushed writes when it is killed, and a
-    # document recorded as published is not written again (flush: 20-150 ms for 20-1,000 entities)
-    flush(client, collection)
-    if also is not None:
-        flush(client, also[0])
+    return {"skipped": False, "chunks": chunks, "serving": serving, "counts": counts}
+
+
+def record_published(
+    doc: Document,
+    catalog: Catalog,
+    written: dict,
+    collection: str,
+    run_id: str,
+    version: str = "1",
+    also: tuple[str, EmbeddingModel] | None = None,
+) -> dict:
+    """The Postgres half of ``publish_document``, once the entities ``write_entities`` wrote are flushed."""
+    if written["skipped"]:
+        if written.get("record"):
+            with catalog.connect() as conn:
+                catalog.record_step(conn, doc.document_id, "milvus_collection", version)
+        return {**written["counts"], "skipped": True}
+    chunks, serving = written["chunks"], written["serving"]
     published = serving == doc.version
+    counts = written["counts"]
     wrote = counts["written"] + counts["deleted"] + counts.get("alsoWritten", 0) > 0  # lineage credits this run
     counted = chunk_row_terms(chunks)
     with catalog.connect() as conn:
@@ -200,7 +257,7 @@ def publish_document(
             **({"status": "published", "error": None, "failed_step": None} if published else {}),
         )
         catalog.record_step(conn, doc.document_id, "milvus_collection", version)
-    return {**counts, "entities": chunks.height, "skipped": False, "terms_kept": len(counted)}
+    return {**written["counts"], "entities": chunks.height, "skipped": False, "terms_kept": len(counted)}
 
 
 def expect_entities(client: MilvusClient, collection: str, doc: Document, chunks: int) -> None:

@@ -50,4 +50,8 @@ def purge_documents(
     if not gone:
         return []
     collections = [c["name"] for c in catalog.collections() if collection_exists(client, c["name"])]
-    return [purge_document(doc, catalog, store, lake, client, collections) for doc in gone]
+    with lake.batch():  # one deletion file a table; compaction removes the rows
+        purged = [purge_document(doc, catalog, store, lake, client, collections) for doc in gone]
+    for table in ("chunks", "embeddings"):
+        lake.compact(table, force=True)
+    return purged

@@ -14,11 +14,12 @@ import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from kb_assets.stores.catalog.connection import CatalogConnection, connect_with_retries, one_row
+from kb_assets.stores.catalog.connection import CatalogConnection, one_row
 
 DOCUMENT_LOCKS = 0x6B620001  # first key of a document's lock (the second: a hash of its id)
 REGISTRATION_LOCK = 0x6B620002
 INGEST_LOCKS = 0x6B620003  # first key of a knowledge base's ingest lock
+LOCK_OPTIONS = "-c statement_timeout=0 -c application_name=kb_assets_lock"  # lock connections: autocommit
 
 
 def lock_key(name: str) -> int:
@@ -29,8 +30,11 @@ def lock_key(name: str) -> int:
 class CatalogLocks(CatalogConnection):
     @contextmanager
     def _advisory_lock(self, space: int, key: int, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-        """Hold the lock (``waiting()`` is called first when another holder makes this one wait)."""
-        conn = connect_with_retries(self.dsn, options="-c statement_timeout=0")
+        """Hold the lock (``waiting()`` is called first when another holder makes this one wait). The
+        lock connection is kept for the thread's next lock (unlocked, not closed: ~10 ms saved a lock)."""
+        options = LOCK_OPTIONS
+        conn = self.take_connection(options)
+        ok = False
         try:
             conn.autocommit = True
             with conn.cursor() as cur:
@@ -40,8 +44,11 @@ class CatalogLocks(CatalogConnection):
                         waiting()
                     cur.execute("SELECT pg_advisory_lock(%s, %s)", (space, key))
             yield
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s, %s)", (space, key))
+                ok = bool(one_row(cur)[0])
         finally:
-            conn.close()
+            self.give_back_connection(conn, options, ok)  # closing releases the lock too
 
     @contextmanager
     def ingest_lock(self, knowledge_base_id: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
@@ -55,6 +62,29 @@ class CatalogLocks(CatalogConnection):
         """Hold the document's lock while writing its outputs; another writer of it waits."""
         with self._advisory_lock(DOCUMENT_LOCKS, lock_key(document_id)):
             yield
+
+    @contextmanager
+    def documents_lock(self, document_ids: list[str]) -> Iterator[None]:
+        """Hold the locks of several documents at once (a slice published together), taken in key order
+        on one connection, so that two such holders never wait for each other in a cycle."""
+        options = LOCK_OPTIONS
+        keys = sorted({lock_key(document_id) for document_id in document_ids})
+        conn = self.take_connection(options)
+        held: list[int] = []
+        ok = False
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                for key in keys:
+                    cur.execute("SELECT pg_advisory_lock(%s, %s)", (DOCUMENT_LOCKS, key))
+                    held.append(key)
+            yield
+            with conn.cursor() as cur:
+                for key in reversed(held):
+                    cur.execute("SELECT pg_advisory_unlock(%s, %s)", (DOCUMENT_LOCKS, key))
+            ok = True
+        finally:
+            self.give_back_connection(conn, options, ok)  # closing releases the locks too
 
     @contextmanager
     def registration_lock(self) -> Iterator[None]:

@@ -1,0 +1,67 @@
+"""The lake's files: many documents a file, read by document through the files' footers, superseded and
+deleted rows removed by compaction, lakes of one file per document (written before) still read."""
+
+from __future__ import annotations
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+import kb_assets.stores.lake as lake_module
+from kb_assets.stores.lake import CHUNKS_SCHEMA, Lake
+
+
+def chunks(document_id: str, n: int = 2) -> pl.DataFrame:
+    rows: dict[str, list] = {name: [None] * n for name in CHUNKS_SCHEMA.names()}
+    rows.update(
+        chunk_id=[f"{document_id}-c{i}" for i in range(n)],
+        document_id=[document_id] * n,
+        content=[f"text {i} of {document_id}" for i in range(n)],
+        regions=[[] for _ in range(n)],
+    )
+    return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
+
+
+def test_a_batch_of_documents_is_one_file_read_back_by_document(tmp_path):
+    lake = Lake(str(tmp_path))
+    with lake.batch():
+        for number in range(40):
+            lake.write("chunks", f"doc-{number}", chunks(f"doc-{number}", n=1 + number % 3))
+        assert lake.read("chunks", "doc-5").height == 3  # the batch's own rows, before its file is written
+        assert not list(tmp_path.rglob("*.parquet"))
+    assert len(list((tmp_path / "chunks").iterdir())) == 1
+    other = Lake(str(tmp_path))  # another process
+    assert other.document_ids("chunks") == sorted(f"doc-{n}" for n in range(40))
+    assert_frame_equal(other.read("chunks", "doc-7"), chunks("doc-7", n=2))
+    assert other.read("chunks", "doc-40").height == 0 and not other.exists("chunks", "doc-40")
+
+
+def test_rewrites_and_deletes_leave_dead_rows_that_compaction_removes_but_not_from_young_files(tmp_path, monkeypatch):
+    lake = Lake(str(tmp_path))
+    with lake.batch():
+        for number in range(4):
+            lake.write("chunks", f"doc-{number}", chunks(f"doc-{number}"))
+    lake.write("chunks", "doc-0", chunks("doc-0", n=1))  # outside a batch: a file of its own
+    lake.delete("chunks", "doc-1")
+    assert lake.document_ids("chunks") == ["doc-0", "doc-2", "doc-3"]
+    assert lake.dead_rows("chunks") == (4, 9)
+    assert lake.compact("chunks", force=True) == 0  # every file is younger than COMPACT_AFTER_S: kept
+
+    monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
+    assert lake.compact("chunks", force=True) == 3
+    [only] = (tmp_path / "chunks").iterdir()
+    assert sorted(pl.read_parquet(only)["chunk_id"]) == ["doc-0-c0", "doc-2-c0", "doc-2-c1", "doc-3-c0", "doc-3-c1"]
+    assert Lake(str(tmp_path)).dead_rows("chunks") == (0, 5)
+    assert_frame_equal(Lake(str(tmp_path)).read("chunks", "doc-0"), chunks("doc-0", n=1))
+
+
+def test_a_lake_of_one_file_per_document_written_before_is_read_and_superseded(tmp_path):
+    (tmp_path / "chunks").mkdir()
+    chunks("old-doc", n=3).drop("pipeline_version").write_parquet(tmp_path / "chunks" / "old-doc.parquet")
+    lake = Lake(str(tmp_path))
+    before = lake.read("chunks", "old-doc")
+    assert before.height == 3 and before["pipeline_version"].to_list() == ["1"] * 3  # the added column's default
+    with lake.batch():
+        lake.write("chunks", "old-doc", chunks("old-doc", n=1))
+    assert Lake(str(tmp_path)).read("chunks", "old-doc").height == 1
+    lake.delete("chunks", "old-doc")
+    assert Lake(str(tmp_path)).document_ids("chunks") == []
