@@ -164,3 +164,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS documents_partition_key ON documents (partitio
 -- What ingests and sensor ticks ask first (documents whose partition key is not yet readable): none after
 -- the one-time migration, answered from this index instead of a scan of every document.
 CREATE INDEX IF NOT EXISTS documents_without_partition_key ON documents (document_id) WHERE partition_key IS NULL;
+
+-- Document metadata (issue 32), read from content at pageindex_trees (kb_assets/structure/metadata.py):
+-- {"title", "organisation", "kind", "form", "period": {"label", "fiscal_year", "fiscal_quarter", "end"},
+-- "date", "confidence": {field: 0-1}}. Search reads it to filter (period, kind, organisation) and to
+-- follow a question that names an organisation or a period.
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS metadata jsonb;
