@@ -47,14 +47,15 @@ if TYPE_CHECKING:
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     started = time.perf_counter()
+    query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     locating = searcher.pool.submit(
         searcher.catalog.locate_pages,
         query_terms(request.query),
         request.query,
         request.knowledge_base_ids,
         searcher.config.pageindex_pages,
+        query.documents,
     )
-    query = searcher.prepare(request, response)
     found = searcher.fan_out(request, query)
     try:
         located = locating.result()
