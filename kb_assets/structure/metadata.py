@@ -220,7 +220,17 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
             end = _date(match.group(1))
             if end:
                 quarter = _quarter_of_report(whole)
-                year = _labelled_year(whole, {end.year, end.year + 1}) or end.year
+                # the fiscal year ends (4 - quarter) quarters after this one; a year ending in January is
+                # labelled as the document labels it (by its start or by its end)
+                year_end_month = end.month + 3 * (4 - quarter) if quarter else None
+                if year_end_month is None:
+                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year
+                elif year_end_month <= 12:
+                    year = end.year
+                elif year_end_month - 12 == 1:
+                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year + 1
+                else:
+                    year = end.year + 1
                 return _quarterly(quarter, year, end), None, 0.85 if quarter else 0.5
     if form == "8-K":
         if match := re.search(rf"date of report[^)]{{0,40}}\)?\s*:?\s*({DATE})(?:\s*\(({DATE})\))?", flat, re.I):
