@@ -75,12 +75,15 @@ KINDS = [  # other documents: (pattern on the title and first page, kind)
     (r"\bspecification\b", "specification"),
     (r"\breport\b", "report"),
 ]
-LEGAL_FORM = (
-    r"(?i:Inc\.?|Incorporated|Corporation|Corp\.?|Company|Co\.|Ltd\.?|Limited|plc|PLC|LLC|N\.V\.|S\.A\.|AG|SE|Group)"
+LEGAL_FORM = (  # as printed: capitalised or in capitals ("limited" in a sentence is no legal form)
+    r"(?:Inc\.?|INC\.?|Incorporated|INCORPORATED|Corporation|CORPORATION|Corp\.?|CORP\.?|Company|COMPANY|Co\.|CO\.|"
+    r"Ltd\.?|LTD\.?|Limited|LIMITED|plc|PLC|LLC|N\.V\.|S\.A\.|AG|SE|Group|GROUP)"
 )
 ORG_SUFFIXED = re.compile(rf"\b((?:[A-Z0-9][\w&.'-]*,?\s+){{0,5}}?[A-Z0-9][\w&.'-]*,?\s+{LEGAL_FORM})(?=[\s,.;)]|$)")
 TICKER = re.compile(r"([A-Z][\w.&,' -]{1,80}?)\s*[\(\[]\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|LSE|TSX)\s*:", re.M)
-NOT_AN_ISSUER = re.compile(r"exchange|reporting company|growth company|transition|pursuant|registrant", re.I)
+NOT_AN_ISSUER = re.compile(
+    r"exchange|reporting company|growth company|transition|pursuant|registrant|documents incorporated", re.I
+)
 REGISTRANT = re.compile(r"\(\s*exact name of (?:the )?registrant", re.I)
 
 
@@ -161,7 +164,10 @@ def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> t
     counts = Counter(
         _tidy(m.group(1))
         for m in ORG_SUFFIXED.finditer(front + " " + whole[:100000])
-        if not NOT_AN_ISSUER.search(m.group(1)) and " " in m.group(1).strip() and not re.match(r"(?i)the\b", m.group(1))
+        if not NOT_AN_ISSUER.search(m.group(1))
+        and " " in m.group(1).strip()
+        and not re.match(r"(?i)the\b", m.group(1))
+        and re.match(r"[0-9]*[A-Z][A-Za-z]*\b", m.group(1))  # a name's first word has letters: "3M", not "34"
     )
     if counts:
         return counts.most_common(1)[0][0], 0.6
