@@ -76,7 +76,15 @@ def test_the_server_names_its_version_and_read_only_tools_with_titles_and_output
         assert tool.title and tool.annotations is not None
         assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
     search = tools["kb_search"]
-    assert set(search.input_schema["properties"]) == {"query", "knowledge_base_ids", "limit", "min_score"}
+    assert set(search.input_schema["properties"]) == {
+        "query",
+        "knowledge_base_ids",
+        "limit",
+        "min_score",
+        "period",
+        "kind",
+        "organisation",
+    }
     result = search.output_schema["$defs"]["SearchResult"]["properties"]
     assert set(search.output_schema["properties"]) == {"results", "warnings", "timingsMs"}
     assert {"chunkId", "content", "context", "score", "pageIndex", "pageImageUrl"} <= set(result)

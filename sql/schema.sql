@@ -168,3 +168,9 @@ CREATE INDEX IF NOT EXISTS documents_without_partition_key ON documents (documen
 -- The run that last wrote a document's entities into the collection (some written or deleted): what lineage
 -- credits for milvus_collection (last_run_id is any run that touched the document, one that wrote nothing too).
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS published_run_id text;
+
+-- Document metadata (issue 32), read from content at pageindex_trees (kb_assets/structure/metadata.py):
+-- {"title", "organisation", "kind", "form", "period": {"label", "fiscal_year", "fiscal_quarter", "end"},
+-- "date", "confidence": {field: 0-1}}. Search reads it to filter (period, kind, organisation) and to
+-- follow a question that names an organisation or a period.
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS metadata jsonb;

@@ -139,6 +139,7 @@ class Query:
     limit: int  # hits asked of each search
     bm25_text: str = ""  # the text BM25 searches with ("": the query as it is)
     translations: dict[str, list[str]] | None = None  # Chinese words -> dictionary English words
+    documents: list[str] | None = None  # the documents searched (None: every one; scope.py)
     _vector: np.ndarray | None = None
 
     def vector(self) -> np.ndarray | None:

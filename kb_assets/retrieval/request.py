@@ -14,6 +14,7 @@ class SearchRequest:
     limit: int = 10
     min_score: float | None = None
     strategy: str | None = None  # None: the configured default
+    filters: dict[str, str | None] | None = None  # period, kind, organisation: document metadata (scope.py)
 
 
 # the stages every response times (``timingsMs``; 0.0: not run by this request), in milliseconds. Milvus

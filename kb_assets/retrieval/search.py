@@ -31,12 +31,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.retrieval import fanout, scoring
+from kb_assets.retrieval import fanout, scope, scoring
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.fallback import answer_from_pages
 from kb_assets.retrieval.fanout import Found
+from kb_assets.retrieval.instructions import focused
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.lexical_scores import rescored
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
@@ -45,7 +46,7 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.entities import not_loaded, stored_vectors
-from kb_assets.stores.vectors import alias_target, collection_spec, load
+from kb_assets.stores.vectors import alias_target, collection_spec, in_filter, load
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Searcher:
             raise ValueError("query is empty")
         if request.limit < 1:
             raise ValueError("limit must be at least 1")
+        request = focused(request)  # the question without its instructions to the answerer
         strategy = request.strategy or self.config.strategy
         rank = rank_function(strategy)
         for attempt in range(2):
@@ -133,9 +135,10 @@ class Searcher:
                 )
                 response.results = []
                 return answer_from_pages(self.catalog, request, response)
-        if not response.results and request.min_score is None:
+        if not response.results and request.min_score is None and not request.filters:
             response.warnings.append("no chunk matched; answered from pages (fallback)")
             return answer_from_pages(self.catalog, request, response)
+        known = scope.known_metadata(self, request.knowledge_base_ids) if response.results else {}
         budget = self.config.context_chars
         started = time.perf_counter()
         facts = self.page_facts(
@@ -150,6 +153,7 @@ class Searcher:
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
             row["pageImageUrl"] = asset_url(fact.get("image_key"))
+            row["documentMetadata"] = known.get(row["documentId"])
             if row["documentId"] in response.last_good:
                 row["versionNotice"] = response.last_good[row["documentId"]]
         for notice in sorted(
@@ -183,6 +187,7 @@ class Searcher:
         if warning:
             response.warnings.append(warning)
         extra = english if self.config.translate_bm25 else []
+        documents = scope.scope(self, request.query, request.knowledge_base_ids, request.filters)
         bm25_text = bm25_query(request.query, extra) if self.config.bm25_content_words else request.query
         return Query(
             request.query,
@@ -193,6 +198,7 @@ class Searcher:
             limit=max(self.config.candidates, request.limit),
             bm25_text=bm25_text,
             translations=translated,
+            documents=documents,
         )
 
     def dictionary_words(self, query: str) -> dict[str, list[str]]:
@@ -205,7 +211,11 @@ class Searcher:
     def fan_out(
         self, request: SearchRequest, query: Query, pages: str | None = None, dense_search: bool = True
     ) -> Found:
-        """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``)."""
+        """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``), in the
+        documents the request's filters and the question's cues leave (``scope.py``)."""
+        if query.documents is not None:
+            only = in_filter("document_id", query.documents) if query.documents else "document_id == ''"
+            pages = f"({pages}) and ({only})" if pages else only
         return fanout.fan_out(
             self.client,
             self.pool,

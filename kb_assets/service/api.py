@@ -154,7 +154,16 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
     def search(body: SearchBody, who: Caller = Depends(caller)):
         """Hybrid (or pageindex) chunk search with page fallback (the README's API section)."""
         knowledge_base_ids = check_knowledge_base_ids(body.knowledgeBaseIds)
-        return service.search(who, body.query, knowledge_base_ids, body.limit, body.minScore, body.strategy)
+        filters = {"period": body.period, "kind": body.kind, "organisation": body.organisation}
+        return service.search(
+            who,
+            body.query,
+            knowledge_base_ids,
+            body.limit,
+            body.minScore,
+            body.strategy,
+            filters if any(filters.values()) else None,
+        )
 
     @app.get("/v1/documents/{document_id}/pages/{page_index}")
     def page(document_id: str, page_index: int, who: Caller = Depends(caller)):

@@ -73,6 +73,7 @@ class Service:
         limit: int = 10,
         min_score: float | None = None,
         strategy: str | None = None,
+        filters: dict[str, str | None] | None = None,
     ) -> dict:
         """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 403 outside the
         caller's scope, 422 for a request the searcher refuses."""
@@ -81,7 +82,7 @@ class Service:
         except PermissionError as error:
             raise HTTPException(403, str(error)) from None
         request = SearchRequest(
-            query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score, strategy=strategy
+            query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score, strategy=strategy, filters=filters
         )
         try:
             answer = self.searcher.search(request).as_json()

@@ -277,11 +277,27 @@ def mcp_app(service: Service) -> McpEndpoint:
         min_score: Annotated[
             float | None, Field(allow_inf_nan=False, description="drop results below this score")
         ] = None,
+        period: Annotated[
+            str | None, Field(max_length=200, description='only this period: "FY2022", "Q2 FY2023"')
+        ] = None,
+        kind: Annotated[
+            str | None, Field(max_length=200, description='only this kind: "annual report", "10-Q"')
+        ] = None,
+        organisation: Annotated[str | None, Field(max_length=200, description="only this organisation")] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         caller = caller_of(ctx)
+        filters = {"period": period, "kind": kind, "organisation": organisation}
         try:
             found = await anyio.to_thread.run_sync(
-                lambda: service.search(caller, query, knowledge_base_ids, limit, min_score)
+                lambda: service.search(
+                    caller,
+                    query,
+                    knowledge_base_ids,
+                    limit,
+                    min_score,
+                    None,
+                    filters if any(filters.values()) else None,
+                )
             )
         except HTTPException as error:  # 403 outside the key's scope, 422 a request the searcher refuses
             raise ToolError(str(error.detail)) from None

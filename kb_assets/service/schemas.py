@@ -16,6 +16,7 @@ KnowledgeBaseId = Annotated[
     str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$"), AfterValidator(valid_text)
 ]
 QueryText = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(valid_text)]
+MetadataText = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(valid_text)]
 
 
 class SearchBody(BaseModel):
@@ -28,6 +29,13 @@ class SearchBody(BaseModel):
         None, allow_inf_nan=False, description="Drop hybrid results below this score (then no page fallback)."
     )
     strategy: StrategyName | None = Field(None, description="None: the configured default.")
+    period: MetadataText | None = Field(
+        None, description='Only documents of this period: "FY2022", "Q2 FY2023", a date.'
+    )
+    kind: MetadataText | None = Field(
+        None, description='Only documents of this kind: "annual report", "10-Q", "manual".'
+    )
+    organisation: MetadataText | None = Field(None, description="Only documents whose organisation's name holds this.")
 
 
 class Scores(BaseModel):
@@ -74,6 +82,9 @@ class SearchResult(BaseModel):
     pageImageUrl: str | None = Field(None, description="a short-lived signed URL of the page image")
     figureImageUrl: str | None = Field(None, description="a short-lived signed URL of the figure image")
     pageSummary: str | None = None
+    documentMetadata: dict | None = Field(
+        None, description="title, organisation, kind, period, date and confidences, read from the document's content"
+    )
     versionNotice: str | None = Field(
         None,
         description=(

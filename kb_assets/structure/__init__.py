@@ -2,4 +2,4 @@
 
 # The version of the tree builder and the rule-based summarizer: bump it when a change of this package
 # changes the trees, summaries or keywords it makes (kb_assets.pipeline.versions).
-STRUCTURE_VERSION = "1"
+STRUCTURE_VERSION = "5"  # 3: metadata (structure/metadata.py), statement nodes; 4: quarter years; 5: legal forms

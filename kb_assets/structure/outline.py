@@ -1,4 +1,4 @@
-"""The PDF outline (bookmarks) of a stored original, read with pypdfium2."""
+"""The PDF outline (bookmarks) and document information of a stored original, read with pypdfium2."""
 
 from __future__ import annotations
 
@@ -26,5 +26,17 @@ def read_outline(pdf_bytes: bytes) -> list[tuple[int, str, int]]:
             if title and page_index is not None and 0 <= page_index < page_count:
                 entries.append((bookmark.level + 1, title, page_index))
         return entries
+    finally:
+        pdf.close()
+
+
+def read_pdf_info(pdf_bytes: bytes) -> dict[str, str]:
+    """The PDF's document information (``Title``, ``Author``, ``Subject``, ...); {} when it cannot be read."""
+    try:
+        pdf = pdfium.PdfDocument(pdf_bytes)
+    except pdfium.PdfiumError:
+        return {}
+    try:
+        return {key: str(value) for key, value in pdf.get_metadata_dict(skip_empty=True).items()}
     finally:
         pdf.close()

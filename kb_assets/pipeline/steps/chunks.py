@@ -9,6 +9,7 @@ from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows, 
 from kb_assets.pipeline.versions import after, partly_contextualized
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.lake import Lake
+from kb_assets.structure.statements import is_statement_node
 
 
 # chunks --------------------------------------------------------------------------------------
@@ -35,7 +36,7 @@ def build_chunks(
     if stored.height and (stored["document_version"] == doc_version).all() and current(doc, "chunks", version):
         return {"chunks": stored.height, "skipped": True}
     pages = catalog.read_pages(doc.document_id)
-    nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc_version]
+    nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc_version and not is_statement_node(n)]
     context = DocumentContext(
         document_id=doc.document_id,
         knowledge_base_id=doc.knowledge_base_id,

@@ -7,8 +7,10 @@ from kb_assets.pipeline.steps.common import current, version_of
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
-from kb_assets.structure.outline import read_outline
+from kb_assets.structure.metadata import read_metadata
+from kb_assets.structure.outline import read_outline, read_pdf_info
 from kb_assets.structure.pageindex import build_document_tree
+from kb_assets.structure.statements import is_statement_node, statement_nodes
 from kb_assets.structure.summaries import (
     RULES_SUMMARIZER,
     PageSummarizer,
@@ -28,7 +30,9 @@ def build_pageindex(
     """The document's PageIndex tree, its page summaries/keywords and its table-of-contents pages.
 
     The tree comes from the PDF outline of the stored original (``store``) when it has one, else from
-    a printed table of contents, headings or page groups. Summaries are cached by page-text hash; the
+    a printed table of contents, headings or page groups; statement pages get nodes of their own
+    (``structure.statements``). The document's metadata is read from its first pages and PDF information
+    (``structure.metadata``). Summaries are cached by page-text hash; the
     optional ``summarizer`` is best-effort (its failure leaves rule-based summaries, never a failure).
     """
     doc_version = version_of(doc)
@@ -43,7 +47,10 @@ def build_pageindex(
     summaries = summarize_document(pages, cached, title, summarizer)
     for page, summary in zip(pages, summaries.pages, strict=False):
         page.update(summary=summary["summary"], keywords=summary["keywords"])
-    tree = build_document_tree(title, pages, pdf_outline(doc, store))
+    original = stored_pdf(doc, store)
+    tree = build_document_tree(title, pages, read_outline(original) if original else [])
+    tree.nodes += statement_nodes(pages, tree.nodes[0]["node_id"], len(tree.nodes), set(tree.navigation_pages))
+    metadata = read_metadata([p["text"] for p in pages], read_pdf_info(original) if original else {})
     navigation = set(tree.navigation_pages)
     # chunks read the tree's titles and page ranges and the table-of-contents pages, not the summaries
     same_structure = navigation == toc_before and tree_shape(nodes, doc_version) == tree_shape(tree.nodes, doc_version)
@@ -53,6 +60,7 @@ def build_pageindex(
             conn, doc.document_id, [{**s, "is_toc": s["page_index"] in navigation} for s in summaries.pages]
         )
         catalog.replace_nodes(conn, doc.document_id, doc_version, tree.nodes, run_id, version)
+        catalog.store_metadata(conn, doc.document_id, metadata)
         catalog.record_step(
             conn,
             doc.document_id,
@@ -69,24 +77,32 @@ def build_pageindex(
         "warnings": summaries.warnings,
         "skipped": False,
         "unchanged": same_structure,
+        "metadata": {k: metadata[k] for k in ("organisation", "kind", "period")},
     }
 
 
 def tree_shape(nodes: list[dict], version: str) -> list[tuple] | None:
-    """What chunking reads of a tree (None for a tree of another file version)."""
+    """What chunking reads of a tree (None for a tree of another file version): not its statement nodes."""
     if any(n.get("version", version) != version for n in nodes):
         return None
     return sorted(
         (n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"], n["start_page"], n["end_page"])
         for n in nodes
+        if not is_statement_node(n)
     )
+
+
+def stored_pdf(doc: Document, store: ObjectStore | None) -> bytes | None:
+    """The bytes of a stored PDF original (None for other formats or when it cannot be read)."""
+    if store is None or not doc.object_key or not doc.object_key.lower().endswith(".pdf"):
+        return None
+    try:
+        return store.get(doc.object_key)
+    except OSError:
+        return None
 
 
 def pdf_outline(doc: Document, store: ObjectStore | None) -> list[tuple[int, str, int]]:
     """The bookmarks of a stored PDF original ([] for other formats or when it cannot be read)."""
-    if store is None or not doc.object_key or not doc.object_key.lower().endswith(".pdf"):
-        return []
-    try:
-        return read_outline(store.get(doc.object_key))
-    except OSError:
-        return []
+    original = stored_pdf(doc, store)
+    return read_outline(original) if original else []

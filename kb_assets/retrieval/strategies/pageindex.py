@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
+    query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     locating = searcher.pool.submit(
         _timed_locate,
         searcher.catalog.locate_pages,
@@ -53,8 +54,8 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         request.query,
         request.knowledge_base_ids,
         searcher.config.pageindex_pages,
+        query.documents,
     )
-    query = searcher.prepare(request, response)
     found = searcher.fan_out(request, query)
     try:
         located, response.timings_ms["locate"] = locating.result()

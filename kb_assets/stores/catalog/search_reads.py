@@ -45,16 +45,27 @@ class CatalogSearchReads(CatalogConnection):
     def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
         """What search may serve of these documents: ``published_version`` (None: nothing), and the
         current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves),
-        and ``term_count`` (None: no BM25 statistics kept for what serves)."""
+        ``term_count`` (None: no BM25 statistics kept for what serves) and ``metadata`` (read from content)."""
         if not document_ids:
             return {}
         with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
-                "SELECT document_id, published_version, version, status, error, term_count FROM documents "
+                "SELECT document_id, published_version, version, status, error, term_count, metadata FROM documents "
                 "WHERE document_id = ANY(%s)",
                 (list(set(document_ids)),),
             )
             return {row["document_id"]: dict(row) for row in cur.fetchall()}
+
+    def document_metadata(self, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
+        """{document_id: metadata read from content} of the published documents of these knowledge bases."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT document_id, metadata FROM documents WHERE published_version IS NOT NULL "
+                "AND status <> 'deleted' AND metadata IS NOT NULL "
+                "AND (%s::text[] IS NULL OR knowledge_base_id = ANY(%s))",
+                (knowledge_base_ids, knowledge_base_ids),
+            )
+            return {document_id: metadata for document_id, metadata in cur.fetchall()}
 
     def term_statistics(
         self, terms: list[str], knowledge_base_ids: list[str]
@@ -125,7 +136,12 @@ class CatalogSearchReads(CatalogConnection):
             }
 
     def locate_pages(
-        self, terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int
+        self,
+        terms: list[str],
+        query: str,
+        knowledge_base_ids: list[str] | None,
+        limit: int,
+        document_ids: list[str] | None = None,
     ) -> list[dict]:
         """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
 
@@ -133,12 +149,15 @@ class CatalogSearchReads(CatalogConnection):
         (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
         the share of terms among its keywords; it lends its score to its first pages (at most 3, the
         later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
-        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count.
+        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count. ``document_ids``:
+        only pages of these documents (None: of every one).
         """
         if not terms:
             return []
         patterns = [like_pattern(t) for t in terms]
         kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+        if document_ids is not None:
+            kb_filter += " AND d.document_id = ANY(%(documents)s)"
         sql = f"""
             WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
             docs AS (
@@ -182,6 +201,7 @@ class CatalogSearchReads(CatalogConnection):
             "n": len(terms),
             "exact": like_pattern(" ".join(query.split())),
             "kbs": list(knowledge_base_ids or []),
+            "documents": list(document_ids or []),
             "limit": limit,
         }
         with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:

@@ -180,6 +180,14 @@ class CatalogWrites(CatalogConnection):
                 (stale, [""] * len(stale), step, version, document_id),
             )
 
+    def store_metadata(self, conn, document_id: str, metadata: dict) -> None:
+        """The document's metadata read from its content (``kb_assets.structure.metadata``)."""
+        with conn.cursor() as cur:
+            cur.execute(
+                "UPDATE documents SET metadata = %s WHERE document_id = %s",
+                (psycopg2.extras.Json(metadata), document_id),
+            )
+
     # pages -----------------------------------------------------------------------------------
     def replace_pages(
         self, conn, document_id: str, version: str, pages: list[dict], run_id: str, pipeline_version: str = "1"

@@ -1,0 +1,320 @@
+"""Document metadata read from content: title, organisation, period and kind, each with a confidence.
+
+``read_metadata(pages, pdf_info)`` reads the first pages' text (a cover, a form's front page, a press
+release's dateline) and the PDF's own metadata (``Title``, ``Author``); never the file name. Rules are
+generic: a document names its issuer ("(Exact name of registrant ...)", "X Corporation (NYSE: X)", a
+legal-form suffix, the PDF author), its period ("for the fiscal year ended <date>", "quarterly period
+ended <date>", "second quarter 2023", "as of <date>") and its kind (a form's name, "news release",
+"user guide", ...). The period is the period the document covers, told apart from its date (a filing
+date, a press release's dateline, an 8-K's event date are ``date``): an annual report's fiscal year is
+labelled as the document labels it ("fiscal 2023", "FY23"), else by the year its period ends in (a
+52/53-week year ending in the first week of January belongs to the year before).
+
+The result (``documents.metadata`` in the catalog) is a dict: ``title``, ``organisation``, ``kind``
+(``annual report``, ``quarterly report``, ``current report``, ``earnings release``, ``manual``, ...),
+``form`` (``10-K``, ...; filings only), ``period`` (``{"label": "FY2023" | "Q2 FY2023" | "2023",
+"fiscal_year", "fiscal_quarter", "end"}``), ``date``, and ``confidence`` per field (0-1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import date
+
+FIRST_PAGES = 5  # the pages read (a cover and what follows it)
+MONTHS = {
+    m: n
+    for n, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sept", "sep"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
+    for m in names
+}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+DATE = rf"(?i:{_MONTH})\.?\s+\d{{1,2}}\s*,?\s*\d{{4}}"
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_ORDINAL = "|".join(ORDINALS)
+FORMS = [  # (pattern on the front page, form, kind)
+    (r"\bform\s+10-?k\b|annual report pursuant to section 13", "10-K", "annual report"),
+    (r"\bform\s+10-?q\b|quarterly report pursuant to section 13", "10-Q", "quarterly report"),
+    (r"\bform\s+8-?k\b|current report\s+pursuant to section 13", "8-K", "current report"),
+    (r"\bform\s+20-?f\b", "20-F", "annual report"),
+]
+RELEASE = re.compile(
+    rf"\b(?:reports?|announce[sd]?|reported)\b[^.\n]{{0,80}}\b(?:results|earnings)\b"
+    rf"|\b(?:{_ORDINAL})[ -]quarter\b[^.\n]{{0,40}}\bresults\b|\bearnings release\b",
+    re.I,
+)
+KINDS = [  # other documents: (pattern on the title and first page, kind)
+    (r"\bannual report\b", "annual report"),
+    (r"\bquarterly report\b", "quarterly report"),
+    (
+        r"\b(?:user|reference|administration|installation|owner'?s|operator'?s)\s+(?:manual|guide)\b|\bmanual\b|\bhandbook\b",
+        "manual",
+    ),
+    (r"\bguide\b|\btutorial\b", "guide"),
+    (r"\brelease notes?\b", "release notes"),
+    (r"\bnews release\b|\bpress release\b|\bfor immediate release\b", "press release"),
+    (r"\bmeeting notes\b|\bminutes\b|\bmemo(?:randum)?\b|\bnotes?\b", "note"),
+    (r"\bagreement\b|\bcontract\b", "agreement"),
+    (r"\bpolicy\b", "policy"),
+    (r"\bspecification\b", "specification"),
+    (r"\breport\b", "report"),
+]
+LEGAL_FORM = (  # as printed: capitalised or in capitals ("limited" in a sentence is no legal form)
+    r"(?:Inc\.?|INC\.?|Incorporated|INCORPORATED|Corporation|CORPORATION|Corp\.?|CORP\.?|Company|COMPANY|Co\.|CO\.|"
+    r"Ltd\.?|LTD\.?|Limited|LIMITED|plc|PLC|LLC|N\.V\.|S\.A\.|AG|SE|Group|GROUP)"
+)
+ORG_SUFFIXED = re.compile(rf"\b((?:[A-Z0-9][\w&.'-]*,?\s+){{0,5}}?[A-Z0-9][\w&.'-]*,?\s+{LEGAL_FORM})(?=[\s,.;)]|$)")
+TICKER = re.compile(r"([A-Z][\w.&,' -]{1,80}?)\s*[\(\[]\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|LSE|TSX)\s*:", re.M)
+NOT_AN_ISSUER = re.compile(
+    r"exchange|reporting company|growth company|transition|pursuant|registrant|documents incorporated", re.I
+)
+REGISTRANT = re.compile(r"\(\s*exact name of (?:the )?registrant", re.I)
+
+
+def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> dict:
+    """The document's metadata from its first pages' texts (and the PDF's ``Title``/``Author``)."""
+    info = {k.lower(): (v or "").strip() for k, v in (pdf_info or {}).items()}
+    texts = [_lines(t or "") for t in pages[:FIRST_PAGES]]
+    front = "\n".join(texts)
+    whole = " ".join(" ".join(t.split()) for t in pages[:60])  # period labels ("fiscal 2023") further on
+    first = texts[0] if texts else ""
+    confidence: dict[str, float] = {}
+    form, kind = _form(first) or _form("\n".join(texts[:2])) or (None, None)
+    if kind:
+        confidence["kind"] = 0.95
+    elif RELEASE.search(first[:3000]):
+        kind, confidence["kind"] = "earnings release", 0.8
+    else:
+        kind = _kind(info.get("title", "") + "\n" + first[:2000])
+        confidence["kind"] = 0.5 if kind != "document" else 0.2
+    organisation, confidence["organisation"] = _organisation(first, front, whole, info)
+    period, when, confidence["period"] = _period(kind, form, first, front, whole)
+    title = info.get("title") if _meaningful(info.get("title", "")) else _title(first, organisation, form, period)
+    confidence["title"] = 0.9 if _meaningful(info.get("title", "")) else 0.6
+    return {
+        "title": title,
+        "organisation": organisation,
+        "kind": kind,
+        "form": form,
+        "period": period,
+        "date": when,
+        "confidence": {k: round(v, 2) for k, v in confidence.items()},
+    }
+
+
+def _form(text: str) -> tuple[str, str] | None:
+    """The form a front page names first (a 10-K's cover also mentions other forms further down)."""
+    head = text[:4000].lower()
+    found = [(m.start(), form, kind) for pattern, form, kind in FORMS if (m := re.search(pattern, head))]
+    return min(found)[1:] if found else None
+
+
+def _kind(text: str) -> str:
+    for pattern, kind in KINDS:
+        if re.search(pattern, text, re.I):
+            return kind
+    return "document"
+
+
+def _meaningful(title: str) -> bool:
+    """A PDF Title worth showing (not a file name, a tool's placeholder or a form code)."""
+    return (
+        bool(title) and len(title) > 6 and not re.search(r"\.(?:docx?|pdf|htm)|^untitled|^microsoft|^\d", title, re.I)
+    )
+
+
+def _lines(text: str) -> str:
+    """Text lines: where lines end in CR LF, a lone LF is a word gap; small caps split ("R\nESORTS") joined."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\x00").replace("\n", " ").replace("\x00", "\n")
+    return text
+
+
+def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> tuple[str | None, float]:
+    lines = [line.strip() for line in front.splitlines()]
+    for number, line in enumerate(lines):
+        if REGISTRANT.search(line):
+            before = re.split(r"_{3,}", REGISTRANT.split(line)[0])[-1].strip()
+            if _name_like(before):
+                return _tidy(before), 0.95
+            for previous in reversed(lines[max(0, number - 3) : number]):
+                previous = re.split(r"_{3,}", previous)[-1].strip()
+                if _name_like(previous):
+                    return _tidy(previous), 0.95
+    if match := TICKER.search(first[:4000]):
+        name = re.split(r"[\u2013\u2014]|--| - |\)\s", match.group(1))[-1].strip(" ,")
+        if len(name) > 2:
+            return _tidy(name), 0.85
+    counts = Counter(
+        _tidy(m.group(1))
+        for m in ORG_SUFFIXED.finditer(front + " " + whole[:100000])
+        if not NOT_AN_ISSUER.search(m.group(1))
+        and " " in m.group(1).strip()
+        and not re.match(r"(?i)the\b", m.group(1))
+        and re.match(r"[0-9]*[A-Z][A-Za-z]*\b", m.group(1))  # a name's first word has letters: "3M", not "34"
+    )
+    if counts:
+        return counts.most_common(1)[0][0], 0.6
+    if info.get("author") and len(info["author"]) > 2:
+        return info["author"], 0.4
+    return None, 0.0
+
+
+def _name_like(line: str) -> bool:
+    return len(line) > 2 and not re.search(r"commission file|^\d|transition period|pursuant|^\W+$", line, re.I)
+
+
+def _tidy(name: str) -> str:
+    name = re.sub(r"\b([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps split: "R ESORTS" -> "RESORTS"
+    name = " ".join(name.split()).strip(" ,.;:")
+    name = re.sub(r"^(?:the|by|of|and)\s+", "", name, flags=re.I)
+    if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc."
+        name = name.title()
+    return name + ("." if re.search(r"\b(?:Inc|Corp|Co|Ltd)$", name) else "")
+
+
+def _date(text: str) -> date | None:
+    match = re.match(r"([A-Za-z]+)\.?\s+(\d{1,2})\s*,?\s*(\d{4})", text.strip())
+    if not match or match.group(1).lower() not in MONTHS:
+        return None
+    try:
+        return date(int(match.group(3)), MONTHS[match.group(1).lower()], int(match.group(2)))
+    except ValueError:
+        return None
+
+
+def _labelled_year(front: str, candidates: set[int]) -> int | None:
+    """The fiscal year the document names most often among ``candidates`` ("fiscal 2023", "FY23")."""
+    counts: Counter[int] = Counter()
+    for match in re.finditer(r"\bfiscal(?:\s+year)?\s+(20\d\d)\b|\bFY\s?'?(20\d\d|\d\d)\b", front):
+        value = match.group(1) or match.group(2)
+        year = int(value) if len(value) == 4 else 2000 + int(value)
+        if year in candidates:
+            counts[year] += 1
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> tuple[dict | None, str | None, float]:
+    """(period, date, confidence): the period covered, and the document's own date where it has one."""
+    flat = " ".join(front.split())
+    if form in ("10-K", "20-F") or kind == "annual report":
+        if match := re.search(rf"(?:fiscal )?year ended:?\s*({DATE})", flat, re.I):
+            end = _date(match.group(1))
+            if end:
+                default = end.year - 1 if end.month == 1 and end.day <= 7 else end.year
+                year = _labelled_year(whole, {end.year - 1, end.year}) if end.month <= 2 else None
+                year = year or default
+                return _annual(year, end), None, 0.9
+    if form == "10-Q" or kind == "quarterly report":
+        if match := re.search(rf"quarterly period ended:?\s*({DATE})", flat, re.I):
+            end = _date(match.group(1))
+            if end:
+                quarter = _quarter_of_report(whole)
+                # the fiscal year ends (4 - quarter) quarters after this one; a year ending in January is
+                # labelled as the document labels it (by its start or by its end)
+                year_end_month = end.month + 3 * (4 - quarter) if quarter else None
+                if year_end_month is None:
+                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year
+                elif year_end_month <= 12:
+                    year = end.year
+                elif year_end_month - 12 == 1:
+                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year + 1
+                else:
+                    year = end.year + 1
+                return _quarterly(quarter, year, end), None, 0.85 if quarter else 0.5
+    if form == "8-K":
+        if match := re.search(rf"date of report[^)]{{0,40}}\)?\s*:?\s*({DATE})(?:\s*\(({DATE})\))?", flat, re.I):
+            event = _date(match.group(2) or match.group(1))
+            if event:
+                period = {"label": event.isoformat(), "fiscal_year": event.year, "fiscal_quarter": None}
+                return {**period, "end": event.isoformat()}, event.isoformat(), 0.8
+    head = " ".join(first.split())[:3000]
+    if kind in ("earnings release", "press release", "quarterly report"):
+        if found := _release_quarter(head):
+            quarter, year, end = found
+            dateline = re.search(DATE, head)
+            when = _date(dateline.group(0)) if dateline else None
+            return _quarterly(quarter, year, end), when.isoformat() if when else None, 0.8
+    if match := re.search(rf"(?:year|period|quarter) ended:?\s*({DATE})|\bas of\s+({DATE})", flat, re.I):
+        end = _date(match.group(1) or match.group(2))
+        if end:
+            return (
+                {"label": str(end.year), "fiscal_year": end.year, "fiscal_quarter": None, "end": end.isoformat()},
+                None,
+                0.5,
+            )
+    years = Counter(int(y) for y in re.findall(r"\b(?:19|20)\d\d\b", head))
+    if years:
+        year = years.most_common(1)[0][0]
+        return {"label": str(year), "fiscal_year": year, "fiscal_quarter": None, "end": None}, None, 0.3
+    return None, None, 0.0
+
+
+def _annual(year: int, end: date | None) -> dict:
+    return {"label": f"FY{year}", "fiscal_year": year, "fiscal_quarter": None, "end": end.isoformat() if end else None}
+
+
+def _quarterly(quarter: int | None, year: int, end: date | None) -> dict:
+    label = f"Q{quarter} FY{year}" if quarter else f"FY{year}"
+    return {"label": label, "fiscal_year": year, "fiscal_quarter": quarter, "end": end.isoformat() if end else None}
+
+
+def _quarter_of_report(flat: str) -> int | None:
+    """A quarterly report's quarter: named ("third quarter of fiscal 2023"), else from the periods its
+    statements cover ("three and nine months ended": the third)."""
+    low = flat.lower()[:60000]
+    if "nine months ended" in low or "thirty-nine weeks" in low or "39 weeks ended" in low:
+        return 3
+    if "six months ended" in low or "twenty-six weeks" in low or "26 weeks ended" in low:
+        return 2
+    if "three months ended" in low or "thirteen weeks ended" in low or "13 weeks ended" in low:
+        return 1
+    return None
+
+
+def _release_quarter(head: str) -> tuple[int, int, date | None] | None:
+    """(quarter, fiscal year, quarter end) a release names: "Q4 FY23", "first quarter 2023", "second-quarter
+    2023", "fourth quarter ended January 28, 2023"."""
+    if match := re.search(r"\bQ([1-4])\s*(?:FY|fiscal\s*)\s?'?(20\d\d|\d\d)\b", head, re.I):
+        year = int(match.group(2))
+        return int(match.group(1)), year if year > 100 else 2000 + year, _ended(head)
+    if match := re.search(rf"\b(\d{{4}})\s+({_ORDINAL})[ -]quarter\b", head, re.I):
+        return ORDINALS[match.group(2).lower()], int(match.group(1)), _ended(head)
+    if match := re.search(rf"\b({_ORDINAL})[ -]quarter(?:\s+of)?(?:\s+fiscal)?(?:\s+year)?\s+(20\d\d)\b", head, re.I):
+        return ORDINALS[match.group(1).lower()], int(match.group(2)), _ended(head)
+    if match := re.search(rf"\b({_ORDINAL})[ -]quarter\s+ended\s+({DATE})", head, re.I):
+        end = _date(match.group(2))
+        if end:
+            return ORDINALS[match.group(1).lower()], end.year, end
+    return None
+
+
+def _ended(head: str) -> date | None:
+    match = re.search(rf"quarter ended\s+({DATE})", head, re.I)
+    return _date(match.group(1)) if match else None
+
+
+def _title(first: str, organisation: str | None, form: str | None, period: dict | None) -> str | None:
+    if form:
+        return " ".join(x for x in (organisation, f"Form {form}", period and period["label"]) if x)
+    for line in first.splitlines():
+        line = " ".join(line.split())
+        if len(line) > 3 and not re.match(r"^(?:table of contents|contents|page \d+|\d+)$", line, re.I):
+            return line[:200]
+    return None
