@@ -7,6 +7,7 @@ says, and nothing under KB_HOME."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -15,9 +16,11 @@ import sys
 import uuid
 from pathlib import Path
 
+import polars as pl
 import psycopg2
 import pytest
 
+from kb_assets.stores.lake import DOCUMENTS_KEY
 from kb_assets_tests.corpora import EXAMPLE_CORPUS
 from kb_assets_tests.databases import database_on
 from kb_assets_tests.s3_server import SeaweedS3, weed_binary
@@ -122,8 +125,12 @@ def test_the_production_profile_writes_every_store_where_it_says_and_nothing_und
     keys = {item["Key"] for item in listing.get("Contents", [])}
     assert {f"objects/{key}" for _, _, key, _ in documents} <= keys
     assert any(key.startswith("objects/pages/") and key.endswith(".png") for key in keys)  # the PDF's renders
-    for document_id, *_ in documents:
-        assert {f"lake/chunks/{document_id}.parquet", f"lake/embeddings/{document_id}.parquet"} <= keys
+    for table in ("chunks", "embeddings"):  # a file per table and run; its footer names its documents
+        held = set()
+        for key in sorted(k for k in keys if k.startswith(f"lake/{table}/") and k.endswith(".parquet")):
+            body = s3.client().get_object(Bucket=s3.bucket, Key=key)["Body"].read()
+            held |= set(json.loads(pl.read_parquet_metadata(io.BytesIO(body)).get(DOCUMENTS_KEY, "{}")))
+        assert {document_id for document_id, *_ in documents} <= held, table
 
     # entities: on the Milvus server of KB_MILVUS_URI, one per chunk row, published under the alias
     client = milvus_client(env["KB_MILVUS_URI"])

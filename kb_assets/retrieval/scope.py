@@ -9,7 +9,8 @@ name, case-insensitive. No document matches: nothing is searched.
 Cues: a question that names an organisation of the knowledge bases ("Apple's", "AMD": the initials of
 Advanced Micro Devices), a fiscal year ("FY2022", "fiscal 2022", "in 2022"), a quarter ("Q2", "second
 quarter") or a kind ("10-Q", "annual report", "earnings release") is searched in the documents that match
-them all. Two years named ("from 2021 to 2022"): the later, whose report holds both. A year whose own
+them all; a document whose metadata does not say (no organisation or period, a generic kind) stays in.
+Two years named ("from 2021 to 2022"): the later, whose report holds both. A year whose own
 report is not there: the next report of the organisation within two years (it repeats the year as
 comparatives). A year without a quarter: the full-year documents of that year first. Where no document
 matches, the cue is dropped (kind first, then period, then organisation): a cue never empties a search.
@@ -109,12 +110,20 @@ def cued(query: str, known: dict[str, dict]) -> set[str] | None:
     }
     years, quarters = _years(query), _quarters(query)
     kinds = {kind for kind, pattern in KIND_WORDS.items() if re.search(pattern, query, re.I)}
-    pool = organisations or set(known)
     if not organisations and not years and not kinds:
         return None
+    # a document whose metadata does not say (no organisation, no period, a generic kind) is not one the
+    # question rules out: a handbook's notes stay searchable when a question names the company or a year
+    unsaid = {
+        field: {d for d, m in known.items() if not (m.get(field) if field != "kind" else m.get("kind") in KIND_WORDS)}
+        for field in ("organisation", "period", "kind")
+    }
+    pool = organisations | unsaid["organisation"] if organisations else set(known)
     by_period = _by_period(pool, known, years, quarters)
+    by_period = by_period | (pool & unsaid["period"]) if by_period else by_period
     by_kind = {d for d in by_period if (known[d].get("kind") or "") in kinds} if kinds else by_period
-    for candidate in (by_kind, by_period, organisations):
+    by_kind = by_kind | (by_period & unsaid["kind"]) if by_kind else by_kind
+    for candidate in (by_kind, by_period, organisations | unsaid["organisation"] if organisations else set()):
         if candidate:
             return candidate if candidate != set(known) else None
     return None
