@@ -203,3 +203,17 @@ def test_instructions_to_the_answerer_leave_the_query_but_the_source_they_name_s
     )
     assert retrieval_query(question) == "What is ACME's FY2023 free cash flow ? cash flow statement"
     assert retrieval_query("Use backports to install newer software.") == "Use backports to install newer software."
+
+
+def test_a_document_whose_metadata_does_not_say_is_not_ruled_out_by_a_question_that_names_one():
+    from kb_assets.retrieval.scope import cued
+
+    annual = {"period": {"fiscal_year": 2022, "fiscal_quarter": None}, "kind": "annual report"}
+    known = {
+        "acme-2022": {"organisation": "Acme Corporation", **annual},
+        "globex-2022": {"organisation": "Globex Corporation", **annual},
+        "handbook": {"organisation": None, "kind": "manual"},  # its cover names no one and no period
+    }
+    assert cued("What did Acme report for fiscal 2022?", known) == {"acme-2022", "handbook"}
+    assert cued("What does the Acme handbook say about backups?", known) == {"acme-2022", "handbook"}
+    assert cued("Globex's 10-K for 2022", known) == {"globex-2022", "handbook"}
