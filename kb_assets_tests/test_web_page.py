@@ -225,9 +225,11 @@ INTERNALS = ("dense", "lexical", "bm25", "exactboost", "weight", "non-chinese", 
 
 
 def visible_text(driver) -> str:
+    """What the search view shows of an answer: the status, the notes' summary and the result cards (not
+    the form: the knowledge-base list names the session's knowledge bases, one of them "lexical")."""
     from selenium.webdriver.common.by import By
 
-    return driver.find_element(By.TAG_NAME, "main").text.lower()
+    return " ".join(driver.find_element(By.ID, part).text for part in ("status", "notes", "results")).lower()
 
 
 def test_cards_show_the_passage_with_the_question_words_marked_and_scores_only_behind_details(site, browser):
