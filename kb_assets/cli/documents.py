@@ -101,27 +101,12 @@ def chunks(settings, document, as_json):
     """Chunk records of a document: content, embeddingInput, page range, section."""
     stores = stores_of(settings)
     doc = find_document(stores.catalog, document)
+    from kb_assets.stores.lake import chunk_records  # polars: loaded by the commands that read the lake
+
     frame = stores.lake.read("chunks", doc.document_id)
     data = {
         "documentId": doc.document_id,
-        "chunks": [
-            {
-                "chunkId": c["chunk_id"],
-                "chunkIndex": c["chunk_index"],
-                "pageIndex": c["page_index"],
-                "pageEnd": c["page_end"],
-                "pageLabel": c["page_label"],
-                "kind": c["kind"],
-                "sectionTitle": c["section_title"],
-                "content": c["content"],
-                "embeddingInput": c["embedding_input"],
-                "tableHeader": c["table_header"],
-                "imageKey": c["image_key"],
-                "documentVersion": c["document_version"],
-                "runId": c["run_id"],
-            }
-            for c in frame.iter_rows(named=True)
-        ],
+        "chunks": chunk_records(frame),
     }
 
     def render(d):

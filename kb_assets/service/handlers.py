@@ -203,27 +203,17 @@ class Service:
     def document_chunks(self, document_id: str, caller: Caller) -> dict:
         """The document, a signed URL of its original, and its chunks in page order (the lake's rows: those
         of one file version, ``published`` when it is the version search serves)."""
+        from kb_assets.stores.lake import chunk_records  # polars: loaded by the one view that needs it
+
         doc = self.readable_document(document_id, caller)
-        chunks = self.stores.lake.read("chunks", document_id).sort("page_index", "chunk_index")
+        chunks = self.stores.lake.read("chunks", document_id)
         version = chunks["document_version"][0] if chunks.height else None
         return {
             "document": self.document_row(doc),
             "fileUrl": self.signer.sign_file(document_id, caller),
             "version": version,
             "published": version is not None and version == doc.published_version,
-            "chunks": [
-                {
-                    "chunkId": c["chunk_id"],
-                    "chunkIndex": c["chunk_index"],
-                    "pageIndex": c["page_index"],
-                    "pageEnd": c["page_end"],
-                    "pageLabel": c["page_label"],
-                    "sectionTitle": c["section_title"],
-                    "kind": c["kind"],
-                    "content": c["content"],
-                }
-                for c in chunks.iter_rows(named=True)
-            ],
+            "chunks": chunk_records(chunks),
         }
 
     def run_url(self, run_id: str | None) -> str | None:

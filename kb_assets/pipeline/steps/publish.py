@@ -124,9 +124,7 @@ def embed_and_publish(
             # durable before Postgres says so: Milvus Lite loses unflushed writes when it is killed, and a
             # document recorded as published is not written again (one flush a slice: 20-150 ms each)
             if any(not written["skipped"] for _, written in pending):
-                flush(target[0], target[1])
-                if also is not None:
-                    flush(target[0], also[0])
+                flush_written(target[0], target[1], also)
             for doc, written in pending:
                 try:
                     published = record_published(doc, catalog, written, target[1], run_id, collection_version, also)
@@ -170,10 +168,15 @@ def publish_document(
     """
     written = write_entities(doc, lake, client, collection, version, also)
     if not written["skipped"]:
-        flush(client, collection)
-        if also is not None:
-            flush(client, also[0])
+        flush_written(client, collection, also)
     return record_published(doc, catalog, written, collection, run_id, version, also)
+
+
+def flush_written(client: MilvusClient, collection: str, also: tuple[str, EmbeddingModel] | None) -> None:
+    """Make what ``write_entities`` wrote durable, in the collection and in a migration's published one."""
+    flush(client, collection)
+    if also is not None:
+        flush(client, also[0])
 
 
 def write_entities(
