@@ -39,7 +39,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from dev_corpus import KNOWLEDGE_BASES, fetch  # a sibling: this script's folder is first on sys.path
+from dev_corpus import KNOWLEDGE_BASES, fetch  # siblings: this script's folder is first on sys.path
+from materialize_one import materialize_argv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -201,17 +202,7 @@ def ui_path_figures(settings, env: dict, cache: Path) -> None:
     )
     started = time.perf_counter()
     subprocess.run(
-        [
-            str(BIN / "dagster"),
-            "asset",
-            "materialize",
-            "-m",
-            "kb_assets.definitions",
-            "--select",
-            "group:knowledge_base",
-            "--partition",
-            doc.document_id,
-        ],
+        materialize_argv(doc.partition_key),
         env=dict(env, DAGSTER_HOME=str(settings.dagster_home)),
         cwd=REPO,
         check=True,
