@@ -287,7 +287,7 @@ class Lake:
         raise RuntimeError(f"lake table {table}: the file of document {document_id} keeps disappearing")
 
     def _rows(self, table: str, file: LakeFile, document_id: str) -> pl.DataFrame:
-        if file.sequence == 0:
+        if file.documents.get(document_id) == -1:  # a legacy file: that document's rows alone
             return self._conform(table, self._whole(table, file))
         if file.size > CACHED_FILE_BYTES:
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -370,8 +370,9 @@ class Lake:
             return 0
         merged = pl.concat(parts) if parts else pl.DataFrame(schema=TABLES[table])
         counts = {d: part.height for d, part in zip(sorted(keep), parts, strict=True)}
-        if counts:  # as old as the newest merged file: still older than the young files
-            self._put(table, max(f.sequence for f in old), merged, counts, [])
+        if counts:  # as old as the newest merged file (still older than the young files); never 0, the
+            # sequence of a legacy file of one document, which would be read whole for each of its documents
+            self._put(table, max(1, *(f.sequence for f in old)), merged, counts, [])
         for file in old:
             try:
                 (self.root / table / file.name).unlink()
