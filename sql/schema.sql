@@ -136,6 +136,12 @@ CREATE TABLE IF NOT EXISTS chunk_terms (
     counts        integer[] NOT NULL           -- ... and the occurrences of each
 );
 CREATE INDEX IF NOT EXISTS chunk_terms_document ON chunk_terms (document_id);
+-- Each chunk's pages (its first and last page_index), so pageindex reads the located pages' candidates
+-- here instead of a filtered BM25 search over the collection; NULL for rows kept before (search falls back
+-- to Milvus for those documents; ``kb-assets verify --repair`` or the next publish fills them).
+ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_index integer;
+ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_end integer;
+CREATE INDEX IF NOT EXISTS chunk_terms_pages ON chunk_terms (document_id, page_index);
 CREATE TABLE IF NOT EXISTS document_terms (
     document_id   text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
     term          text NOT NULL,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kb_assets.lib.segmentation import search_words, words
 
@@ -54,11 +54,12 @@ def query_terms(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ChunkTerms:
-    """A chunk's term counts and its length in terms."""
+    """A chunk's term counts, its length in terms and (when known) its first and last page."""
 
     chunk_id: str
     counts: Counter
     length: int
+    pages: tuple[int, int] | None = None
 
 
 def chunk_terms(chunks: Iterable[tuple[str, str]]) -> list[ChunkTerms]:
@@ -73,7 +74,11 @@ def chunk_terms(chunks: Iterable[tuple[str, str]]) -> list[ChunkTerms]:
 def chunk_row_terms(chunks) -> list[ChunkTerms]:
     """The term counts of a document's chunk rows (a frame with ``chunk_id`` and ``content``): what
     publishing keeps and ``verify --repair`` rewrites."""
-    return chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list(), strict=False))
+    counted = chunk_terms(zip(chunks["chunk_id"].to_list(), chunks["content"].to_list(), strict=False))
+    if "page_index" not in chunks.columns or "page_end" not in chunks.columns:
+        return counted
+    spans = zip(chunks["page_index"].to_list(), chunks["page_end"].to_list(), strict=True)
+    return [replace(c, pages=(first, last)) for c, (first, last) in zip(counted, spans, strict=True)]
 
 
 @dataclass

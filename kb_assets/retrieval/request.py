@@ -23,7 +23,8 @@ STAGES = (
     "queryEncoding",  # the model reads the query
     "locate",  # pageindex: pages located by titles, summaries, keywords (Postgres)
     "denseSearch",  # Milvus dense searches (each call's own time, summed)
-    "bm25Search",  # Milvus BM25 searches, knowledge base and located pages (summed)
+    "bm25Search",  # Milvus BM25 searches, knowledge base (and located pages without kept page ranges)
+    "locatedChunks",  # pageindex: the located pages' chunks (kept term counts, then Milvus by id)
     "versions",  # the candidates' document rows: published version, BM25 statistics kept (Postgres)
     "lexicalStatistics",  # BM25 statistics and the candidates' term counts (Postgres)
     "fusion",  # hybrid scores of the candidates (stored vectors read for BM25-only hits)

@@ -4,14 +4,10 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
-if TYPE_CHECKING:
-    pass
-
-from kb_assets.stores.vectors import OUTPUT_FIELDS
+from kb_assets.stores.vectors import OUTPUT_FIELDS, in_filter
 
 
 @lru_cache(maxsize=64)
@@ -71,3 +67,24 @@ def search_bm25(
         timeout=timeout,
         search_params={"metric_type": "BM25"},
     )[0]
+
+
+def chunk_entities(
+    client: MilvusClient,
+    collection: str,
+    chunk_ids: list[str],
+    timeout: float | None = None,
+    with_vectors: bool = False,
+) -> dict[str, dict]:
+    """The entities of these chunks (``OUTPUT_FIELDS``, plus ``dense`` when ``with_vectors``), by chunk id:
+    a lookup by primary key, not a pass over the collection."""
+    if not chunk_ids:
+        return {}
+    rows = client.query(
+        collection,
+        filter=in_filter("chunk_id", chunk_ids),
+        output_fields=OUTPUT_FIELDS + ["dense"] * with_vectors,
+        limit=len(chunk_ids),
+        timeout=timeout,
+    )
+    return {row["chunk_id"]: row for row in rows}

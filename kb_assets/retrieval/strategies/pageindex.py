@@ -2,8 +2,9 @@
 
 1. Locate (Postgres): pages scored by the query's words in PageIndex node titles and keywords and in
    page summaries and keywords (``Catalog.locate_pages``; never table-of-contents pages).
-2. Search chunks filtered to those pages (Milvus filter on ``document_id`` and page range): a BM25
-   search, whose hits come with their stored vectors and so get both scores; the hybrid search of the
+2. Search chunks on those pages: the best by BM25 among those holding a query term, from the kept term
+   counts and page ranges (``located.py``; a BM25 search filtered to the pages where none are kept),
+   read with their stored vectors and so given both scores; the hybrid search of the
    whole knowledge base runs beside the locating (a relevant page that nothing located still takes
    part, ranked by its chunks). A dense search on the located pages too changed no figure of the dev
    or paraphrased sets and costs another filtered search (Milvus Lite: ~200 ms at 100k chunks), so
@@ -35,11 +36,11 @@ from typing import TYPE_CHECKING
 
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
+from kb_assets.retrieval.located import located_chunks
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.scoring import rank_key
-from kb_assets.stores.vectors import pages_filter
 
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
@@ -65,10 +66,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
     if located:
-        ranges: dict[str, list[tuple[int, int]]] = {}
-        for page in located:
-            ranges.setdefault(page["document_id"], []).append((page["page_index"], page["page_index"]))
-        found = found.merge(searcher.fan_out(request, query, pages=pages_filter(ranges), dense_search=False))
+        found = found.merge(located_chunks(searcher, request, response, query, located))
     else:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     rows = searcher.score(response, query, found)

@@ -112,10 +112,46 @@ class CatalogSearchReads(CatalogConnection):
                 out.setdefault(chunk_id, (length, {}))[1][term] = tf
             return out
 
-    def kept_term_chunks(self, document_id: str) -> set[str]:
-        """The chunks of a document whose BM25 term counts are kept (``chunk_terms``)."""
+    def located_chunk_terms(
+        self, pages: list[tuple[str, int]], terms: list[str]
+    ) -> tuple[dict[str, tuple[str, str, int, dict[str, int]]], set[str]]:
+        """The chunks touching these (document_id, page_index) pages that hold any of ``terms``: chunk_id ->
+        (document_id, knowledge_base_id, length in terms, term -> occurrences); and the pages' documents
+        whose kept rows have no page ranges (kept before they were, or none kept), which this cannot answer."""
+        documents = sorted({document_id for document_id, _ in pages})
+        if not documents:
+            return {}, set()
         with self.reader() as conn, conn.cursor() as cur:
-            cur.execute("SELECT chunk_id FROM chunk_terms WHERE document_id = %s", (document_id,))
+            cur.execute(
+                "SELECT w.d FROM unnest(%s::text[]) AS w(d) WHERE NOT EXISTS (SELECT 1 FROM chunk_terms c "
+                "WHERE c.document_id = w.d AND c.page_index IS NOT NULL)",
+                (documents,),
+            )
+            lacking = {row[0] for row in cur.fetchall()}
+            out: dict[str, tuple[str, str, int, dict[str, int]]] = {}
+            if not terms:
+                return out, lacking
+            cur.execute(
+                "SELECT DISTINCT c.chunk_id, c.document_id, d.knowledge_base_id, c.chunk_length, t.term, t.tf "
+                "FROM unnest(%s::text[], %s::int[]) AS w(document_id, page_index) "
+                "JOIN chunk_terms c ON c.document_id = w.document_id AND c.page_index <= w.page_index "
+                "AND c.page_end >= w.page_index JOIN documents d ON d.document_id = c.document_id, "
+                "unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%s)",
+                ([d for d, _ in pages], [p for _, p in pages], list(terms)),
+            )
+            for chunk_id, document_id, kb, length, term, tf in cur.fetchall():
+                out.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
+            return out, lacking
+
+    def kept_term_chunks(self, document_id: str, with_pages: bool = False) -> set[str]:
+        """The chunks of a document whose BM25 term counts are kept (``chunk_terms``); ``with_pages``: only
+        those kept with their page range."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT chunk_id FROM chunk_terms WHERE document_id = %s"
+                + (" AND page_index IS NOT NULL" if with_pages else ""),
+                (document_id,),
+            )
             return {row[0] for row in cur.fetchall()}
 
     def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:

@@ -231,7 +231,8 @@ class CatalogWrites(CatalogConnection):
         holding: Counter[str] = Counter()
         for chunk in chunks:
             kept = {term: tf for term, tf in chunk.counts.items() if len(term) <= MAX_TERM_CHARS and "\x00" not in term}
-            rows.append((chunk.chunk_id, document_id, chunk.length, list(kept), list(kept.values())))
+            first, last = chunk.pages or (None, None)
+            rows.append((chunk.chunk_id, document_id, chunk.length, list(kept), list(kept.values()), first, last))
             holding.update(kept.keys())
         document_rows = io.StringIO()
         csv.writer(document_rows).writerows((document_id, term, count) for term, count in holding.items())
@@ -241,9 +242,10 @@ class CatalogWrites(CatalogConnection):
             cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
             psycopg2.extras.execute_values(
                 cur,
-                "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts) VALUES %s",
+                "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts, page_index, page_end) "
+                "VALUES %s",
                 rows,
-                template="(%s, %s, %s, %s::text[], %s::integer[])",
+                template="(%s, %s, %s, %s::text[], %s::integer[], %s, %s)",
                 page_size=500,
             )
             cur.copy_expert(
