@@ -136,6 +136,26 @@ def test_a_postmaster_that_dies_while_it_is_reused_is_replaced(home):
     assert postgres_status(home)["pid"] not in (None, dying.pid)
 
 
+def test_a_copy_of_a_running_home_gets_its_own_server_not_the_originals(home):
+    """``cp -a`` of a KB_HOME whose Postgres runs copies postmaster.pid too: the copy must not take the
+    original's live postmaster (named in that file) for its own and write into the original's catalog."""
+    dsn = ensure_postgres(home)
+    _query(dsn, "create table t (x int); insert into t values (1) returning x")
+    stop_postgres(home)
+    with server_home("kb-test-copy-") as copy:
+        subprocess.run(["cp", "-a", str(home / "postgres"), str(copy / "postgres")], check=True)
+        original = ensure_postgres(home)
+        _query(original, "insert into t values (2) returning x")
+        pid_file = "postgres/data/postmaster.pid"
+        subprocess.run(["cp", "-a", str(home / pid_file), str(copy / pid_file)], check=True)
+
+        copied = ensure_postgres(copy)
+        assert postgres_status(copy)["pid"] != postgres_status(home)["pid"]
+        assert _query(copied, "select count(*) from t") == (1,)  # the copy's own rows
+        _query(copied, "insert into t values (3) returning x")
+        assert _query(original, "select array_agg(x order by x) from t") == ([1, 2],)
+
+
 def test_a_deep_home_gets_a_short_socket_dir(home):
     deep = home / ("d" * 60) / ("e" * 60)
     ensure_postgres(deep)

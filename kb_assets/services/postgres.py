@@ -183,9 +183,22 @@ def _remembered_port(port_file: Path) -> int | None:
 
 
 def _postmaster(data: Path) -> tuple[int | None, int | None]:
-    """(pid, port) from ``postmaster.pid`` when that postmaster is alive, else (None, None)."""
+    """(pid, port) from ``postmaster.pid`` when that postmaster is alive, else (None, None). A pid file
+    naming another data directory was copied with this one (``cp -a`` of a running KB_HOME): its live
+    postmaster serves the original's catalog, so the file is removed and a server of this copy started."""
+    recorded = _pid_file_directory(data)
+    if recorded is not None and Path(recorded).resolve() != data.resolve():
+        (data / "postmaster.pid").unlink(missing_ok=True)
+        return None, None
     pid, port = _pid_file(data)
     return (pid, port) if pid is not None and _alive(pid, "postgres") else (None, None)
+
+
+def _pid_file_directory(data: Path) -> str | None:
+    try:
+        return (data / "postmaster.pid").read_text().splitlines()[1]
+    except (FileNotFoundError, PermissionError, IndexError):
+        return None
 
 
 def _pid_file(data: Path) -> tuple[int | None, int | None]:
