@@ -40,4 +40,5 @@ class SearchConfig:
     page_coverage_terms: int = 8  # context window holds, for questions of at least this many terms, on
     page_coverage_pages: int = 20  # this many best pages (0: off)
     context_chars: int = 800  # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
+    table_context_chars: int = 2000  # a table chunk's ``context`` (when context_chars is on): rows and headers
     spec_ttl_s: float = 5.0  # how long the alias -> collection + spec answer is reused
