@@ -220,3 +220,11 @@ def test_a_statement_pages_context_holds_its_table_rows_and_column_headers():
     rows = [{"documentId": "d", "pageIndex": 1, "content": prose[:80]}]
     passages(rows, {("d", 1): prose}, terms, 300, table_budget=2000)
     assert len(rows[0]["context"]) <= 300
+
+
+def test_a_table_of_words_is_not_a_statement():
+    from kb_assets.retrieval.context import is_table
+
+    assert is_table("| Inventories |  | 7,351 | 4,946 |\n| Capital expenditure | (530.8) | (460.8) |")
+    assert not is_table("| Option | Meaning |\n| -q | quiet: print nothing |\n| -v | verbose |")
+    assert not is_table("Inventories are stated at cost.")

@@ -230,11 +230,19 @@ def page_passage(
     return text[a:b].strip()
 
 
+FIGURE = re.compile(r"^[$€£(\s-]*\d[\d,.]*\)?\s*%?$")  # a table cell that is a figure: "7,351", "(530.8)", "$ 28,408"
+
+
 def is_table(content: str) -> bool:
-    """A chunk or page that is mostly a Markdown table (most of its lines are rows; results do not carry
-    the chunk kind, and a statement page's best chunk is often its title block)."""
-    lines = [line for line in content.splitlines() if line.strip()]
-    return bool(lines) and sum(line.lstrip().startswith("|") for line in lines) * 2 > len(lines)
+    """A chunk or page that is mostly a table of figures (a statement: most of its lines are Markdown rows,
+    most of whose cells after the label are numbers; results do not carry the chunk kind, and a statement
+    page's best chunk is often its title block). A manual's table of options or names is not one."""
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    rows = [line for line in lines if line.startswith("|")]
+    if not rows or len(rows) * 2 <= len(lines):
+        return False
+    cells = [cell.strip() for row in rows for cell in row.strip("|").split("|")[1:] if cell.strip()]
+    return bool(cells) and sum(bool(FIGURE.match(cell)) for cell in cells) * 2 > len(cells)
 
 
 def passages(
