@@ -111,7 +111,9 @@ def build(paths: list[Path], settings) -> None:
 
 # scoring ---------------------------------------------------------------------------------------
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", norm(text)).lower()
+    """Text without whitespace or Markdown table marks, lower case: the evidence is a PDF text layer's line
+    ("Inventories 7,351 4,946"), a table page's text is Markdown ("| Inventories |  | 7,351 | 4,946 |")."""
+    return re.sub(r"[\s|]+", "", norm(text)).lower()
 
 
 def passage_inside(question: dict, texts: list[str]) -> bool:

@@ -206,6 +206,7 @@ class Settings:
                 milvus_timeout_s=_float(env, "KB_MILVUS_TIMEOUT_S", search_defaults.milvus_timeout_s),
                 postgres_timeout_ms=_int(env, "KB_POSTGRES_TIMEOUT_MS", search_defaults.postgres_timeout_ms),
                 context_chars=_int(env, "KB_SEARCH_CONTEXT_CHARS", search_defaults.context_chars),
+                table_context_chars=_int(env, "KB_SEARCH_TABLE_CONTEXT_CHARS", search_defaults.table_context_chars),
             ),
             summarizer=EndpointSettings.from_env(env, "KB_SUMMARIZER", 10.0),
             chunk_context=EndpointSettings.from_env(env, "KB_CHUNK_CONTEXT", 30.0),

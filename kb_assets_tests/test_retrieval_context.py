@@ -184,3 +184,47 @@ def test_rerank_features_count_question_words_in_any_form_and_phrases_kept_toget
     rows = [{"score": 0.5, "scores": {}, "content": "native pipe operator"}]
     rerank(rows, words, 0.1, 0.05)
     assert rows[0]["scores"]["rerank"] == round(0.5 + 0.1 * 0.5 + 0.05 * rows[0]["scores"]["proximity"], 6)
+
+
+def test_a_statement_pages_context_holds_its_table_rows_and_column_headers():
+    # a balance sheet page as the parser writes it (a dev filing's page): title block, then Markdown rows
+    rows_text = "\n".join(
+        f"| {label} |  | {a:,} | {b:,} |"
+        for label, a, b in [
+            ("Cash and cash equivalents", 28408, 23646),
+            ("Marketable securities", 34074, 24658),
+            ("Accounts receivable, net", 19549, 28184),
+            ("Inventories", 7351, 4946),
+            ("Vendor non-trade receivables", 19637, 32748),
+            ("Other current assets", 13640, 21223),
+            ("Total current assets", 122659, 135405),
+            ("Property, plant and equipment, net", 43550, 42117),
+            ("Other non-current assets", 64768, 54428),
+            ("Total non-current assets", 212379, 217350),
+            ("Accounts payable", 46699, 64115),
+            ("Deferred revenue", 8158, 7912),
+            ("Commercial paper", 3993, 9982),
+            ("Term debt", 7216, 11128),
+        ]
+    )
+    title = "CONDENSED CONSOLIDATED BALANCE SHEETS (Unaudited)\n\n(In millions)\n\nJuly 1, 2023\n\nSeptember 24, 2022"
+    page = f"{title}\n\n{rows_text}\n\nSee accompanying Notes to Condensed Consolidated Financial Statements."
+    terms = question_terms("What were the inventories at the end of the quarter?")
+    for table_budget, held in ((0, False), (2000, True)):
+        rows = [{"documentId": "d", "pageIndex": 0, "content": title}]
+        passages(rows, {("d", 0): page}, terms, 300, table_budget=table_budget)
+        assert ("| Term debt |" in rows[0]["context"]) is held
+        assert "July 1, 2023" in rows[0]["context"] and len(rows[0]["context"]) <= max(300, table_budget)
+    # a prose page keeps the ordinary budget
+    prose = "Inventories are stated at the lower of cost and net realisable value. " * 20
+    rows = [{"documentId": "d", "pageIndex": 1, "content": prose[:80]}]
+    passages(rows, {("d", 1): prose}, terms, 300, table_budget=2000)
+    assert len(rows[0]["context"]) <= 300
+
+
+def test_a_table_of_words_is_not_a_statement():
+    from kb_assets.retrieval.context import is_table
+
+    assert is_table("| Inventories |  | 7,351 | 4,946 |\n| Capital expenditure | (530.8) | (460.8) |")
+    assert not is_table("| Option | Meaning |\n| -q | quiet: print nothing |\n| -v | verbose |")
+    assert not is_table("Inventories are stated at cost.")

@@ -40,4 +40,6 @@ class SearchConfig:
     page_coverage_terms: int = 8  # context window holds, for questions of at least this many terms, on
     page_coverage_pages: int = 20  # this many best pages (0: off)
     context_chars: int = 800  # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
+    table_context_chars: int = 0  # KB_SEARCH_TABLE_CONTEXT_CHARS: a statement table's ``context`` (rows and
+    # headers; filings: 2000); 0: context_chars, as the house goal of <= 800 characters a result wants
     spec_ttl_s: float = 5.0  # how long the alias -> collection + spec answer is reused

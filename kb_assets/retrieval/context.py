@@ -230,21 +230,40 @@ def page_passage(
     return text[a:b].strip()
 
 
+FIGURE = re.compile(r"^[$€£(\s-]*\d[\d,.]*\)?\s*%?$")  # a table cell that is a figure: "7,351", "(530.8)", "$ 28,408"
+
+
+def is_table(content: str) -> bool:
+    """A chunk or page that is mostly a table of figures (a statement: most of its lines are Markdown rows,
+    most of whose cells after the label are numbers; results do not carry the chunk kind, and a statement
+    page's best chunk is often its title block). A manual's table of options or names is not one."""
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    rows = [line for line in lines if line.startswith("|")]
+    if not rows or len(rows) * 2 <= len(lines):
+        return False
+    cells = [cell.strip() for row in rows for cell in row.strip("|").split("|")[1:] if cell.strip()]
+    return bool(cells) and sum(bool(FIGURE.match(cell)) for cell in cells) * 2 > len(cells)
+
+
 def passages(
     rows: list[dict],
     page_texts: dict[tuple[str, int], str],
     terms: list[Term],
     budget: int,
     chunk_weight: float = CHUNK_WEIGHT,
+    table_budget: int = 0,
 ) -> None:
     """Set each result row's ``context`` (in place), rows in rank order; terms weighted by their rarity
-    among the rows' pages, a page's later rows showing what its earlier ones did not."""
+    among the rows' pages, a page's later rows showing what its earlier ones did not. The context of a
+    table chunk or of a chunk on a page that is mostly table holds up to ``table_budget`` characters (when
+    larger): the rows around the one that matched with the column headers above them (a statement's line
+    item is asked with its period)."""
     weights = rarity([occurrences(terms, text) for text in page_texts.values()])
     shown: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for row in rows:
         key = (row["documentId"], row["pageIndex"])
-        text, a, b = window(
-            page_texts.get(key) or "", row["content"], terms, budget, weights, shown.get(key, []), chunk_weight
-        )
+        page = page_texts.get(key) or ""
+        size = max(budget, table_budget) if is_table(row["content"]) or is_table(page) else budget
+        text, a, b = window(page, row["content"], terms, size, weights, shown.get(key, []), chunk_weight)
         shown.setdefault(key, []).append((a, b))
         row["context"] = text[a:b].strip()

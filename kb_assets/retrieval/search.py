@@ -148,7 +148,8 @@ class Searcher:
         if budget > 0:  # without the page text (page facts failed): the chunk, cut to the budget
             started = time.perf_counter()
             terms = question_terms(request.query, self.dictionary_words(request.query))
-            passages(response.results, {key: fact.get("text") or "" for key, fact in facts.items()}, terms, budget)
+            texts = {key: fact.get("text") or "" for key, fact in facts.items()}
+            passages(response.results, texts, terms, budget, table_budget=self.config.table_context_chars)
             response.add_ms("context", started)
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]), {})
