@@ -1,7 +1,7 @@
 """Cost as a knowledge base grows: one-page Markdown notes ingested in batches into one knowledge base.
 
     .venv/bin/python benchmarks/scale.py [--pdf fullrefman.pdf] [--first 200] [--more 1800[,18000]]
-        [--edit 10] [--queries 50] [--bare] [--home DIR] [--keep]
+        [--edit 10] [--queries 50] [--bare] [--home DIR] [--keep] [--partitioning buckets:N]
 
 The notes: with ``--pdf``, every page of that PDF with at least 40 words (pypdfium2's text) is one note,
 ``# first line``, a blank line, then the rest of the page (the issue measured the pages of R's reference
@@ -31,6 +31,8 @@ ingest's encoder in this process, model loaded.
 
 The first batch also pays the process's start: loading the Dagster definitions and the encoder. On a
 shared machine figures compare within one run only (the load average is printed).
+``--partitioning buckets:N`` ingests under hash-bucket partitions (``KB_PARTITIONING``); each batch also
+prints the Dagster events its runs wrote, in all and per new document.
 The embedded services are stopped and the folders removed at the end, unless ``--keep``.
 """
 
@@ -43,7 +45,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 KB = "scale"
@@ -264,6 +266,7 @@ class Batch:
     failed: int
     home_bytes: int
     dagster_bytes: int
+    events: int = 0
     bare: float | None = None
 
 
@@ -282,6 +285,7 @@ def main() -> None:
     parser.add_argument("--bare", action="store_true", help="also time encoding each batch's chunk inputs alone")
     parser.add_argument("--home", type=Path, help="KB_HOME (new or empty; default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep KB_HOME, the notes and the services running")
+    parser.add_argument("--partitioning", default="documents", help="KB_PARTITIONING: documents or buckets:N")
     args = parser.parse_args()
     more = [int(n) for n in args.more.split(",") if n.strip()]
     if args.first < 1 or any(n < 1 for n in more) or args.edit < 0 or args.queries < 1:
@@ -303,9 +307,17 @@ def main() -> None:
     from kb_assets.pipeline.ingest import ingest
     from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.services import stop_milvus, stop_postgres
-    from kb_assets.settings import Settings
+    from kb_assets.settings import Settings, partitioning_setting
 
-    settings = Settings.from_env()
+    settings = replace(Settings.from_env(), partitioning=partitioning_setting(args.partitioning))
+    print(f"KB_PARTITIONING={settings.partitioning}", flush=True)
+
+    def events_of(run_ids: list[str]) -> int:
+        """Dagster events the runs wrote (their event log records)."""
+        from kb_assets.pipeline.ingest import dagster_instance
+
+        instance = dagster_instance(settings)
+        return sum(len(instance.get_records_for_run(run_id, limit=1_000_000).records) for run_id in run_ids)
 
     def timed_ingest() -> tuple[float, object]:
         started = time.perf_counter()
@@ -359,19 +371,22 @@ def main() -> None:
                 failed=len(report.failures),
                 home_bytes=sum(b for _, b in sizes.values()),
                 dagster_bytes=sizes.get("dagster", (0, 0))[1],
+                events=events_of(report.run_ids),
             )
             if args.bare:
                 batch.bare = bare_seconds(report.new)
             batches.append(batch)
             print(
                 f"  {batch.label}: {batch.new} new of {batch.documents} notes in {seconds:.1f} s, "
-                f"{batch.runs} runs, {batch.failed} failed ({load()})",
+                f"{batch.runs} runs, {batch.failed} failed, {batch.events:,} Dagster events, "
+                f"Dagster {batch.dagster_bytes / MB:.1f} MB ({load()})",
                 flush=True,
             )
             if index == 0:
                 search_figures.append((f"after the first batch ({batch.documents} notes)", searches()))
         edited = notes.edit(args.edit)
         edit_seconds, edit_report = timed_ingest()
+        edit_events = events_of(edit_report.run_ids)
         print(
             f"  edit: {len(edit_report.changed)} changed of {len(edited)} edited in {edit_seconds:.1f} s ({load()})",
             flush=True,
@@ -396,7 +411,7 @@ def main() -> None:
     bare = args.bare
     header = (
         "| batch | new | documents | seconds | s / new document | ratio to first | runs | failed "
-        "| KB_HOME MB | Dagster MB |"
+        "| KB_HOME MB | Dagster MB | Dagster events | events / new document |"
     )
     print(header + (" bare encode s | ingest / bare |" if bare else ""))
     print("|---" * (header.count("|") - 1 + (2 if bare else 0)) + "|")
@@ -404,7 +419,8 @@ def main() -> None:
         per = b.seconds / max(1, b.new)
         row = (
             f"| {b.label} | {b.new:,} | {b.documents:,} | {b.seconds:.1f} | {per:.3f} | {per / first:.2f} | {b.runs} | "
-            f"{b.failed} | {b.home_bytes / MB:.1f} | {b.dagster_bytes / MB:.1f} |"
+            f"{b.failed} | {b.home_bytes / MB:.1f} | {b.dagster_bytes / MB:.1f} | {b.events:,} | "
+            f"{b.events / max(1, b.new):.1f} |"
         )
         if bare:
             row += f" {b.bare:.1f} | {b.seconds / b.bare:.1f}x |" if b.bare else " - | - |"
@@ -413,7 +429,8 @@ def main() -> None:
     total = len(notes.titles)
     print(
         f"edit: {len(edited)} notes ({len(edit_report.changed)} changed) in {edit_seconds:.2f} s, "
-        f"{edit_seconds / max(1, len(edited)):.2f} s a note, {len(edit_report.run_ids)} runs"
+        f"{edit_seconds / max(1, len(edited)):.2f} s a note, {len(edit_report.run_ids)} runs, "
+        f"{edit_events:,} Dagster events"
     )
     print(
         f"no-op re-run over {total:,} notes: {noop_seconds:.2f} s ({noop_seconds / total * 1000:.2f} ms a note), "

@@ -80,7 +80,7 @@ def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> lis
     run_id = context.run.run_id
     return [
         doc
-        for doc in planning.run_documents(list(context.partition_keys), run_id, catalog)
+        for doc in planning.run_documents(list(context.partition_keys), run_id, catalog, claim_of(context))
         if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)
     ]
 
@@ -125,12 +125,19 @@ def settle(
         )
 
 
-def documents_by_partition(keys: list[str], run_id: str, catalog: Catalog) -> dict[str, list[Document]]:
+def claim_of(context: dg.AssetExecutionContext) -> str | None:
+    """The run's claim on its bucket documents (``planning.claim_documents``)."""
+    return context.run.tags.get(planning.CLAIM_TAG)
+
+
+def documents_by_partition(
+    keys: list[str], run_id: str, catalog: Catalog, claim: str | None = None
+) -> dict[str, list[Document]]:
     """The run's documents (``planning.run_documents``, deleted ones left out) under each partition key."""
     wanted = set(keys)
     counts = {int(key.rsplit("-of-", 1)[1]) for key in keys if planning.is_bucket(key)}
     found: dict[str, list[Document]] = {key: [] for key in keys}
-    for doc in planning.run_documents(keys, run_id, catalog):
+    for doc in planning.run_documents(keys, run_id, catalog, claim):
         held = [doc.partition_key, *(planning.partition_key(doc, f"buckets:{n}") for n in sorted(counts))]
         key = next((k for k in held if k in wanted), None)
         if key is not None and doc.status != "deleted":
@@ -151,13 +158,13 @@ def record_partitions(
     planned, so that they show failed too. Otherwise: per-partition metadata on Dagster's events."""
     run_id, deferred = context.run.run_id, events_deferred(context)
     later = later_assets(context, asset_keys) if deferred else []
-    for key, docs in documents_by_partition(list(context.partition_keys), run_id, catalog).items():
+    for key, docs in documents_by_partition(list(context.partition_keys), run_id, catalog, claim_of(context)).items():
         if not docs and not planning.is_bucket(key):
             continue
         failed_here = [d for d in docs if d.document_id in failures]
         failed = failed_here or [d for d in docs if d.status == "failed" and d.last_run_id == run_id]
         for asset_key in asset_keys:
-            metadata = partition_metadata(context, asset_key, docs, results, failures)
+            metadata = partition_metadata(context, asset_key, docs, results, failures, planning.is_bucket(key))
             if not deferred:
                 context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
             elif not failed:
@@ -187,12 +194,23 @@ def partition_metadata(
     docs: list[Document],
     results: dict[str, dict],
     failures: dict[str, str],
+    bucket: bool = False,
 ) -> dict:
     """A partition's metadata: which file it is and what this step did to it (its own figures, its own
-    failure); a hash-bucket partition: its documents and their outcomes."""
-    if len(docs) != 1:
+    failure); a hash-bucket partition: its documents, their outcomes and every failure (document, reason)."""
+    if bucket or len(docs) != 1:
         outcomes = {d.source_path: outcome(d, results, failures)[:200] for d in docs[:50]}
-        return {"documents": len(docs), "outcomes": dg.MetadataValue.json(outcomes)}
+        failed = [
+            {"document": d.source_uri, "reason": (failures.get(d.document_id) or d.error or "")[:500]}
+            for d in docs
+            if d.document_id in failures or d.status == "failed"
+        ]
+        return {
+            "documents": len(docs),
+            "failed": len(failed),
+            "failures": dg.MetadataValue.json(failed[:200]),
+            "outcomes": dg.MetadataValue.json(outcomes),
+        }
     (doc,) = docs
     result = results.get(doc.document_id, {})
     described = {
@@ -233,7 +251,9 @@ def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Cat
     this last step took through (a failed document whose last good version a migration carried over is
     one: its failure is older than this run)."""
     run_id = context.run.run_id
-    held = documents_by_partition(list(context.partition_keys), run_id, catalog)
+    held = documents_by_partition(list(context.partition_keys), run_id, catalog, claim_of(context))
+    if claim_of(context):  # what it claimed and found current (nothing rewritten) was run by it all the same
+        catalog.settle_claim(claim_of(context) or "", run_id)
     docs = [doc for docs in held.values() for doc in docs]
     failed = [d for d in docs if d.status == "failed" and d.last_run_id == run_id and d.document_id not in results]
     if failed and not events_deferred(context):  # Dagster materialized them: planned again, they show failed

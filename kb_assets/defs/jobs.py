@@ -18,7 +18,7 @@ from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.document_steps import DEFER_ASSET_EVENTS
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
 from kb_assets.defs.resources import StoresResource
-from kb_assets.pipeline import steps
+from kb_assets.pipeline import planning, steps
 from kb_assets.pipeline.verify import verify
 
 ingest_documents = dg.define_asset_job(
@@ -52,6 +52,18 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresRes
         key = keys.get(report["documentId"])
         if key and context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS, key):
             context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS, key)
+    by_id = {d.document_id: d for d in gone}
+    buckets: dict[str, list[str]] = {}  # under hash buckets: what each bucket lost, on the bucket itself
+    if planning.bucket_count(stores.settings.partitioning) is not None:
+        for report in purged:
+            doc = by_id[report["documentId"]]
+            buckets.setdefault(planning.partition_key(doc, stores.settings.partitioning), []).append(doc.source_uri)
+    for bucket, sources in buckets.items():
+        if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS, bucket):
+            for asset in ("chunks", "embeddings", "milvus_collection"):
+                context.log_event(
+                    dg.AssetObservation(asset, partition=bucket, metadata={"purged": dg.MetadataValue.json(sources)})
+                )
     removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
     summary = {
         "documents_purged": len(purged),

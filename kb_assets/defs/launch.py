@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, documents_partitions
+from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, documents_partitions
 from kb_assets.lib.processes import process_alive, process_token
+from kb_assets.pipeline import planning
 from kb_assets.pipeline.planning import RunPlan, migration_documents, plan_runs, stale_documents
 from kb_assets.pipeline.versions import from_step
 from kb_assets.settings import Settings
@@ -148,6 +149,20 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
     current = settings.step_versions()
     stale = stale_documents(docs, current, {c["name"]: c["model"] for c in catalog.collections()})
     picked = migration_documents(docs, stale, current)
+    if planning.bucket_count(settings.partitioning) is not None:  # the buckets of the picked documents
+        backfilled = [d for d in docs if d.document_id in picked]
+        add_partitions(instance, planning.partition_keys(backfilled, settings.partitioning))
+        plans = planning.plan_bucket_runs(
+            backfilled,
+            picked,
+            settings.partitioning,
+            instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS),
+            settings.run_batch_size,
+            retry_failed=False,
+            migration=settings.embedding_model,
+        )
+        planning.claim_documents(plans, catalog)
+        return plans
     ordered = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(ordered)
     keys = {d.document_id: d.partition_key for d in docs}

@@ -9,7 +9,8 @@ not show yet is retried alone (its run fails again, and the partition shows fail
 lives in Postgres (the ``documents`` table), not in the cursor; at most ``MAX_NEW_KEYS_PER_TICK`` new
 partitions are added a tick (FIELD-NOTES: larger first ticks grow quadratically in the daemon).
 Registration holds the registration lock (one ingest or tick at a time). With ``KB_PARTITIONING=buckets:N``
-the runs are over the buckets of new and changed files, from ``raw_files`` (``planning.plan_bucket_runs``).
+the runs are over the buckets of stale documents, each from its earliest stale step (``planning.plan_bucket_runs``;
+a failure stands until its file or its step's version changes).
 
 ``collection_migration_sensor`` (on unless ``KB_AUTO_MIGRATE=0``): when the published collection's spec
 is not the configured one, requests the backfill runs, then (when none is left and none is running) the
@@ -87,22 +88,18 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
     for knowledge_base_id, source in settings.watched_folders():
         with catalog.registration_lock():  # one registration at a time (ingests, ticks)
             found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
-            changed = planning.register_changes(found.files, knowledge_base_id, catalog).to_run
+            planning.register_changes(found.files, knowledge_base_id, catalog)
             gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         plan.failures += found.failures
         plan.deleted += [doc.document_id for doc in gone]
         docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
         by_id = {d.document_id: d for d in docs}
-        if buckets:
-            stale = {}
-            fresh = [
-                key
-                for key in planning.partition_keys([by_id[d] for d in changed], settings.partitioning)
-                if key not in known
-            ]
-        else:
-            stale = planning.stale_documents(docs, current, legacy, migrating)
-            fresh = [planning.own_key(by_id[d]) for d in stale if by_id[d].partition_key not in known]
+        stale = planning.stale_documents(docs, current, legacy, migrating)
+        if buckets:  # failures stand until their file or step version changes (ingest --retry-failed)
+            stale = {d: why for d, why in stale.items() if not why.failed}
+        fresh = [
+            key for key in planning.partition_keys([by_id[d] for d in stale], settings.partitioning) if key not in known
+        ]
         room = MAX_NEW_KEYS_PER_TICK - len(plan.new_keys)
         plan.skipped_new += max(0, len(fresh) - room)
         admitted = fresh[: max(0, room)]
@@ -110,14 +107,11 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
         known.update(admitted)
         ordered = [*existing, *plan.new_keys]
         if buckets:
-            admitted_docs = [
-                d
-                for d in docs
-                if d.document_id in set(changed) and planning.partition_key(d, settings.partitioning) in known
-            ]
-            plan.runs += planning.plan_bucket_runs(
-                admitted_docs, changed, settings.partitioning, ordered, settings.run_batch_size
-            )
+            held = {d for d in stale if planning.partition_key(by_id[d], settings.partitioning) in known}
+            stale = {d: why for d, why in stale.items() if d in held}
+            runs = planning.plan_bucket_runs(docs, stale, settings.partitioning, ordered, settings.run_batch_size)
+            planning.claim_documents(runs, catalog)
+            plan.runs += runs
             continue
         stale = {
             d: why

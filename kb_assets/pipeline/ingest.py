@@ -13,8 +13,8 @@ processes removed. Registration (scan, register, partitions, purge) is serialize
 ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.pipeline.planning``; launching,
 ``kb_assets.defs.launch``.
 
-Under hash buckets, a bucket's run finds only its new and changed (pending) documents, so runs start at
-``raw_files`` and version-stale or failed documents are not re-planned (README, ``KB_PARTITIONING``).
+Under hash buckets, a bucket runs from the earliest stale step of its documents and works on those
+documents only (``planning.plan_bucket_runs``): new, changed, stale by a pipeline version, retried.
 """
 
 from __future__ import annotations
@@ -150,38 +150,36 @@ def _ingest(
     abandoned = launch.fail_abandoned_runs(instance)
     clean_scratch(settings.scratch_root)
     defs = make_definitions(settings)
-    report, to_run, keys, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
+    report, to_run, _, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
     report.abandoned_runs = abandoned
 
     retried = report.failing if retry_failed else []
     docs = list(catalog.get_documents([*to_run, *report.unchanged, *retried]).values())
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
     workers = max(1, settings.concurrent_runs)
+    stale = planning.stale_documents(
+        docs,
+        settings.step_versions(),
+        {c["name"]: c["model"] for c in catalog.collections()},
+        migrating=due is not None,
+    )
+    stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
+    unchanged = set(report.unchanged)
+    report.stale = [
+        {"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items() if key in unchanged
+    ]
+    stale_docs = [doc for doc in docs if doc.document_id in stale]
+    keys = planning.partition_keys(stale_docs, settings.partitioning)
+    with catalog.registration_lock():
+        add_partitions(instance, keys)
+    ordered = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     if planning.bucket_count(settings.partitioning) is None:
-        stale = planning.stale_documents(
-            docs,
-            settings.step_versions(),
-            {c["name"]: c["model"] for c in catalog.collections()},
-            migrating=due is not None,
-        )
-        stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
-        unchanged = set(report.unchanged)
-        report.stale = [
-            {"documentId": key, "step": why.step, "reason": why.reason}
-            for key, why in stale.items()
-            if key in unchanged
-        ]
-        with catalog.registration_lock():
-            add_partitions(instance, [planning.own_key(doc) for doc in docs if doc.document_id in stale])
         batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))  # at least one range a run
-        plans = planning.plan_runs(
-            docs, stale, instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS), batch, retry_failed=retry_failed
-        )
-    else:
+        plans = planning.plan_runs(docs, stale, ordered, batch, retry_failed=retry_failed)
+    else:  # a bucket runs from its documents' earliest stale step, on those documents only
         batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
-        plans = planning.plan_bucket_runs(
-            docs, to_run, settings.partitioning, instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS), batch
-        )
+        plans = planning.plan_bucket_runs(docs, stale, settings.partitioning, ordered, batch, retry_failed)
+        planning.claim_documents(plans, catalog)
     progress(
         f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
         f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"

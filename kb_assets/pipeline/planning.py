@@ -24,7 +24,7 @@ from kb_assets.pipeline.scanning import (  # noqa: F401  (planning's names since
     sha256_bytes,
     sha256_stream,
 )
-from kb_assets.pipeline.versions import Staleness, staleness
+from kb_assets.pipeline.versions import STEPS, Staleness, staleness
 from kb_assets.stores.catalog import Catalog, Document
 
 
@@ -155,10 +155,11 @@ def is_bucket(key: str) -> bool:
     return key.startswith(BUCKET_PREFIX) and "-of-" in key
 
 
-def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Document]:
+def run_documents(keys: list[str], run_id: str, catalog: Catalog, claim: str | None = None) -> list[Document]:
     """The documents a run over these partitions works on, in partition order: a document key names
-    its document; a bucket key names the bucket's documents that are pending or that this run has
-    touched already (a bucket's run processes only its changed documents)."""
+    its document; a bucket key names the bucket's documents that are pending, that the planner claimed
+    for the run (``claim``: its ``kb/claim`` tag, ``claim_documents``) or that this run has touched
+    already (a bucket's run processes only its stale documents)."""
     documents = [key for key in keys if not is_bucket(key)]
     found = catalog.documents_by_partition_keys(documents)
     docs = [found[key] for key in documents if key in found]
@@ -167,28 +168,59 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog) -> list[Docume
         wanted, counts = set(buckets), {int(key.rsplit("-of-", 1)[1]) for key in buckets}
         docs += [
             doc
-            for doc in catalog.documents_of_run(run_id)
+            for doc in catalog.documents_of_run(run_id, claim)
             if any(partition_key(doc, f"buckets:{n}") in wanted for n in counts)
         ]
     return docs
 
 
+CLAIM_TAG = "kb/claim"  # a bucket run's token: its documents carry it as last_run_id until it writes them
+
+
 def plan_bucket_runs(
-    docs: list[Document], changed: list[str], partitioning: str, ordered_keys: Sequence[str], batch_size: int
+    docs: list[Document],
+    stale: dict[str, Staleness],
+    partitioning: str,
+    ordered_keys: Sequence[str],
+    batch_size: int,
+    retry_failed: bool = True,
+    migration: str | None = None,
 ) -> list[RunPlan]:
-    """Runs over the hash buckets of the new and changed documents (``KB_PARTITIONING=buckets:N``), from
-    ``raw_files``: a bucket's run finds its pending documents (``run_documents``), so a document stale only
-    by a pipeline version, or failed, is not planned under buckets (it runs again when its file changes)."""
-    wanted = set(changed)
+    """Runs over the hash buckets of the stale documents (``KB_PARTITIONING=buckets:N``), as ``plan_runs``
+    does per document: a bucket runs from the earliest stale step of its documents (a migration's
+    backfill from ``embeddings``), adjacent buckets that start at the same step share a run. Failed
+    documents are retried with their bucket (``retry_failed``); a run works on the documents it claims
+    (``claim_documents``), so the bucket's current documents are not touched."""
     by_bucket: dict[str, list[Document]] = {}
+    first: dict[str, int] = {}
     for doc in docs:
-        if doc.document_id in wanted:
-            by_bucket.setdefault(partition_key(doc, partitioning), []).append(doc)
+        why = stale.get(doc.document_id)
+        if why is None or (why.failed and not retry_failed) or (why.migration and not migration):
+            continue
+        key = partition_key(doc, partitioning)
+        by_bucket.setdefault(key, []).append(doc)
+        at = STEPS.index("embeddings" if why.migration else why.step)
+        first[key] = min(at, first.get(key, at))
     plans = []
-    for start, end, _ in contiguous_ranges(ordered_keys, set(by_bucket), batch_size):
-        keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
-        plans.append(RunPlan(start, end, [doc for key in keys for doc in by_bucket.get(key, [])], "raw_files"))
+    for index in sorted(set(first.values())):
+        step = STEPS[index]
+        selected = {key for key, at in first.items() if at == index}
+        for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):
+            keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
+            members = [doc for key in keys if key in selected for doc in by_bucket[key]]
+            backfill = step == "embeddings" and any(stale[d.document_id].migration for d in members)
+            plans.append(RunPlan(start, end, members, step, migration=migration if backfill else None))
+    order = {key: i for i, key in enumerate(ordered_keys)}
+    plans.sort(key=lambda plan: order.get(plan.start, 0))
     return plans
+
+
+def claim_documents(plans: list[RunPlan], catalog: Catalog) -> None:
+    """Give each bucket run's documents its claim (their ``last_run_id``, until the run writes them), so
+    the run finds documents that are not pending: stale by a pipeline version, failed, or backfilled."""
+    for plan in plans:
+        if is_bucket(plan.start):
+            catalog.claim_documents([d.document_id for d in plan.documents], plan.claim())
 
 
 def range_tags(start: str, end: str, knowledge_base_id: str) -> dict[str, str]:
@@ -232,7 +264,13 @@ class RunPlan:
             )
         if self.migration:
             tags["kb/migration"] = self.migration
+        if is_bucket(self.start):
+            tags[CLAIM_TAG] = self.claim()
         return tags
+
+    def claim(self) -> str:
+        """What a bucket run's documents carry as ``last_run_id`` until it writes them (``claim_documents``)."""
+        return f"planned:{self.key()}"
 
     def key(self) -> str:
         """The same documents at the same versions from the same step give the same key (sensor run keys)."""

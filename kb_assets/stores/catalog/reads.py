@@ -116,14 +116,14 @@ class CatalogReads(CatalogConnection):
                 )
             return [Document(*row) for row in cur.fetchall()]
 
-    def documents_of_run(self, run_id: str) -> list[Document]:
-        """Documents that are pending or that this run wrote last (a hash bucket's run: its changed
-        documents), by id."""
+    def documents_of_run(self, run_id: str, claim: str | None = None) -> list[Document]:
+        """Documents that are pending, that this run wrote last or that carry its claim (a hash bucket's
+        run: its stale documents, ``planning.claim_documents``), by id."""
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
                 f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents "
-                "WHERE status = 'pending' OR last_run_id = %s ORDER BY document_id",
-                (run_id,),
+                "WHERE status = 'pending' OR last_run_id = ANY(%s) ORDER BY document_id",
+                ([run_id, *([claim] if claim else [])],),
             )
             return [Document(*row) for row in cur.fetchall()]
 

@@ -104,6 +104,16 @@ class CatalogWrites(CatalogConnection):
                 (document_id, etag, version),
             )
 
+    def claim_documents(self, document_ids: list[str], claim: str) -> None:
+        """Mark documents as a planned bucket run's (``planning.claim_documents``): their last run is its claim."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("UPDATE documents SET last_run_id = %s WHERE document_id = ANY(%s)", (claim, document_ids))
+
+    def settle_claim(self, claim: str, run_id: str) -> None:
+        """A bucket run's end: the documents it claimed and did not rewrite were last run by it all the same."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("UPDATE documents SET last_run_id = %s WHERE last_run_id = %s", (run_id, claim))
+
     def update_document(self, conn, document_id: str, **fields) -> None:
         unknown = set(fields) - set(DOCUMENT_COLUMNS)
         if unknown:
