@@ -19,7 +19,7 @@ from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
-from kb_assets.stores.vector_search import chunk_entities
+from kb_assets.stores.vector_search import entities_by_id
 from kb_assets.stores.vectors import pages_filter
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def located_chunks(
     best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: query.limit]
     found = Found()
     try:
-        entities = chunk_entities(
+        entities = entities_by_id(
             searcher.client, query.collection, best, searcher.config.milvus_timeout_s, bool(query.dense_text)
         )
     except Exception as error:

@@ -69,7 +69,7 @@ def search_bm25(
     )[0]
 
 
-def chunk_entities(
+def entities_by_id(
     client: MilvusClient,
     collection: str,
     chunk_ids: list[str],
@@ -77,7 +77,7 @@ def chunk_entities(
     with_vectors: bool = False,
 ) -> dict[str, dict]:
     """The entities of these chunks (``OUTPUT_FIELDS``, plus ``dense`` when ``with_vectors``), by chunk id:
-    a lookup by primary key, not a pass over the collection."""
+    a lookup by primary key, not a pass over the collection (``entities.stored_vectors``: the vectors alone)."""
     if not chunk_ids:
         return {}
     rows = client.query(
