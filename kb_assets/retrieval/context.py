@@ -263,7 +263,9 @@ def passages(
     for row in rows:
         key = (row["documentId"], row["pageIndex"])
         page = page_texts.get(key) or ""
-        size = max(budget, table_budget) if is_table(row["content"]) or is_table(page) else budget
+        size = budget
+        if table_budget > budget and (is_table(row["content"]) or is_table(page)):  # off (0): nothing parsed
+            size = table_budget
         text, a, b = window(page, row["content"], terms, size, weights, shown.get(key, []), chunk_weight)
         shown.setdefault(key, []).append((a, b))
         row["context"] = text[a:b].strip()
