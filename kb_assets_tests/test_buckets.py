@@ -193,3 +193,51 @@ def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
         rollback(catalog, milvus_client, settings.alias)
         converge(settings)  # the session's per-document stores back to the published spec
         assert ingest([folder], "buckets-migrate", buckets).failures == []
+
+
+def test_scattered_edits_are_one_run_that_leaves_the_buckets_between_them_alone(settings, tmp_path, catalog):
+    """Edits in the first and last bucket and a bad new file: one run over the range between them; the
+    buckets it passes over get no event from it and never show failed although the run failed."""
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.planning import partition_key
+
+    buckets = replace(settings, partitioning="buckets:7")
+    folder = tmp_path / "scattered"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"note-{i}.md").write_text(f"# Pump {i}\n\nPump {i} in the scattered hall is oiled on day {i + 1}.\n")
+    assert not ingest([folder], "buckets-scattered", buckets).failures
+    instance = dagster_instance(settings)
+    ordered = [k for k in instance.get_dynamic_partitions("documents") if k.endswith("-of-7")]
+    docs = docs_of(catalog, "buckets-scattered")
+    by_bucket = {partition_key(d, buckets.partitioning): d for d in docs.values()}
+    first, last = by_bucket[ordered[0]], by_bucket[ordered[-1]]
+    for doc in (first, last):
+        (folder / doc.source_path).write_text(f"# Pump\n\n{doc.source_path} is now oiled every week.\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+
+    report = ingest([folder], "buckets-scattered", buckets)
+
+    (run_id,) = report.run_ids
+    run = instance.get_run_by_id(run_id)
+    assert run.status == dg.DagsterRunStatus.FAILURE  # broken.pdf failed in it
+    start, end = (run.tags[f"dagster/asset_partition_range_{t}"] for t in ("start", "end"))
+    broken = docs_of(catalog, "buckets-scattered")["broken.pdf"]
+    worked = {partition_key(d, buckets.partitioning) for d in (first, last, broken)}
+    ordered = [k for k in instance.get_dynamic_partitions("documents") if k.endswith("-of-7")]  # broken's added
+    in_order = [k for k in ordered if k in worked]
+    assert (start, end) == (in_order[0], in_order[-1])
+    passed_over = [k for k in ordered[ordered.index(start) : ordered.index(end) + 1] if k not in worked]
+    assert passed_over
+    for key in passed_over:
+        assert partition_events(instance, [run_id], key) == []
+        assert status(instance, "milvus_collection", key) == dg.AssetPartitionStatus.MATERIALIZED
+    for doc in (first, last):
+        assert catalog.get_document(doc.document_id).last_run_id == run_id
+        assert status(instance, "milvus_collection", partition_key(doc, buckets.partitioning)) in (
+            dg.AssetPartitionStatus.MATERIALIZED,
+            dg.AssetPartitionStatus.FAILED,  # the bucket it shares with broken.pdf
+        )
+    assert status(instance, "milvus_collection", partition_key(broken, buckets.partitioning)) == (
+        dg.AssetPartitionStatus.FAILED
+    )

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kb_assets.pipeline.identity import document_id_for
-from kb_assets.pipeline.planning import Scope, contiguous_ranges, scan
+from kb_assets.pipeline.planning import Scope, contiguous_ranges, scan, spanning_ranges
 from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, dense_query_text, keyword_overlap, query_terms
@@ -113,6 +113,9 @@ def test_run_ranges_follow_partition_order_and_cut_at_the_batch_size():
     order = ["a", "b", "c", "d", "e", "f"]
     assert contiguous_ranges(order, {"a", "b", "c", "e"}, 2) == [("a", "b", 2), ("c", "c", 1), ("e", "e", 1)]
     assert contiguous_ranges(order, set(), 5) == []
+    # hash buckets: a range passes over the buckets between (their runs work only on claimed documents)
+    assert spanning_ranges(order, {"a", "c", "f"}, 2) == [("a", "c", 2), ("f", "f", 1)]
+    assert spanning_ranges(order, set(), 5) == []
 
 
 def test_scan_ids_are_stable_per_knowledge_base_and_path_and_hidden_files_are_skipped(tmp_path):

@@ -75,14 +75,22 @@ def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> lis
     partition order (a hash-bucket partition names its changed documents: ``planning.run_documents``);
     a document that failed in an earlier run is retried. When the steps write the run's asset events,
     this step's partitions are planned first."""
-    if events_deferred(context):
-        plan(context, sorted(context.selected_asset_keys), list(context.partition_keys))
     run_id = context.run.run_id
+    docs = planning.run_documents(list(context.partition_keys), run_id, catalog, claim_of(context))
+    if events_deferred(context):
+        plan(context, sorted(context.selected_asset_keys), worked_keys(context, docs))
     return [
-        doc
-        for doc in planning.run_documents(list(context.partition_keys), run_id, catalog, claim_of(context))
-        if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)
+        doc for doc in docs if doc.status != "deleted" and not (doc.status == "failed" and doc.last_run_id == run_id)
     ]
+
+
+def worked_keys(context: dg.AssetExecutionContext, docs: list[Document]) -> list[str]:
+    """The run's partitions it works on: every document partition, the hash buckets that hold its documents
+    (a bucket run's range passes over buckets with nothing to do: ``planning.spanning_ranges``)."""
+    keys = list(context.partition_keys)
+    counts = {int(key.rsplit("-of-", 1)[1]) for key in keys if planning.is_bucket(key)}
+    held = {planning.partition_key(doc, f"buckets:{n}") for doc in docs for n in counts}
+    return [key for key in keys if not planning.is_bucket(key) or key in held]
 
 
 def for_each_document(
@@ -159,7 +167,7 @@ def record_partitions(
     run_id, deferred = context.run.run_id, events_deferred(context)
     later = later_assets(context, asset_keys) if deferred else []
     for key, docs in documents_by_partition(list(context.partition_keys), run_id, catalog, claim_of(context)).items():
-        if not docs and not planning.is_bucket(key):
+        if not docs:  # a document gone, or a bucket the run's range passes over
             continue
         failed_here = [d for d in docs if d.document_id in failures]
         failed = failed_here or [d for d in docs if d.status == "failed" and d.last_run_id == run_id]

@@ -118,6 +118,15 @@ def contiguous_ranges(ordered_keys: Sequence[str], selected: set[str], max_size:
     return ranges
 
 
+def spanning_ranges(ordered_keys: Sequence[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
+    """Ranges from one selected key to another in partition order, at most ``max_size`` selected keys each,
+    passing over the keys between them: (start, end, selected keys in it)."""
+    chosen = [key for key in ordered_keys if key in selected]
+    return [
+        (part[0], part[-1], len(part)) for part in (chosen[i : i + max_size] for i in range(0, len(chosen), max_size))
+    ]
+
+
 # partitions: one per document, or hash buckets of document ids (KB_PARTITIONING) ------------------
 BUCKET_PREFIX = "bucket-"
 
@@ -190,7 +199,9 @@ def plan_bucket_runs(
     does per document: a bucket runs from the earliest stale step of its documents (a migration's
     backfill from ``embeddings``), adjacent buckets that start at the same step share a run. Failed
     documents are retried with their bucket (``retry_failed``); a run works on the documents it claims
-    (``claim_documents``), so the bucket's current documents are not touched."""
+    (``claim_documents``), so the bucket's current documents are not touched. A run's range passes over
+    buckets with nothing to do (``spanning_ranges``: ten edits scattered over the buckets are one run, not
+    ten); those are neither planned nor recorded by it (``document_steps``)."""
     by_bucket: dict[str, list[Document]] = {}
     first: dict[str, int] = {}
     for doc in docs:
@@ -205,7 +216,7 @@ def plan_bucket_runs(
     for index in sorted(set(first.values())):
         step = STEPS[index]
         selected = {key for key, at in first.items() if at == index}
-        for start, end, _ in contiguous_ranges(ordered_keys, selected, batch_size):
+        for start, end, _ in spanning_ranges(ordered_keys, selected, batch_size):
             keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
             members = [doc for key in keys if key in selected for doc in by_bucket[key]]
             backfill = step == "embeddings" and any(stale[d.document_id].migration for d in members)

@@ -67,8 +67,16 @@ def document_entities(
     client: MilvusClient, collection: str, document_id: str, with_vectors: bool = True
 ) -> dict[str, dict]:
     """The document's entities in the collection, by chunk id (scalar fields and content; ``dense`` too)."""
+    return stored_entities(client, collection, [document_id], with_vectors)
+
+
+def stored_entities(
+    client: MilvusClient, collection: str, document_ids: list[str], with_vectors: bool = True
+) -> dict[str, dict]:
+    """The documents' entities in the collection, by chunk id (one query for them all)."""
     fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
-    rows = query_loaded(client, collection, filter=document_filter(document_id), output_fields=fields)
+    flt = document_filter(document_ids[0]) if len(document_ids) == 1 else in_filter("document_id", document_ids)
+    rows = query_loaded(client, collection, filter=flt, output_fields=fields)
     return {row["chunk_id"]: row for row in rows}
 
 
@@ -94,19 +102,50 @@ def sync_document(
     Entities given without ``dense`` get their vectors from ``vectors(entities) -> list of vectors``,
     called only for those written (a collection of another embedding spec: only what changed is encoded).
     """
-    existing = document_entities(
-        client, collection, document_id, with_vectors=bool(entities) and "dense" in entities[0]
-    )
-    new_ids = {e["chunk_id"] for e in entities}
-    to_write = [e for e in entities if not same_entity(existing.get(e["chunk_id"]), e)]
+    return sync_documents(client, collection, {document_id: entities}, batch_size, vectors)[document_id]
+
+
+def sync_documents(
+    client: MilvusClient,
+    collection: str,
+    entities: dict[str, list[dict]],
+    batch_size: int = 500,
+    vectors=None,
+) -> dict[str, dict]:
+    """``sync_document`` for several documents at once (document id -> its entities): one read of what is
+    stored, upserts and deletes in batches of ``batch_size`` (a slice of small documents costs a few Milvus
+    calls, not a few a document); counts by document id."""
+    with_vectors = any(rows and "dense" in rows[0] for rows in entities.values())
+    existing: dict[str, dict[str, dict]] = {document_id: {} for document_id in entities}
+    for chunk_id, row in stored_entities(client, collection, list(entities), with_vectors).items():
+        existing.setdefault(row["document_id"], {})[chunk_id] = row
+    counts, to_write, stale = {}, [], []
+    for document_id, rows in entities.items():
+        stored = existing[document_id]
+        changed = [e for e in rows if not same_entity(stored.get(e["chunk_id"]), e)]
+        gone = sorted(set(stored) - {e["chunk_id"] for e in rows})
+        counts[document_id] = {"written": len(changed), "deleted": len(gone), "kept": len(rows) - len(changed)}
+        to_write += changed
+        stale += gone
     if to_write and "dense" not in to_write[0]:
         to_write = [{**e, "dense": list(v)} for e, v in zip(to_write, vectors(to_write), strict=False)]
     for start in range(0, len(to_write), batch_size):
         client.upsert(collection, to_write[start : start + batch_size])
-    stale = sorted(set(existing) - new_ids)
     for start in range(0, len(stale), batch_size):
         delete_loaded(client, collection, in_filter("chunk_id", stale[start : start + batch_size]))
-    return {"written": len(to_write), "deleted": len(stale), "kept": len(entities) - len(to_write)}
+    return counts
+
+
+def entity_counts(client: MilvusClient, collection: str, document_ids: list[str], limit: int = 16384) -> dict[str, int]:
+    """How many entities each document has in the collection (one query; at most ``limit`` rows read, so
+    keep the documents' entities together below it)."""
+    rows = query_loaded(
+        client, collection, filter=in_filter("document_id", document_ids), output_fields=["document_id"], limit=limit
+    )
+    counts = dict.fromkeys(document_ids, 0)
+    for row in rows:
+        counts[row["document_id"]] = counts.get(row["document_id"], 0) + 1
+    return counts
 
 
 def version_counts(client: MilvusClient, collection: str, document_id: str) -> dict[str, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
@@ -14,9 +15,19 @@ from kb_assets.lib.lexical import chunk_row_terms
 from kb_assets.pipeline.steps.common import DocumentFailed, current
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
-from kb_assets.stores.entities import chunk_entities, count_entities, document_filter, sync_document
+from kb_assets.stores.entities import (
+    chunk_entities,
+    count_entities,
+    document_filter,
+    entity_counts,
+    sync_document,
+    sync_documents,
+)
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import flush, publish, published_collection
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 # embeddings and milvus_collection: one step, in bounded slices --------------------------------
@@ -112,15 +123,21 @@ def embed_and_publish(
                         fail(doc, error, f"embeddings@{embedding_version}")
             if target is None:
                 return
+            to_write = [  # new vectors: the collection must take them
+                doc
+                if unchanged[doc.document_id]
+                else dataclasses.replace(doc, step_versions={**(doc.step_versions or {}), "milvus_collection": ""})
+                for doc in good
+            ]
             pending = []
-            for doc in good:
-                if not unchanged[doc.document_id]:  # new vectors: the collection must take them
-                    doc = dataclasses.replace(doc, step_versions={**(doc.step_versions or {}), "milvus_collection": ""})
-                try:
-                    pending.append((doc, write_entities(doc, lake, *target, collection_version, also)))
-                except Exception as error:
+            wrote = write_slice_entities(to_write, lake, *target, collection_version, also)
+            for doc in to_write:
+                written = wrote[doc.document_id]
+                if isinstance(written, Exception):
                     results.pop(doc.document_id, None)
-                    fail(doc, error, f"milvus_collection@{collection_version}")
+                    fail(doc, written, f"milvus_collection@{collection_version}")
+                else:
+                    pending.append((doc, written))
             # durable before Postgres says so: Milvus Lite loses unflushed writes when it is killed, and a
             # document recorded as published is not written again (one flush a slice: 20-150 ms each)
             if any(not written["skipped"] for _, written in pending):
@@ -188,6 +205,30 @@ def write_entities(
     also: tuple[str, EmbeddingModel] | None = None,
 ) -> dict:
     """The Milvus half of ``publish_document`` (not flushed): what it wrote, for ``record_published``."""
+    ready = entities_to_write(doc, lake, version)
+    if isinstance(ready, dict):
+        return ready
+    chunks, serving, entities = ready
+    counts = sync_document(client, collection, doc.document_id, entities)
+    expect_entities(client, collection, doc, chunks.height)
+    if also is not None:
+        other, other_model = also
+        inputs = dict(zip(chunks["chunk_id"].to_list(), chunks["embedding_input"].to_list(), strict=False))
+        written = sync_document(
+            client,
+            other,
+            doc.document_id,
+            [{k: v for k, v in e.items() if k != "dense"} for e in entities],
+            vectors=lambda todo: other_model.encode([inputs[e["chunk_id"]] for e in todo]),
+        )
+        expect_entities(client, other, doc, chunks.height)
+        counts["alsoWritten"] = written["written"]
+    return {"skipped": False, "chunks": chunks, "serving": serving, "counts": counts}
+
+
+def entities_to_write(doc: Document, lake: Lake, version: str) -> dict | tuple[pl.DataFrame, str, list[dict]]:
+    """What ``write_entities`` writes for the document: (its chunk rows, the version they are of, its
+    entities), or, when there is nothing to write, what ``write_entities`` returns for it."""
     if (
         current(doc, "milvus_collection", version)
         and doc.status == "published"
@@ -209,22 +250,66 @@ def write_entities(
             "record": True,
             "counts": {"written": 0, "deleted": 0, "kept": 0, "entities": 0, "note": note},
         }
-    entities = chunk_entities(chunks, lake.read("embeddings", doc.document_id))
-    counts = sync_document(client, collection, doc.document_id, entities)
-    expect_entities(client, collection, doc, chunks.height)
-    if also is not None:
-        other, other_model = also
-        inputs = dict(zip(chunks["chunk_id"].to_list(), chunks["embedding_input"].to_list(), strict=False))
-        written = sync_document(
-            client,
-            other,
-            doc.document_id,
-            [{k: v for k, v in e.items() if k != "dense"} for e in entities],
-            vectors=lambda todo: other_model.encode([inputs[e["chunk_id"]] for e in todo]),
-        )
-        expect_entities(client, other, doc, chunks.height)
-        counts["alsoWritten"] = written["written"]
-    return {"skipped": False, "chunks": chunks, "serving": serving, "counts": counts}
+    return chunks, serving, chunk_entities(chunks, lake.read("embeddings", doc.document_id))
+
+
+def write_slice_entities(
+    docs: list[Document],
+    lake: Lake,
+    client: MilvusClient,
+    collection: str,
+    version: str = "1",
+    also: tuple[str, EmbeddingModel] | None = None,
+    group_entities: int = 2000,
+) -> dict[str, dict | Exception]:
+    """``write_entities`` for a slice's documents, by document id (what it wrote, or why it failed).
+
+    Small documents share their Milvus calls: up to ``group_entities`` entities (new or stored) of several
+    documents are read, written and counted together (``sync_documents``, ``entity_counts``), so a note
+    costs a share of a few calls instead of four of its own, and no call a document passes over the whole
+    collection. A document alone in its group, a migration's (written to two collections), and the
+    documents of a group whose shared call failed are written one by one: a document's failure stays its own.
+    """
+    outcome: dict[str, dict | Exception] = {}
+    groups: list[list[tuple[Document, pl.DataFrame, str, list[dict]]]] = [[]]
+    size = 0
+    for doc in docs:
+        try:
+            ready = entities_to_write(doc, lake, version)
+        except Exception as error:
+            outcome[doc.document_id] = error
+            continue
+        if isinstance(ready, dict):
+            outcome[doc.document_id] = ready
+            continue
+        weight = max(ready[0].height, doc.chunk_count or 0)
+        if groups[-1] and size + weight > group_entities:
+            groups.append([])
+            size = 0
+        groups[-1].append((doc, *ready))
+        size += weight
+    for group in groups:
+        ids = [doc.document_id for doc, *_ in group]
+        if len(group) > 1 and also is None:
+            try:
+                counts = sync_documents(client, collection, {doc.document_id: rows for doc, _, _, rows in group})
+                held = entity_counts(client, collection, ids, limit=2 * group_entities + 1)
+            except Exception:  # one document's bad entity fails the shared call: find it one by one
+                pass
+            else:
+                for doc, chunks, serving, _ in group:
+                    outcome[doc.document_id] = (
+                        {"skipped": False, "chunks": chunks, "serving": serving, "counts": counts[doc.document_id]}
+                        if held[doc.document_id] == chunks.height
+                        else DocumentFailed(entities_mismatch(doc, collection, held[doc.document_id], chunks.height))
+                    )
+                continue
+        for doc, *_ in group:
+            try:
+                outcome[doc.document_id] = write_entities(doc, lake, client, collection, version, also)
+            except Exception as error:
+                outcome[doc.document_id] = error
+    return outcome
 
 
 def record_published(
@@ -266,7 +351,11 @@ def record_published(
 def expect_entities(client: MilvusClient, collection: str, doc: Document, chunks: int) -> None:
     in_milvus = count_entities(client, collection, document_filter(doc.document_id))
     if in_milvus != chunks:
-        raise DocumentFailed(f"{doc.source_path}: {collection} holds {in_milvus} entities for {chunks} chunks")
+        raise DocumentFailed(entities_mismatch(doc, collection, in_milvus, chunks))
+
+
+def entities_mismatch(doc: Document, collection: str, in_milvus: int, chunks: int) -> str:
+    return f"{doc.source_path}: {collection} holds {in_milvus} entities for {chunks} chunks"
 
 
 def publish_if_unpublished(client: MilvusClient, catalog: Catalog, alias: str, collection: str) -> str | None:

@@ -1,0 +1,92 @@
+"""A slice's small documents share their Milvus calls when published, and one document's bad entity still
+fails only that document (real Milvus Lite, real lake, real model)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.services
+
+
+class CountingClient:
+    """The real Milvus client, counting the calls made through it."""
+
+    def __init__(self, client):
+        self.client, self.calls = client, {}
+
+    def __getattr__(self, name):
+        method = getattr(self.client, name)
+
+        def counted(*args, **kwargs):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def test_a_slice_of_notes_shares_its_milvus_calls_and_a_bad_entity_fails_only_its_document(
+    tmp_path, settings, catalog, lake, milvus_client
+):
+    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.pipeline.steps.publish import write_slice_entities
+    from kb_assets.stores.entities import count_entities, document_filter
+    from kb_assets.stores.vectors import published_collection
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(4):
+        (folder / f"note-{n}.md").write_text(f"# Note {n}\n\n" + f"Valve {n} is checked every {n + 2} days. " * 20)
+    assert not ingest([folder], "slices", settings).failures
+    docs = sorted(catalog.list_documents(["slices"]), key=lambda d: d.source_path)
+    collection = published_collection(milvus_client, settings.alias)
+    # written again as a publish after new vectors does: not current at milvus_collection
+    stale = [dataclasses.replace(d, step_versions={**d.step_versions, "milvus_collection": ""}) for d in docs]
+    original = {d.document_id: lake.read("chunks", d.document_id) for d in docs}
+    original_vectors = {d.document_id: lake.read("embeddings", d.document_id) for d in docs}
+
+    def with_content(doc, content):
+        frame = original[doc.document_id]
+        first = pl.int_range(pl.len()) == 0
+        lake.write(
+            "chunks",
+            doc.document_id,
+            frame.with_columns(pl.when(first).then(pl.lit(content)).otherwise("content").alias("content")),
+        )
+
+    try:
+        changed, bad = docs[1], docs[2]
+        with_content(changed, "Valve 1 is now checked every day.")
+        counting = CountingClient(milvus_client)
+
+        wrote = write_slice_entities([d for d in stale if d is not stale[2]], lake, counting, collection)
+
+        assert {d: w["counts"]["written"] for d, w in wrote.items()} == {
+            docs[0].document_id: 0,
+            changed.document_id: 1,
+            docs[3].document_id: 0,
+        }
+        # three documents: one read of what is stored, one upsert, one count (not three or four each)
+        assert counting.calls == {"query": 2, "upsert": 1}
+
+        vectors = lake.read("embeddings", bad.document_id)
+        short = [v[:3] if i == 0 else v for i, v in enumerate(vectors["vector"].to_list())]
+        # a vector of the wrong dimension: Milvus refuses the entity, and with it the shared upsert
+        lake.write(
+            "embeddings", bad.document_id, vectors.with_columns(pl.Series("vector", short, dtype=pl.List(pl.Float32)))
+        )
+        wrote = write_slice_entities(stale, lake, counting, collection)
+
+        assert isinstance(wrote[bad.document_id], Exception)
+        good = [d for d in docs if d is not bad]
+        assert all(not wrote[d.document_id]["skipped"] for d in good)
+        for doc in docs:  # the bad document keeps what it had; the others hold their chunks
+            held = count_entities(milvus_client, collection, document_filter(doc.document_id))
+            assert held == doc.chunk_count
+    finally:
+        for doc in docs:
+            lake.write("chunks", doc.document_id, original[doc.document_id])
+            lake.write("embeddings", doc.document_id, original_vectors[doc.document_id])
+        write_slice_entities(stale, lake, milvus_client, collection)
