@@ -92,6 +92,8 @@ def test_ensure_postgres_starts_a_local_server_that_answers_queries(pg_home):
     assert status["port"] < 32768
     assert Path(status["dataDir"]) == pg_home / "postgres" / "data"
     assert (pg_home / "postgres" / "server.log").exists()
+    # a small write-ahead log: 1 MB segments, a checkpoint every 16 MB
+    assert _query(dsn, "select current_setting('wal_segment_size'), current_setting('max_wal_size')") == ("1MB", "16MB")
 
 
 def test_ensure_postgres_reuses_the_running_server(pg_home):

@@ -123,14 +123,24 @@ def postgres_status(home: Path) -> dict:
 # ---------------------------------------------------------------- initdb / start
 
 
+# The write-ahead log of an embedded catalog: 1 MB segments, a checkpoint every 16 MB (Postgres's defaults,
+# 16 MB segments and up to 1 GB, left 112 MB of pg_wal after 2,000 notes: half of KB_HOME). A data directory
+# made before keeps its own (a segment size is fixed at initdb).
+WAL_SEGMENT_MB = 1
+WAL_SETTINGS = {"min_wal_size": "2MB", "max_wal_size": "16MB"}
+
+
 def _initdb(bindir: Path, root: Path, run_as: RunAs) -> None:
     """initdb into ``data.init`` then rename, so ``data`` is either complete or absent."""
     staging = root / "data.init"
     shutil.rmtree(staging, ignore_errors=True)
     cmd = [str(bindir / "initdb"), "-D", str(staging), "-U", ROLE, "--auth=trust", "--encoding=UTF8", "--locale=C"]
+    cmd.append(f"--wal-segsize={WAL_SEGMENT_MB}")
     result = _run(cmd, root, run_as)
     if result.returncode != 0:
         raise RuntimeError(f"initdb failed for {staging} (exit {result.returncode}): {result.output}")
+    with (staging / "postgresql.conf").open("a") as conf:  # initdb -c is Postgres 16's; Debian may have 15
+        conf.writelines(f"{name} = '{value}'\n" for name, value in WAL_SETTINGS.items())
     staging.rename(root / "data")
 
 
