@@ -43,7 +43,7 @@ from starlette.types import Receive, Scope, Send
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN, validate_knowledge_base_id
 from kb_assets.service.auth import ANONYMOUS, Caller
 from kb_assets.service.handlers import Service
-from kb_assets.service.schemas import KnowledgeBases, QueryText, SearchAnswer
+from kb_assets.service.schemas import KnowledgeBases, MetadataText, PeriodText, QueryText, SearchAnswer
 from kb_assets.service.signing import URL_FIELDS
 
 MCP_PATH = "/mcp"
@@ -277,13 +277,9 @@ def mcp_app(service: Service) -> McpEndpoint:
         min_score: Annotated[
             float | None, Field(allow_inf_nan=False, description="drop results below this score")
         ] = None,
-        period: Annotated[
-            str | None, Field(max_length=200, description='only this period: "FY2022", "Q2 FY2023"')
-        ] = None,
-        kind: Annotated[
-            str | None, Field(max_length=200, description='only this kind: "annual report", "10-Q"')
-        ] = None,
-        organisation: Annotated[str | None, Field(max_length=200, description="only this organisation")] = None,
+        period: Annotated[PeriodText | None, Field(description='only this period: "FY2022", "Q2 FY2023"')] = None,
+        kind: Annotated[MetadataText | None, Field(description='only this kind: "annual report", "10-Q"')] = None,
+        organisation: Annotated[MetadataText | None, Field(description="only this organisation")] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         caller = caller_of(ctx)
         filters = {"period": period, "kind": kind, "organisation": organisation}
