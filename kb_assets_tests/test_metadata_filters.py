@@ -86,6 +86,21 @@ def test_a_bad_filter_is_one_line_naming_the_option_with_the_apis_reason(client,
     assert reason in answer.json()["detail"][0]["msg"]
 
 
+def test_the_mcp_tool_refuses_a_bad_period_with_the_same_reason_and_filters_a_good_one(settings, years):
+    from kb_assets.service.api import create_app
+    from kb_assets_tests.live_server import live_server
+    from kb_assets_tests.test_mcp_tools import call
+
+    keyed = replace(settings, api_keys="reader=filings", url_signing_secret="filters-test", public_url="")
+    with live_server(create_app(keyed, heal_milvus=False)) as url:
+        refused = call(url, "reader", "kb_search", {"query": "net revenue", "period": "last year"})
+        found = call(url, "reader", "kb_search", {"query": "net revenue", "period": "FY2023"})
+    assert refused.is_error and "'last year' names no year, quarter or date" in refused.content[0].text
+    assert not found.is_error
+    results = found.structured_content["results"]
+    assert results and {Path(r["sourceUri"]).name for r in results} == {years[2023]}
+
+
 def test_docs_and_the_document_list_show_each_documents_metadata(years, client):
     result = kb_assets("docs", "--kb", "filings")
     assert result.exit_code == 0, result.output
