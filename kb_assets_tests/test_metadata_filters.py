@@ -99,6 +99,8 @@ def test_the_mcp_tool_refuses_a_bad_period_with_the_same_reason_and_filters_a_go
     assert not found.is_error
     results = found.structured_content["results"]
     assert results and {Path(r["sourceUri"]).name for r in results} == {years[2023]}
+    head = found.content[0].text.splitlines()[0]  # what the model reads: the document's metadata with its title
+    assert head.startswith("[1] ") and " (Initech Corporation · FY2023 · annual report) | p. 1" in head
 
 
 def test_docs_and_the_document_list_show_each_documents_metadata(years, client):

@@ -56,14 +56,6 @@ def metadata_filter(ctx, param, value):
     return value
 
 
-def metadata_line(metadata: dict | None) -> str:
-    """A document's organisation, period and kind read from its content, those known: "ACME Corp · FY2023 ·
-    annual report" ("" when none is)."""
-    metadata = metadata or {}
-    period = (metadata.get("period") or {}).get("label")
-    return " · ".join(str(part) for part in (metadata.get("organisation"), period, metadata.get("kind")) if part)
-
-
 def document_json(doc, stale=None) -> dict:
     from kb_assets.pipeline.verify import last_good_notice
 

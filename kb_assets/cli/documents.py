@@ -10,10 +10,10 @@ from kb_assets.cli.common import (
     find_document,
     knowledge_base_names,
     known_knowledge_bases,
-    metadata_line,
     pass_settings,
     stores_of,
 )
+from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
@@ -47,7 +47,7 @@ def docs(settings, knowledge_base_ids, as_json):
                 f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
                 f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else "")
             )
-            if described := metadata_line(doc["metadata"]):
+            if described := describe(doc["metadata"]):
                 click.echo(f"          {described}")
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")

@@ -11,10 +11,10 @@ from kb_assets.cli.common import (
     knowledge_base_names,
     known_knowledge_bases,
     metadata_filter,
-    metadata_line,
     pass_settings,
     stores_of,
 )
+from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -68,7 +68,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, peri
             score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
             section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
             click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
-            if described := metadata_line(r.get("documentMetadata")):
+            if described := describe(r.get("documentMetadata")):
                 click.echo(f"   {described}")
             snippet = " ".join(r["content"].split())
             click.echo(f"   {snippet[:220]}{'…' if len(snippet) > 220 else ''}")

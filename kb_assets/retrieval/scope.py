@@ -72,6 +72,14 @@ def matches_filters(metadata: dict, filters: dict[str, str | None]) -> bool:
     return period_matches(metadata.get("period") or {}, period) if period else True
 
 
+def describe(metadata: dict | None) -> str:
+    """A document's organisation, period and kind, those known, as results show them: "ACME Corp · FY2023 ·
+    annual report" ("" when none is)."""
+    metadata = metadata or {}
+    period = (metadata.get("period") or {}).get("label")
+    return " · ".join(str(part) for part in (metadata.get("organisation"), period, metadata.get("kind")) if part)
+
+
 def check_period(asked: str) -> str:
     """A ``period`` filter must name a fiscal year, a quarter or a date (else it could match nothing)."""
     if re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}\s*", asked) or _years(asked) or _quarters(asked):
