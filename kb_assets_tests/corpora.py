@@ -1,5 +1,6 @@
-"""The corpora tests share: the sample corpus of ``examples/``, and the two small knowledge bases of
-the retrieval and API tests with the filter-injection attempts they are searched with."""
+"""The corpora tests share: the sample corpus of ``examples/``, the two small knowledge bases of the
+retrieval and API tests with the filter-injection attempts they are searched with, and two annual reports
+of one organisation (generated covers) for the metadata filters of the command line and the web page."""
 
 from __future__ import annotations
 
@@ -49,3 +50,34 @@ def ensure_retrieval_corpus(kb_home: Path, settings) -> None:
                 path.write_text(text, encoding="utf-8")
         report = ingest([folder], kb, settings)
         assert not report.failures, report.failures
+
+
+FISCAL_YEARS = {2022: 180, 2023: 240}  # Initech's annual reports: fiscal year -> net revenue (millions)
+
+
+def ensure_fiscal_years(kb_home: Path, settings) -> dict[int, str]:
+    """The knowledge base ``filings``: Initech Corporation's annual reports for fiscal 2022 and 2023, whose
+    file names tell nothing (metadata comes from the cover), ingested once per session. Year -> file name."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from kb_assets.pipeline.ingest import ingest
+
+    folder = kb_home / "filings-corpus"
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {}
+    for n, (year, revenue) in enumerate(FISCAL_YEARS.items(), 1):
+        path = names[year] = folder / f"doc-{n:03}.pdf"
+        if path.exists():
+            continue
+        pdf = canvas.Canvas(str(path), pagesize=A4)
+        cover = ["Initech Corporation", f"Annual Report for the fiscal year ended December 31, {year}"]
+        body = ["Results of operations", f"Net revenue was ${revenue} million in {year}, up from the year before."]
+        for lines in (cover, body):
+            for row, line in enumerate(lines):
+                pdf.drawString(72, A4[1] - 100 - 18 * row, line)
+            pdf.showPage()
+        pdf.save()
+    report = ingest([folder], "filings", settings)
+    assert not report.failures, report.failures
+    return {year: path.name for year, path in names.items()}

@@ -1,6 +1,7 @@
 """The web page at ``/`` in a real headless Chromium (issues 14 and 34): a search returns cards that show
 the passage around the hit with the question's words marked, score parts and search notes only behind a
-details toggle; a click shows the lineage with the page image loaded and the chunk's regions highlighted
+details toggle, and each result its document's organisation, period and kind (a period filter keeps that
+year's report only); a click shows the lineage with the page image loaded and the chunk's regions highlighted
 inside it (a text format: its page text instead); a card opens the document view (chunks by page, a
 signed link to the original); a key scoped to one knowledge base sees none of another's documents, and a
 Chinese query shows Chinese results. Writes the README's screenshots (1280 wide) to docs/. Needs Debian's
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets_tests.corpora import ensure_retrieval_corpus
+from kb_assets_tests.corpora import ensure_fiscal_years, ensure_retrieval_corpus
 from kb_assets_tests.live_server import live_server
 
 pytestmark = pytest.mark.slow
@@ -296,3 +297,42 @@ def test_a_text_format_shows_its_page_text_where_the_image_would_be(site, browse
         "embeddings",
         "milvus_collection",
     ]
+
+
+@pytest.fixture(scope="module")
+def filings_site(kb_home, settings):
+    """A service over Initech's annual reports for fiscal 2022 and 2023 (``filings``), and their file names."""
+    from kb_assets.service.api import create_app
+
+    years = ensure_fiscal_years(kb_home, settings)
+    app = create_app(
+        replace(settings, api_keys="filings-key=filings", url_signing_secret="page-secret"), heal_milvus=False
+    )
+    with live_server(app) as url:
+        yield url, years
+
+
+def test_a_period_filter_shows_only_that_years_report_with_its_metadata(filings_site, browser):
+    from selenium.webdriver.common.by import By
+
+    site, years = filings_site
+    sign_in(browser, site, "filings-key")
+    everything = search(browser, "What was the net revenue?", "filings")
+    assert {"FY2022", "FY2023"} <= {r.find_element(By.CSS_SELECTOR, ".about").text.split(" · ")[1] for r in everything}
+
+    browser.find_element(By.ID, "period").send_keys("FY2022")
+    results = search(browser, "What was the net revenue?", "filings")
+    assert results
+    for card in results:
+        assert card.find_element(By.CSS_SELECTOR, ".about").text == "Initech Corporation · FY2022 · annual report"
+        assert "December 31, 2022" in card.text and "2023" not in card.text
+    results[0].find_element(By.XPATH, ".//button[contains(., 'All chunks')]").click()  # the document view too
+    facts = wait(browser, lambda d: d.find_element(By.ID, "document-facts").text)
+    assert "Initech Corporation · FY2022 · annual report" in facts
+    browser.find_element(By.ID, "tab-search").click()
+
+    browser.find_element(By.ID, "period").clear()
+    browser.find_element(By.ID, "period").send_keys("last year")  # no year: the API's reason, on the page
+    browser.find_element(By.ID, "search-button").click()
+    wait(browser, lambda d: "names no year" in d.find_element(By.ID, "status").text)
+    assert "period" in browser.find_element(By.ID, "status").text

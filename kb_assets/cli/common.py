@@ -39,6 +39,23 @@ def knowledge_base_names(ctx, param, value):
     return value
 
 
+def metadata_filter(ctx, param, value):
+    """Callback of ``search --period/--kind/--organisation``: the API's validation of that field
+    (``SearchBody``), its reason in one line naming the option."""
+    if value is None:
+        return None
+    from pydantic import ValidationError
+
+    from kb_assets.service.schemas import SearchBody
+
+    try:
+        SearchBody.model_validate({"query": "?", param.name: value})
+    except ValidationError as error:
+        reason = error.errors()[0]["msg"].removeprefix("Value error, ")
+        raise click.ClickException(f"invalid value for {param.opts[0]}: {reason}") from None
+    return value
+
+
 def document_json(doc, stale=None) -> dict:
     from kb_assets.pipeline.verify import last_good_notice
 
@@ -62,6 +79,7 @@ def document_json(doc, stale=None) -> dict:
         "notice": last_good_notice(doc) if doc.serves_last_good_version and doc.status == "failed" else None,
         "stale": stale.as_json() if stale else None,
         "stepVersions": doc.step_versions or {},
+        "metadata": doc.metadata,
     }
 
 

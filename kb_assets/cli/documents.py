@@ -13,6 +13,7 @@ from kb_assets.cli.common import (
     pass_settings,
     stores_of,
 )
+from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
@@ -25,7 +26,8 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 def docs(settings, knowledge_base_ids, as_json):
     """Documents with their status, version, pages and chunks; which step is stale (a newer pipeline
     version or embedding spec) and why; where a newer file failed, that its last good version serves.
-    partitionKey is the document's Dagster partition key."""
+    partitionKey is the document's Dagster partition key; metadata: its organisation, period and kind as
+    read from its content."""
     from kb_assets.pipeline.migration import migration_due
     from kb_assets.pipeline.planning import stale_documents
 
@@ -45,6 +47,8 @@ def docs(settings, knowledge_base_ids, as_json):
                 f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
                 f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else "")
             )
+            if described := describe(doc["metadata"]):
+                click.echo(f"          {described}")
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")
             if doc["stale"] and doc["status"] != "failed":

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from kb_assets.cli.common import emit, knowledge_base_names, known_knowledge_bases, pass_settings, stores_of
+from kb_assets.cli.common import (
+    emit,
+    knowledge_base_names,
+    known_knowledge_bases,
+    metadata_filter,
+    pass_settings,
+    stores_of,
+)
+from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -21,10 +29,14 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--min-score", type=float, default=None, help="Drop results below this score (then no page fallback).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help=STRATEGY_HELP)
+@click.option("--period", callback=metadata_filter, help='Only documents of this period: "FY2022", "Q2 FY2023".')
+@click.option("--kind", callback=metadata_filter, help='Only documents of this kind: "annual report", "10-Q".')
+@click.option("--organisation", callback=metadata_filter, help="Only documents whose organisation's name holds this.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_json):
-    """Search the published knowledge base(s): the same code path as POST /v1/kb/search."""
+def search(settings, query, knowledge_base_ids, limit, min_score, strategy, period, kind, organisation, as_json):
+    """Search the published knowledge base(s): the same code path as POST /v1/kb/search. Each result shows
+    its document's organisation, period and kind when they were read from its content."""
     from kb_assets.retrieval.search import SearchRequest
     from kb_assets.service.api import make_searcher, one_thread_per_query
 
@@ -32,7 +44,11 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
     settings = one_thread_per_query(settings)
     searcher = make_searcher(settings)
     try:
-        response = searcher.search(SearchRequest(query, list(knowledge_base_ids) or None, limit, min_score, strategy))
+        filters = {"period": period, "kind": kind, "organisation": organisation}
+        kbs = list(knowledge_base_ids) or None
+        response = searcher.search(
+            SearchRequest(query, kbs, limit, min_score, strategy, filters if any(filters.values()) else None)
+        )
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     finally:
@@ -52,6 +68,8 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, as_j
             score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
             section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
             click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
+            if described := describe(r.get("documentMetadata")):
+                click.echo(f"   {described}")
             snippet = " ".join(r["content"].split())
             click.echo(f"   {snippet[:220]}{'…' if len(snippet) > 220 else ''}")
 

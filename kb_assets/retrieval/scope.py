@@ -4,7 +4,8 @@ a question names (``documents.metadata``, read from content at ingest: ``kb_asse
 Filters (``SearchRequest.filters``; the API's and MCP tool's ``period``, ``kind``, ``organisation``) keep
 the documents whose metadata matches: ``period`` "FY2022" / "2022" / "Q2 FY2023" / "Q2 2023" / a date
 ("2023-05-18"), ``kind`` a kind ("annual report") or a form ("10-K"), ``organisation`` a part of its
-name, case-insensitive. No document matches: nothing is searched.
+name, case-insensitive. No document matches: nothing is searched. A period that names no year, quarter or
+date is refused (``check_period``: 422 in the API and the MCP tool, an error naming ``--period`` in the CLI).
 
 Cues: a question that names an organisation of the knowledge bases ("Apple's", "AMD": the initials of
 Advanced Micro Devices), a fiscal year ("FY2022", "fiscal 2022", "in 2022"), a quarter ("Q2", "second
@@ -69,6 +70,21 @@ def matches_filters(metadata: dict, filters: dict[str, str | None]) -> bool:
         if wanted not in ((metadata.get("kind") or "").lower(), (metadata.get("form") or "").lower()):
             return False
     return period_matches(metadata.get("period") or {}, period) if period else True
+
+
+def describe(metadata: dict | None) -> str:
+    """A document's organisation, period and kind, those known, as results show them: "ACME Corp · FY2023 ·
+    annual report" ("" when none is)."""
+    metadata = metadata or {}
+    period = (metadata.get("period") or {}).get("label")
+    return " · ".join(str(part) for part in (metadata.get("organisation"), period, metadata.get("kind")) if part)
+
+
+def check_period(asked: str) -> str:
+    """A ``period`` filter must name a fiscal year, a quarter or a date (else it could match nothing)."""
+    if re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}\s*", asked) or _years(asked) or _quarters(asked):
+        return asked
+    raise ValueError(f'{asked!r} names no year, quarter or date: give "FY2022", "2022", "Q2 FY2023" or "2023-05-18"')
 
 
 def period_matches(period: dict, asked: str) -> bool:

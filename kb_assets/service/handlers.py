@@ -198,6 +198,7 @@ class Service:
             "lastRunId": d.last_run_id,
             "lastRunUrl": self.run_url(d.last_run_id),
             "updatedAt": d.updated_at.isoformat() if d.updated_at is not None else None,
+            "metadata": d.metadata,
         }
 
     def document_chunks(self, document_id: str, caller: Caller) -> dict:

@@ -41,9 +41,10 @@ from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN, validate_knowledge_base_id
+from kb_assets.retrieval.scope import describe
 from kb_assets.service.auth import ANONYMOUS, Caller
 from kb_assets.service.handlers import Service
-from kb_assets.service.schemas import KnowledgeBases, QueryText, SearchAnswer
+from kb_assets.service.schemas import KnowledgeBases, MetadataText, PeriodText, QueryText, SearchAnswer
 from kb_assets.service.signing import URL_FIELDS
 
 MCP_PATH = "/mcp"
@@ -116,6 +117,8 @@ def _result_block(number: int, row: dict[str, Any]) -> str:
     if row.get("pageLabel") and row["pageLabel"] != str(first):
         page += f" ({row['pageLabel']})"  # a printed page number, a sheet's name
     head = [row["documentTitle"] or row["sourceUri"] or row["documentId"], page]
+    if about := describe(row.get("documentMetadata")):  # organisation · period · kind, read from its content
+        head[0] += f" ({about})"
     if row["sectionTitle"]:
         head.append(row["sectionTitle"])
     head.append(f"score {row['score']:.4g}" if row["score"] is not None else "page match, no score")
@@ -260,9 +263,9 @@ def mcp_app(service: Service) -> McpEndpoint:
         title="Search knowledge bases",
         description=(
             "Search knowledge bases for passages that answer a question. The text lists the best results, each "
-            "with its document title, page (p. 1 is the first), section, score, the passage around the hit and an "
-            "image URL; the structured content holds every field (chunkId, documentId, 0-based pageIndex, "
-            "content, context, scores, signed image URLs)."
+            "with its document title (and organisation, period, kind when known), page (p. 1 is the first), "
+            "section, score, the passage around the hit and an image URL; the structured content holds every "
+            "field (chunkId, documentId, 0-based pageIndex, content, context, scores, signed image URLs)."
         ),
         annotations=READ_ONLY,
     )
@@ -277,13 +280,9 @@ def mcp_app(service: Service) -> McpEndpoint:
         min_score: Annotated[
             float | None, Field(allow_inf_nan=False, description="drop results below this score")
         ] = None,
-        period: Annotated[
-            str | None, Field(max_length=200, description='only this period: "FY2022", "Q2 FY2023"')
-        ] = None,
-        kind: Annotated[
-            str | None, Field(max_length=200, description='only this kind: "annual report", "10-Q"')
-        ] = None,
-        organisation: Annotated[str | None, Field(max_length=200, description="only this organisation")] = None,
+        period: Annotated[PeriodText | None, Field(description='only this period: "FY2022", "Q2 FY2023"')] = None,
+        kind: Annotated[MetadataText | None, Field(description='only this kind: "annual report", "10-Q"')] = None,
+        organisation: Annotated[MetadataText | None, Field(description="only this organisation")] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         caller = caller_of(ctx)
         filters = {"period": period, "kind": kind, "organisation": organisation}

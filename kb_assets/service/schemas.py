@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
+from kb_assets.retrieval.scope import check_period
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.errors import valid_text
 
@@ -17,6 +18,7 @@ KnowledgeBaseId = Annotated[
 ]
 QueryText = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(valid_text)]
 MetadataText = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(valid_text)]
+PeriodText = Annotated[MetadataText, AfterValidator(check_period)]
 
 
 class SearchBody(BaseModel):
@@ -29,9 +31,7 @@ class SearchBody(BaseModel):
         None, allow_inf_nan=False, description="Drop hybrid results below this score (then no page fallback)."
     )
     strategy: StrategyName | None = Field(None, description="None: the configured default.")
-    period: MetadataText | None = Field(
-        None, description='Only documents of this period: "FY2022", "Q2 FY2023", a date.'
-    )
+    period: PeriodText | None = Field(None, description='Only documents of this period: "FY2022", "Q2 FY2023", a date.')
     kind: MetadataText | None = Field(
         None, description='Only documents of this kind: "annual report", "10-Q", "manual".'
     )
@@ -148,6 +148,9 @@ class DocumentRow(BaseModel):
     lastRunId: str | None
     lastRunUrl: str | None = Field(None, description="the run in the Dagster UI (KB_DAGSTER_URL)")
     updatedAt: str | None
+    metadata: dict | None = Field(
+        None, description="title, organisation, kind, period, date and confidences, read from the document's content"
+    )
 
 
 class Documents(BaseModel):

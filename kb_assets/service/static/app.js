@@ -17,8 +17,9 @@ async function api(path, options = {}) {
   let body = null;
   try { body = await response.json(); } catch (_) { body = null; }
   if (!response.ok) {
-    const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail))
-      : response.statusText;
+    const detail = !body || !body.detail ? response.statusText : typeof body.detail === "string" ? body.detail
+      : Array.isArray(body.detail) ? body.detail.map((d) => `${(d.loc || []).slice(-1)[0]}: ${d.msg}`).join("; ")
+      : JSON.stringify(body.detail);
     throw new Error(`${response.status}: ${detail}`);
   }
   return body;
@@ -92,6 +93,12 @@ function chunkSpan(joined, content, header) {
     if (at >= 0) return [hay.map[at], hay.map[at + n.length - 1] + 1];
   }
   return null;
+}
+
+// a document's organisation, period and kind as read from its content, those known ("" when none is)
+function aboutDocument(metadata) {
+  const m = metadata || {};
+  return [m.organisation, m.period && m.period.label, m.kind].filter(Boolean).join(" · ");
 }
 
 function pageLabel(index, label) {
@@ -168,6 +175,10 @@ async function search(event) {
   if (!query) return;
   const body = { query, limit: 10, strategy: $("strategy").value || null };
   if ($("kb").value) body.knowledgeBaseIds = [$("kb").value];
+  for (const name of ["period", "kind", "organisation"]) {  // the API's metadata filters, those filled in
+    const value = $(name).value.trim();
+    if (value) body[name] = value;
+  }
   say("Searching…");
   const answer = await guarded(() => api("/v1/kb/search", { method: "POST", body: JSON.stringify(body) }));
   if (!answer) return;
@@ -193,7 +204,9 @@ function renderResults(answer) {
     const thumb = row.pageImageUrl
       ? el("img", { className: "thumb", src: row.pageImageUrl, alt: "", loading: "lazy" })
       : el("span", { className: "thumb", "aria-hidden": "true" }, "text");
+    const about = aboutDocument(row.documentMetadata);
     const meta = el("span", { className: "meta" },
+      about ? el("span", { className: "about" }, about) : null,
       el("span", {}, where),
       row.sectionTitle ? el("span", { className: "section" }, "§ " + row.sectionTitle) : null,
       fallback ? el("span", { className: "badge fallback" }, "from page text")
@@ -444,6 +457,7 @@ async function openDocument(documentId, chunkId) {
   dl.replaceChildren();
   addFact(dl, "source", doc.sourceUri);
   addFact(dl, "knowledge base", doc.knowledgeBaseId);
+  addFact(dl, "about", aboutDocument(doc.metadata));
   addFact(dl, "status", doc.status + (doc.error ? ` (${doc.error})` : ""));
   addFact(dl, "pages", doc.pages);
   addFact(dl, "chunks", answer.chunks.length);

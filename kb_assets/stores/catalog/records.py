@@ -30,6 +30,7 @@ DOCUMENT_COLUMNS = (
     "source_root",
     "partition_key",
     "published_run_id",
+    "metadata",
 )
 
 
@@ -59,6 +60,7 @@ class Document:
     source_root: str = ""  # the canonical folder or s3:// prefix its source_path is relative to
     partition_key: str | None = None  # its readable Dagster partition key (kb_assets.keys)
     published_run_id: str | None = None  # the run that last wrote its entities into the collection
+    metadata: dict | None = None  # title, organisation, period, kind read from content (kb_assets.structure.metadata)
 
     @property
     def serves_last_good_version(self) -> bool:
