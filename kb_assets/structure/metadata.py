@@ -23,6 +23,7 @@ from collections import Counter
 from datetime import date
 
 FIRST_PAGES = 5  # the pages read (a cover and what follows it)
+READ_PAGES = 60  # the pages searched for period labels ("fiscal 2023") and a report's quarter
 MONTHS = {
     m: n
     for n, names in enumerate(
@@ -92,7 +93,7 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     info = {k.lower(): (v or "").strip() for k, v in (pdf_info or {}).items()}
     texts = [_lines(t or "") for t in pages[:FIRST_PAGES]]
     front = "\n".join(texts)
-    whole = " ".join(" ".join(t.split()) for t in pages[:60])  # period labels ("fiscal 2023") further on
+    whole = " ".join(" ".join(t.split()) for t in pages[:READ_PAGES])  # period labels ("fiscal 2023") further on
     first = texts[0] if texts else ""
     confidence: dict[str, float] = {}
     form, kind = _form(first) or _form("\n".join(texts[:2])) or (None, None)
