@@ -1,7 +1,7 @@
 """Document metadata (issuer, period, kind) read as the ingest reads it, against the filings' truth.
 
     python benchmarks/filings/metadata.py DATA_DIR [--limit N] [--exclude-split test|none] [--split test]
-        [--pages N]
+        [--pages N] [--cached]
 
 For every present filing of ``DATA_DIR/filings.csv`` that is not held out (``heldout.py`` refuses those
 before any PDF is opened) and, by default, not of the test split's issuers (``split.json``; ``--split
@@ -10,7 +10,8 @@ test`` reads only those, once, at the end): the first ``--pages`` pages (default
 (``kb_assets.parsing.parse_document``), the PDF information is read from the whole file
 (``structure.outline.read_pdf_info``), and ``structure.metadata.read_metadata`` reads the metadata: the
 calls the ``pageindex_trees`` step makes. Parsed page texts are cached under ``DATA_DIR/parsed/`` (keyed
-by parser version and page count), so a second run only re-reads the metadata.
+by parser version and page count), so a second run only re-reads the metadata (``--cached``: only the
+filings parsed so far).
 
 Prints accuracy per field and all three (``benchmarks/filings.py``'s comparison against ``truth.jsonl``:
 issuer by name words or initials, period as fiscal year and quarter, an 8-K's as its event date), then
@@ -102,9 +103,12 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "test"], help="only this split's issuers")
     parser.add_argument("--exclude-split", default="test", choices=["dev", "test", "none"])
     parser.add_argument("--pages", type=int, default=READ_PAGES)
+    parser.add_argument("--cached", action="store_true", help="only the filings whose pages are cached")
     args = parser.parse_args()
     exclude = None if args.exclude_split == "none" or args.split else args.exclude_split
     records = chosen(args.data, args.split, exclude, args.limit)
+    if args.cached:
+        records = [r for r in records if (args.data / "parsed" / f"{r['doc']}.json").exists()]
     checks_of = _comparison()
     right: Counter[str] = Counter()
     misses, failed = [], []
