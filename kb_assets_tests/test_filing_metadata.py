@@ -169,3 +169,22 @@ def test_a_cover_whose_words_run_together_still_names_an_annual_report(tmp_path)
     assert meta["kind"] == "annual report"
     plain = _read(tmp_path / "ar.pdf", ["2023 Sustainability Summary"], ["To our stockholders, this year."])
     assert plain["kind"] != "annual report"
+
+
+def test_a_form_cover_without_the_registrant_label_names_its_issuer_on_a_line_of_its_own(tmp_path):
+    def annual(issuer: str) -> dict:
+        cover = [
+            "FORM 10-K",
+            "ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934",
+            "For the Fiscal Year Ended June 30, 2017",
+            "Commission File Number 001-37845",
+            issuer,
+            "WASHINGTON 91-1144442",
+            "COMMON STOCK, $0.00000625 par value per share NASDAQ",
+        ]
+        # the subsidiary it bought is named more often than the issuer itself
+        body = [f"We acquired Hooli Networks Corporation; Hooli Networks Corporation {n} grew." for n in range(6)]
+        return _read(tmp_path / "k.pdf", cover, body)
+
+    assert annual("UMBRELLA CORPORATION")["organisation"] == "Umbrella Corporation"
+    assert annual("MGM HOLDINGS INC.")["organisation"] == "MGM Holdings Inc."

@@ -111,7 +111,7 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     else:
         kind = _kind(info.get("title", "") + "\n" + first[:2000])
         confidence["kind"] = 0.5 if kind != "document" else 0.2
-    organisation, confidence["organisation"] = _organisation(first, front, whole, info)
+    organisation, confidence["organisation"] = _organisation(first, front, whole, info, form)
     period, when, confidence["period"] = _period(kind, form, first, front, whole)
     title = info.get("title") if _meaningful(info.get("title", "")) else _title(first, organisation, form, period)
     confidence["title"] = 0.9 if _meaningful(info.get("title", "")) else 0.6
@@ -154,7 +154,9 @@ def _lines(text: str) -> str:
     return text
 
 
-def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> tuple[str | None, float]:
+def _organisation(
+    first: str, front: str, whole: str, info: dict[str, str], form: str | None = None
+) -> tuple[str | None, float]:
     lines = [line.strip() for line in front.splitlines()]
     for number, line in enumerate(lines):
         if REGISTRANT.search(line):
@@ -169,6 +171,11 @@ def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> t
             for row in lines[number + 1 : number + 8]:
                 if (filed := FILE_NUMBER_ROW.match(row)) and (named := ORG_SUFFIXED.search(filed.group(1))):
                     return _tidy(named.group(1)), 0.9
+    if form:  # a form's cover without the "(Exact name of registrant ...)" label: its line that is a name
+        for line in first.splitlines():
+            line = line.strip()
+            if (named := ORG_SUFFIXED.fullmatch(line.rstrip(" ,"))) and not NOT_AN_ISSUER.search(line):
+                return _tidy(named.group(1)), 0.85
     if match := TICKER.search(first[:4000]):
         name = re.split(r"[\u2013\u2014]|--| - |\)\s", match.group(1))[-1].strip(" ,")
         if len(name) > 2:
@@ -193,12 +200,17 @@ def _name_like(line: str) -> bool:
 
 
 def _tidy(name: str) -> str:
-    name = re.sub(r"(?<![\w&])([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps split: "R ESORTS" -> "RESORTS"
+    name = re.sub(r"(?<![\w&'\u2019])([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps: "R ESORTS"
     name = " ".join(name.split()).strip(" ,.;:")
     name = re.sub(r"^(?:the|by|of|and)\s+", "", name, flags=re.I)
-    if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc.", but "PG&E" stays
-        name = " ".join(word if "&" in word else word.title() for word in name.split())
+    if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc.", but "PG&E", "AES", "MGM" stay
+        name = " ".join(word if _acronym(word) else word.title() for word in name.split())
     return name + ("." if re.search(r"\b(?:Inc|Corp|Co|Ltd)$", name) else "")
+
+
+def _acronym(word: str) -> bool:
+    bare = word.strip(",.")
+    return "&" in word or (len(bare) <= 3 and bare.isalpha() and bare.lower() not in ("inc", "co", "ltd", "plc", "llc"))
 
 
 def _date(text: str) -> date | None:
