@@ -188,3 +188,22 @@ def test_a_form_cover_without_the_registrant_label_names_its_issuer_on_a_line_of
 
     assert annual("UMBRELLA CORPORATION")["organisation"] == "Umbrella Corporation"
     assert annual("MGM HOLDINGS INC.")["organisation"] == "MGM Holdings Inc."
+
+
+def test_a_quarterly_reports_quarter_is_the_longest_period_ending_on_its_own_date(tmp_path):
+    def quarterly(spans: str) -> dict:
+        cover = [
+            "FORM 10-Q",
+            "QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934",
+            "For the quarterly period ended March 31, 2023",
+            "INITECH CORPORATION",
+            "(Exact name of registrant as specified in its charter)",
+        ]
+        notes = [
+            f"Revenue for the {spans} ended March 31, 2023 was $1.2 billion.",
+            "A lawsuit settled in the nine months ended September 30, 2022 cost $4 million.",
+        ]
+        return _read(tmp_path / "q.pdf", cover, notes)
+
+    assert _label(quarterly("three months")) == "Q1 FY2023"  # not the third: that period ended last year
+    assert _label(quarterly("three and six months")) == "Q2 FY2023"

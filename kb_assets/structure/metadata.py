@@ -275,7 +275,7 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
         if match := re.search(rf"quarterly period ended:?\s*({DATE})", flat, re.I):
             end = _date(match.group(1))
             if end:
-                quarter = _quarter_of_report(whole)
+                quarter = _quarter_of_report(whole, end)
                 # the fiscal year ends (4 - quarter) quarters after this one; a year ending in January is
                 # labelled as the document labels it (by its start or by its end)
                 year_end_month = end.month + 3 * (4 - quarter) if quarter else None
@@ -329,16 +329,26 @@ def _quarterly(quarter: int | None, year: int, end: date | None) -> dict:
     return {"label": label, "fiscal_year": year, "fiscal_quarter": quarter, "end": end.isoformat() if end else None}
 
 
-def _quarter_of_report(flat: str) -> int | None:
-    """A quarterly report's quarter: named ("third quarter of fiscal 2023"), else from the periods its
-    statements cover ("three and nine months ended": the third)."""
+SPANS = {  # the periods a quarterly report's statements cover, by the quarter they end
+    3: r"nine months|thirty-nine weeks|39 weeks",
+    2: r"six months|twenty-six weeks|26 weeks",
+    1: r"three months|thirteen weeks|13 weeks",
+}
+
+
+def _quarter_of_report(flat: str, end: date | None = None) -> int | None:
+    """A quarterly report's quarter, from the periods its statements cover ("three and nine months ended
+    September 30, 2023": the third): the longest one that ends on the report's own date, else the longest
+    one named at all."""
     low = flat.lower()[:60000]
-    if "nine months ended" in low or "thirty-nine weeks" in low or "39 weeks ended" in low:
-        return 3
-    if "six months ended" in low or "twenty-six weeks" in low or "26 weeks ended" in low:
-        return 2
-    if "three months ended" in low or "thirteen weeks ended" in low or "13 weeks ended" in low:
-        return 1
+    if end is not None:
+        for quarter, span in SPANS.items():
+            for match in re.finditer(rf"\b(?:{span})\s+ended\s+({DATE})", low):
+                if _date(match.group(1)) == end:
+                    return quarter
+    for quarter, span in SPANS.items():
+        if re.search(rf"\b(?:{span})\s+ended\b", low):
+            return quarter
     return None
 
 
