@@ -1,7 +1,7 @@
 """Document metadata (issuer, period, kind) read as the ingest reads it, against the filings' truth.
 
     python benchmarks/filings/metadata.py DATA_DIR [--limit N] [--exclude-split test|none] [--split test]
-        [--pages N] [--cached]
+        [--pages N] [--cached] [--docs doc-001,doc-002]
 
 For every present filing of ``DATA_DIR/filings.csv`` that is not held out (``heldout.py`` refuses those
 before any PDF is opened) and, by default, not of the test split's issuers (``split.json``; ``--split
@@ -104,9 +104,12 @@ def main() -> None:
     parser.add_argument("--exclude-split", default="test", choices=["dev", "test", "none"])
     parser.add_argument("--pages", type=int, default=READ_PAGES)
     parser.add_argument("--cached", action="store_true", help="only the filings whose pages are cached")
+    parser.add_argument("--docs", help="only these filings (comma-separated neutral names)")
     args = parser.parse_args()
     exclude = None if args.exclude_split == "none" or args.split else args.exclude_split
     records = chosen(args.data, args.split, exclude, args.limit)
+    if args.docs:
+        records = [r for r in records if r["doc"] in args.docs.split(",")]
     if args.cached:
         records = [r for r in records if (args.data / "parsed" / f"{r['doc']}.json").exists()]
     checks_of = _comparison()
