@@ -198,7 +198,6 @@ class PageBM25:
 
 def metadata_accuracy(catalog, truth: dict[str, dict]) -> list[str]:
     """Lines: per field and overall, the share of the knowledge base's filings whose metadata is right."""
-    kinds = {"10-K": "annual report", "10-Q": "quarterly report", "8-K": "current report"}
     right: Counter[str] = Counter()
     wrong = []
     documents = [d for d in catalog.list_documents([KB]) if d.status == "published"]
@@ -207,14 +206,7 @@ def metadata_accuracy(catalog, truth: dict[str, dict]) -> list[str]:
         doc = Path(document.source_uri).stem
         expected, found = truth[doc], stored[document.document_id].get("metadata") or {}
         period = found.get("period") or {}
-        checks = {
-            "issuer": issuer_matches(found.get("organisation") or "", expected["issuer"]),
-            "period": period.get("end") == expected["period_end"]
-            if expected["kind"] == "8-K"
-            else (period.get("fiscal_year"), period.get("fiscal_quarter"))
-            == (expected["fiscal_year"], expected["fiscal_quarter"]),
-            "kind": found.get("kind") == kinds.get(expected["kind"], expected["kind"]),
-        }
+        checks = metadata_checks(found, expected)
         right.update(field for field, ok in checks.items() if ok)
         right["all"] += all(checks.values())
         if not all(checks.values()):
@@ -225,6 +217,21 @@ def metadata_accuracy(catalog, truth: dict[str, dict]) -> list[str]:
     n = max(1, len(documents))
     head = ", ".join(f"{field} {right[field] / n:.2f}" for field in ("issuer", "period", "kind", "all"))
     return [f"metadata ({len(documents)} filings): {head}"] + wrong
+
+
+def metadata_checks(found: dict, expected: dict) -> dict[str, bool]:
+    """Per field (issuer, period, kind): is the metadata read (``found``) right against a truth record? An
+    8-K's period is its event date; other filings' the fiscal year and quarter."""
+    kinds = {"10-K": "annual report", "10-Q": "quarterly report", "8-K": "current report"}
+    period = found.get("period") or {}
+    return {
+        "issuer": issuer_matches(found.get("organisation") or "", expected["issuer"]),
+        "period": period.get("end") == expected["period_end"]
+        if expected["kind"] == "8-K"
+        else (period.get("fiscal_year"), period.get("fiscal_quarter"))
+        == (expected["fiscal_year"], expected["fiscal_quarter"]),
+        "kind": found.get("kind") == kinds.get(expected["kind"], expected["kind"]),
+    }
 
 
 def issuer_matches(organisation: str, issuer: str) -> bool:

@@ -2,4 +2,5 @@
 
 # The version of the tree builder and the rule-based summarizer: bump it when a change of this package
 # changes the trees, summaries or keywords it makes (kb_assets.pipeline.versions).
-STRUCTURE_VERSION = "5"  # 3: metadata (structure/metadata.py), statement nodes; 4: quarter years; 5: legal forms
+STRUCTURE_VERSION = "6"  # 3: metadata (structure/metadata.py), statement nodes; 4: quarter years; 5: legal forms;
+# 6: filings' metadata rules (release headlines, January year ends, registrant tables)

@@ -23,6 +23,7 @@ from collections import Counter
 from datetime import date
 
 FIRST_PAGES = 5  # the pages read (a cover and what follows it)
+READ_PAGES = 60  # the pages searched for period labels ("fiscal 2023") and a report's quarter
 MONTHS = {
     m: n
     for n, names in enumerate(
@@ -60,8 +61,8 @@ RELEASE = re.compile(
     re.I,
 )
 KINDS = [  # other documents: (pattern on the title and first page, kind)
-    (r"\bannual report\b", "annual report"),
-    (r"\bquarterly report\b", "quarterly report"),
+    (r"(?<![a-z])annual report\b", "annual report"),  # "2023Annual Report" (a cover's words run together)
+    (r"(?<![a-z])quarterly report\b", "quarterly report"),
     (
         r"\b(?:user|reference|administration|installation|owner'?s|operator'?s)\s+(?:manual|guide)\b|\bmanual\b|\bhandbook\b",
         "manual",
@@ -85,6 +86,13 @@ NOT_AN_ISSUER = re.compile(
     r"exchange|reporting company|growth company|transition|pursuant|registrant|documents incorporated", re.I
 )
 REGISTRANT = re.compile(r"\(\s*exact name of (?:the )?registrant", re.I)
+COMPARED = re.compile(  # two years compared: "fiscal 2019 and 2018", "fiscal 2021 compared with fiscal 2020"
+    r"\bfiscal(?:\s+years?)?\s+(20\d\d)\s*(?:,|and|compared\s+(?:to|with)|versus|vs\.?)\s*(?:fiscal(?:\s+year)?\s+)?(20\d\d)\b",
+    re.I,
+)
+AND_YEAR = r"(?:\s+and\s+(?:full|fiscal)[ -]year)?"  # "fourth-quarter and full-year 2022"
+HEADER_REGISTRANT = re.compile(r"exact name of (?:the )?registrants?\b", re.I)  # a column's heading
+FILE_NUMBER_ROW = re.compile(r"\d{1,3}-\d{4,6}\s+(.+)")  # a registrant's row starts with its commission file number
 
 
 def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> dict:
@@ -92,7 +100,7 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     info = {k.lower(): (v or "").strip() for k, v in (pdf_info or {}).items()}
     texts = [_lines(t or "") for t in pages[:FIRST_PAGES]]
     front = "\n".join(texts)
-    whole = " ".join(" ".join(t.split()) for t in pages[:60])  # period labels ("fiscal 2023") further on
+    whole = " ".join(" ".join(t.split()) for t in pages[:READ_PAGES])  # period labels ("fiscal 2023") further on
     first = texts[0] if texts else ""
     confidence: dict[str, float] = {}
     form, kind = _form(first) or _form("\n".join(texts[:2])) or (None, None)
@@ -103,7 +111,7 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     else:
         kind = _kind(info.get("title", "") + "\n" + first[:2000])
         confidence["kind"] = 0.5 if kind != "document" else 0.2
-    organisation, confidence["organisation"] = _organisation(first, front, whole, info)
+    organisation, confidence["organisation"] = _organisation(first, front, whole, info, form)
     period, when, confidence["period"] = _period(kind, form, first, front, whole)
     title = info.get("title") if _meaningful(info.get("title", "")) else _title(first, organisation, form, period)
     confidence["title"] = 0.9 if _meaningful(info.get("title", "")) else 0.6
@@ -146,7 +154,9 @@ def _lines(text: str) -> str:
     return text
 
 
-def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> tuple[str | None, float]:
+def _organisation(
+    first: str, front: str, whole: str, info: dict[str, str], form: str | None = None
+) -> tuple[str | None, float]:
     lines = [line.strip() for line in front.splitlines()]
     for number, line in enumerate(lines):
         if REGISTRANT.search(line):
@@ -157,6 +167,15 @@ def _organisation(first: str, front: str, whole: str, info: dict[str, str]) -> t
                 previous = re.split(r"_{3,}", previous)[-1].strip()
                 if _name_like(previous):
                     return _tidy(previous), 0.95
+        if HEADER_REGISTRANT.match(line):  # a table of registrants: "001-12609 PG&E CORPORATION California ..."
+            for row in lines[number + 1 : number + 8]:
+                if (filed := FILE_NUMBER_ROW.match(row)) and (named := ORG_SUFFIXED.search(filed.group(1))):
+                    return _tidy(named.group(1)), 0.9
+    if form:  # a form's cover without the "(Exact name of registrant ...)" label: its line that is a name
+        for line in first.splitlines():
+            line = line.strip()
+            if (named := ORG_SUFFIXED.fullmatch(line.rstrip(" ,"))) and not NOT_AN_ISSUER.search(line):
+                return _tidy(named.group(1)), 0.85
     if match := TICKER.search(first[:4000]):
         name = re.split(r"[\u2013\u2014]|--| - |\)\s", match.group(1))[-1].strip(" ,")
         if len(name) > 2:
@@ -181,12 +200,17 @@ def _name_like(line: str) -> bool:
 
 
 def _tidy(name: str) -> str:
-    name = re.sub(r"\b([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps split: "R ESORTS" -> "RESORTS"
+    name = re.sub(r"(?<![\w&'\u2019])([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps: "R ESORTS"
     name = " ".join(name.split()).strip(" ,.;:")
     name = re.sub(r"^(?:the|by|of|and)\s+", "", name, flags=re.I)
-    if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc."
-        name = name.title()
+    if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc.", but "PG&E", "AES", "MGM" stay
+        name = " ".join(word if _acronym(word) else word.title() for word in name.split())
     return name + ("." if re.search(r"\b(?:Inc|Corp|Co|Ltd)$", name) else "")
+
+
+def _acronym(word: str) -> bool:
+    bare = word.strip(",.")
+    return "&" in word or (len(bare) <= 3 and bare.isalpha() and bare.lower() not in ("inc", "co", "ltd", "plc", "llc"))
 
 
 def _date(text: str) -> date | None:
@@ -199,15 +223,41 @@ def _date(text: str) -> date | None:
         return None
 
 
-def _labelled_year(front: str, candidates: set[int]) -> int | None:
-    """The fiscal year the document names most often among ``candidates`` ("fiscal 2023", "FY23")."""
+def _labelled_year(front: str, candidates: set[int], quarter: int | None = None) -> int | None:
+    """The fiscal year the document names most often among ``candidates`` ("fiscal 2023", "FY23"; for a
+    quarterly report also its own quarter's label: "Third Quarter 2022", "Q3 2022")."""
     counts: Counter[int] = Counter()
-    for match in re.finditer(r"\bfiscal(?:\s+year)?\s+(20\d\d)\b|\bFY\s?'?(20\d\d|\d\d)\b", front):
-        value = match.group(1) or match.group(2)
+    labels = [r"\bfiscal(?:\s+year)?\s+(20\d\d)\b", r"\bFY\s?'?(20\d\d|\d\d)\b"]
+    if quarter:
+        ordinals = "|".join(name for name, number in ORDINALS.items() if number == quarter)
+        labels.append(
+            rf"(?i:\b(?:{ordinals})[ -]quarter(?:\s+of)?(?:\s+fiscal)?(?:\s+year)?|\bQ{quarter})\s+(20\d\d)\b"
+        )
+    for match in re.finditer("|".join(labels), front):
+        value = next(group for group in match.groups() if group)
         year = int(value) if len(value) == 4 else 2000 + int(value)
         if year in candidates:
             counts[year] += 1
     return counts.most_common(1)[0][0] if counts else None
+
+
+def _annual_label(whole: str, end: date) -> int | None:
+    """The label of an annual report's year that ends in January or February, by the year it starts or ends
+    in: the one bound to the end date ("12 months ended January 31, 2015 ("2015")"), else the later of the
+    two years compared ("fiscal 2019 and 2018", "2021 compared with 2020": this year and the one before),
+    else the one named most often."""
+    candidates = {end.year - 1, end.year}
+    for match in re.finditer(
+        rf"({DATE})\s*\(\s*[\"\u201c]?(?:fiscal\s+(?:year\s+)?)?(20\d\d)[\"\u201d]?\s*\)", whole, re.I
+    ):
+        if _date(match.group(1)) == end and int(match.group(2)) in candidates:
+            return int(match.group(2))
+    compared = [
+        max(int(match.group(1)), int(match.group(2)))
+        for match in COMPARED.finditer(whole)
+        if abs(int(match.group(1)) - int(match.group(2))) == 1
+    ]
+    return max((year for year in compared if year in candidates), default=None) or _labelled_year(whole, candidates)
 
 
 def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> tuple[dict | None, str | None, float]:
@@ -218,14 +268,14 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
             end = _date(match.group(1))
             if end:
                 default = end.year - 1 if end.month == 1 and end.day <= 7 else end.year
-                year = _labelled_year(whole, {end.year - 1, end.year}) if end.month <= 2 else None
+                year = _annual_label(whole, end) if end.month <= 2 else None
                 year = year or default
                 return _annual(year, end), None, 0.9
     if form == "10-Q" or kind == "quarterly report":
         if match := re.search(rf"quarterly period ended:?\s*({DATE})", flat, re.I):
             end = _date(match.group(1))
             if end:
-                quarter = _quarter_of_report(whole)
+                quarter = _quarter_of_report(whole, end)
                 # the fiscal year ends (4 - quarter) quarters after this one; a year ending in January is
                 # labelled as the document labels it (by its start or by its end)
                 year_end_month = end.month + 3 * (4 - quarter) if quarter else None
@@ -234,13 +284,17 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
                 elif year_end_month <= 12:
                     year = end.year
                 elif year_end_month - 12 == 1:
-                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year + 1
+                    year = _labelled_year(whole, {end.year, end.year + 1}, quarter) or end.year + 1
                 else:
                     year = end.year + 1
                 return _quarterly(quarter, year, end), None, 0.85 if quarter else 0.5
     if form == "8-K":
-        if match := re.search(rf"date of report[^)]{{0,40}}\)?\s*:?\s*({DATE})(?:\s*\(({DATE})\))?", flat, re.I):
-            event = _date(match.group(2) or match.group(1))
+        if match := re.search(
+            rf"date of report[^)]{{0,40}}\)?\s*:?\s*({DATE})(?:\s*\(({DATE})\))?|({DATE})\s*\(?date of report",
+            flat,
+            re.I,
+        ):
+            event = _date(match.group(2) or match.group(1) or match.group(3))
             if event:
                 period = {"label": event.isoformat(), "fiscal_year": event.year, "fiscal_quarter": None}
                 return {**period, "end": event.isoformat()}, event.isoformat(), 0.8
@@ -275,29 +329,48 @@ def _quarterly(quarter: int | None, year: int, end: date | None) -> dict:
     return {"label": label, "fiscal_year": year, "fiscal_quarter": quarter, "end": end.isoformat() if end else None}
 
 
-def _quarter_of_report(flat: str) -> int | None:
-    """A quarterly report's quarter: named ("third quarter of fiscal 2023"), else from the periods its
-    statements cover ("three and nine months ended": the third)."""
+SPANS = {  # the periods a quarterly report's statements cover, by the quarter they end
+    3: r"nine months|thirty-nine weeks|39 weeks",
+    2: r"six months|twenty-six weeks|26 weeks",
+    1: r"three months|thirteen weeks|13 weeks",
+}
+
+
+def _quarter_of_report(flat: str, end: date | None = None) -> int | None:
+    """A quarterly report's quarter, from the periods its statements cover ("three and nine months ended
+    September 30, 2023": the third): the longest one that ends on the report's own date, else the longest
+    one named at all."""
     low = flat.lower()[:60000]
-    if "nine months ended" in low or "thirty-nine weeks" in low or "39 weeks ended" in low:
-        return 3
-    if "six months ended" in low or "twenty-six weeks" in low or "26 weeks ended" in low:
-        return 2
-    if "three months ended" in low or "thirteen weeks ended" in low or "13 weeks ended" in low:
-        return 1
+    if end is not None:
+        for quarter, span in SPANS.items():
+            for match in re.finditer(rf"\b(?:{span})\s+ended\s+({DATE})", low):
+                if _date(match.group(1)) == end:
+                    return quarter
+    for quarter, span in SPANS.items():
+        if re.search(rf"\b(?:{span})\s+ended\b", low):
+            return quarter
     return None
 
 
 def _release_quarter(head: str) -> tuple[int, int, date | None] | None:
-    """(quarter, fiscal year, quarter end) a release names: "Q4 FY23", "first quarter 2023", "second-quarter
-    2023", "fourth quarter ended January 28, 2023"."""
+    """(quarter, fiscal year, quarter end) a release names: "Q4 FY23" first, else the first quarter and year
+    it names (its headline, not an outlook further on: "first quarter 2023", "second-quarter 2023",
+    "fourth-quarter and full-year 2022"), else "fourth quarter ended January 28, 2023"."""
     if match := re.search(r"\bQ([1-4])\s*(?:FY|fiscal\s*)\s?'?(20\d\d|\d\d)\b", head, re.I):
         year = int(match.group(2))
         return int(match.group(1)), year if year > 100 else 2000 + year, _ended(head)
-    if match := re.search(rf"\b(\d{{4}})\s+({_ORDINAL})[ -]quarter\b", head, re.I):
-        return ORDINALS[match.group(2).lower()], int(match.group(1)), _ended(head)
-    if match := re.search(rf"\b({_ORDINAL})[ -]quarter(?:\s+of)?(?:\s+fiscal)?(?:\s+year)?\s+(20\d\d)\b", head, re.I):
-        return ORDINALS[match.group(1).lower()], int(match.group(2)), _ended(head)
+    named = [
+        (match.start(), ORDINALS[match.group(2).lower()], int(match.group(1)))
+        for match in re.finditer(rf"\b(\d{{4}})\s+({_ORDINAL})[ -]quarter\b", head, re.I)
+    ] + [
+        (match.start(), ORDINALS[match.group(1).lower()], int(match.group(2)))
+        for match in re.finditer(
+            rf"\b({_ORDINAL})[ -]quarter{AND_YEAR}(?:\s+of)?(?:\s+fiscal)?(?:\s+year)?\s+(20\d\d)\b", head, re.I
+        )
+    ]
+    if named:
+        _, quarter, year = min(named)
+        return quarter, year, _ended(head)
     if match := re.search(rf"\b({_ORDINAL})[ -]quarter\s+ended\s+({DATE})", head, re.I):
         end = _date(match.group(2))
         if end:
