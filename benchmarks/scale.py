@@ -397,6 +397,9 @@ def main() -> None:
         final = stores(home)
         dagster_parts = stores(home / "dagster") if (home / "dagster").is_dir() else {}
         biggest = largest(home, 8)
+        from kb_assets.stores import Stores
+
+        tables = sorted(Stores(settings).catalog.table_sizes().items(), key=lambda item: -item[1][1])[:6]
     finally:
         if args.keep:
             print(f"kept: KB_HOME {home} (services running), notes {folder}")
@@ -447,6 +450,10 @@ def main() -> None:
         f" ({sum(s for _, s in final.values()) / total / 1024:.1f} KB a note)"
     )
     print("largest files: " + ", ".join(f"{path} {size / MB:.1f} MB" for size, path in biggest))
+    print(
+        "largest catalog tables (rows, MB with indexes): "
+        + ", ".join(f"{t} {r:,} {b / MB:.1f}" for t, (r, b) in tables)
+    )
     if dagster_parts:
         files, size = final.get("dagster", (0, 0))
         print()

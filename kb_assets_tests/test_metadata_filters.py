@@ -118,3 +118,19 @@ def test_docs_and_the_document_list_show_each_documents_metadata(years, client):
         years[2022]: "FY2022",
         years[2023]: "FY2023",
     }
+
+
+def test_a_field_read_with_little_confidence_is_not_shown():
+    from kb_assets.retrieval.scope import describe
+
+    handbook = {  # a handbook's "founded in 2019" read as its period, its kind only the generic one
+        "organisation": "Northwind Ltd",
+        "period": {"label": "2019", "fiscal_year": 2019},
+        "kind": "document",
+        "confidence": {"organisation": 0.6, "period": 0.3, "kind": 0.2},
+    }
+    assert describe(handbook) == "Northwind Ltd"
+    filing = {**handbook, "period": {"label": "FY2022"}, "kind": "annual report"}
+    assert describe({**filing, "confidence": {"organisation": 0.9, "period": 0.9, "kind": 0.95}}) == (
+        "Northwind Ltd · FY2022 · annual report"
+    )

@@ -72,12 +72,20 @@ def matches_filters(metadata: dict, filters: dict[str, str | None]) -> bool:
     return period_matches(metadata.get("period") or {}, period) if period else True
 
 
+SHOWN_CONFIDENCE = 0.5  # a field read with less (a handbook's "founded in 2019" as its period) is not shown
+
+
 def describe(metadata: dict | None) -> str:
-    """A document's organisation, period and kind, those known, as results show them: "ACME Corp · FY2023 ·
-    annual report" ("" when none is)."""
+    """A document's organisation, period and kind, those read with confidence, as results show them: "ACME
+    Corp · FY2023 · annual report" ("" when none is)."""
     metadata = metadata or {}
-    period = (metadata.get("period") or {}).get("label")
-    return " · ".join(str(part) for part in (metadata.get("organisation"), period, metadata.get("kind")) if part)
+    sure = metadata.get("confidence") or {}
+    fields = {
+        "organisation": metadata.get("organisation"),
+        "period": (metadata.get("period") or {}).get("label"),
+        "kind": metadata.get("kind"),
+    }
+    return " · ".join(str(v) for k, v in fields.items() if v and sure.get(k, 1.0) >= SHOWN_CONFIDENCE)
 
 
 def check_period(asked: str) -> str:

@@ -98,7 +98,10 @@ function chunkSpan(joined, content, header) {
 // a document's organisation, period and kind as read from its content, those known ("" when none is)
 function aboutDocument(metadata) {
   const m = metadata || {};
-  return [m.organisation, m.period && m.period.label, m.kind].filter(Boolean).join(" · ");
+  const sure = m.confidence || {};  // a field read with confidence under 0.5 is not shown (as the CLI)
+  const shown = (name, value) => value && (sure[name] === undefined || sure[name] >= 0.5) ? value : null;
+  return [shown("organisation", m.organisation), shown("period", m.period && m.period.label), shown("kind", m.kind)]
+    .filter(Boolean).join(" · ");
 }
 
 function pageLabel(index, label) {
