@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "schema.sql"
 
 
-FRESH_SECONDS = 1.0  # a connection given back this recently is used without a liveness round trip
+FRESH_SECONDS = 0.2  # a connection given back this recently is used without a liveness round trip (a stop takes longer)
 CONNECT_RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0)  # a Postgres restart is waited out for ~8 s, then the error stands
 _RETRY_DELAYS: contextvars.ContextVar[tuple[float, ...]] = contextvars.ContextVar("catalog_connect_retries", default=())
 
