@@ -163,6 +163,8 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
         )
         planning.claim_documents(plans, catalog)
         return plans
+    # a document published under hash buckets has no partition of its own yet (the mode was switched)
+    add_partitions(instance, [d.partition_key for d in docs if d.document_id in picked and d.partition_key])
     ordered = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(ordered)
     keys = {d.document_id: d.partition_key for d in docs}
