@@ -88,7 +88,7 @@ def worked_keys(context: dg.AssetExecutionContext, docs: list[Document]) -> list
     """The run's partitions it works on: every document partition, the hash buckets that hold its documents
     (a bucket run's range passes over buckets with nothing to do: ``planning.spanning_ranges``)."""
     keys = list(context.partition_keys)
-    counts = {int(key.rsplit("-of-", 1)[1]) for key in keys if planning.is_bucket(key)}
+    counts = planning.bucket_counts(keys)
     held = {planning.partition_key(doc, f"buckets:{n}") for doc in docs for n in counts}
     return [key for key in keys if not planning.is_bucket(key) or key in held]
 
@@ -143,7 +143,7 @@ def documents_by_partition(
 ) -> dict[str, list[Document]]:
     """The run's documents (``planning.run_documents``, deleted ones left out) under each partition key."""
     wanted = set(keys)
-    counts = {int(key.rsplit("-of-", 1)[1]) for key in keys if planning.is_bucket(key)}
+    counts = planning.bucket_counts(keys)
     found: dict[str, list[Document]] = {key: [] for key in keys}
     for doc in planning.run_documents(keys, run_id, catalog, claim):
         held = [doc.partition_key, *(planning.partition_key(doc, f"buckets:{n}") for n in sorted(counts))]

@@ -164,6 +164,11 @@ def is_bucket(key: str) -> bool:
     return key.startswith(BUCKET_PREFIX) and "-of-" in key
 
 
+def bucket_counts(keys: list[str]) -> set[int]:
+    """The N of every ``bucket-...-of-N`` among these partition keys."""
+    return {int(key.rsplit("-of-", 1)[1]) for key in keys if is_bucket(key)}
+
+
 def run_documents(keys: list[str], run_id: str, catalog: Catalog, claim: str | None = None) -> list[Document]:
     """The documents a run over these partitions works on, in partition order: a document key names
     its document; a bucket key names the bucket's documents that are pending, that the planner claimed
@@ -174,7 +179,7 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog, claim: str | N
     docs = [found[key] for key in documents if key in found]
     buckets = [key for key in keys if is_bucket(key)]
     if buckets:
-        wanted, counts = set(buckets), {int(key.rsplit("-of-", 1)[1]) for key in buckets}
+        wanted, counts = set(buckets), bucket_counts(buckets)
         docs += [
             doc
             for doc in catalog.documents_of_run(run_id, claim)

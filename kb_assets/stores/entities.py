@@ -63,20 +63,12 @@ def document_filter(document_id: str) -> str:
     return f"document_id == {milvus_string(document_id)}"
 
 
-def document_entities(
-    client: MilvusClient, collection: str, document_id: str, with_vectors: bool = True
-) -> dict[str, dict]:
-    """The document's entities in the collection, by chunk id (scalar fields and content; ``dense`` too)."""
-    return stored_entities(client, collection, [document_id], with_vectors)
-
-
 def stored_entities(
     client: MilvusClient, collection: str, document_ids: list[str], with_vectors: bool = True
 ) -> dict[str, dict]:
     """The documents' entities in the collection, by chunk id (one query for them all)."""
     fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
-    flt = document_filter(document_ids[0]) if len(document_ids) == 1 else in_filter("document_id", document_ids)
-    rows = query_loaded(client, collection, filter=flt, output_fields=fields)
+    rows = query_loaded(client, collection, filter=in_filter("document_id", document_ids), output_fields=fields)
     return {row["chunk_id"]: row for row in rows}
 
 

@@ -208,7 +208,19 @@ def write_entities(
     ready = entities_to_write(doc, lake, version)
     if isinstance(ready, dict):
         return ready
-    chunks, serving, entities = ready
+    return sync_ready_entities(doc, *ready, client, collection, also)
+
+
+def sync_ready_entities(
+    doc: Document,
+    chunks: pl.DataFrame,
+    serving: str,
+    entities: list[dict],
+    client: MilvusClient,
+    collection: str,
+    also: tuple[str, EmbeddingModel] | None = None,
+) -> dict:
+    """``write_entities`` once ``entities_to_write`` has read what to write."""
     counts = sync_document(client, collection, doc.document_id, entities)
     expect_entities(client, collection, doc, chunks.height)
     if also is not None:
@@ -289,10 +301,10 @@ def write_slice_entities(
         groups[-1].append((doc, *ready))
         size += weight
     for group in groups:
-        ids = [doc.document_id for doc, *_ in group]
         if len(group) > 1 and also is None:
             try:
                 counts = sync_documents(client, collection, {doc.document_id: rows for doc, _, _, rows in group})
+                ids = [doc.document_id for doc, *_ in group]
                 held = entity_counts(client, collection, ids, limit=2 * group_entities + 1)
             except Exception:  # one document's bad entity fails the shared call: find it one by one
                 pass
@@ -304,9 +316,9 @@ def write_slice_entities(
                         else DocumentFailed(entities_mismatch(doc, collection, held[doc.document_id], chunks.height))
                     )
                 continue
-        for doc, *_ in group:
+        for doc, chunks, serving, rows in group:
             try:
-                outcome[doc.document_id] = write_entities(doc, lake, client, collection, version, also)
+                outcome[doc.document_id] = sync_ready_entities(doc, chunks, serving, rows, client, collection, also)
             except Exception as error:
                 outcome[doc.document_id] = error
     return outcome
