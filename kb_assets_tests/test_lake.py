@@ -92,3 +92,52 @@ def test_a_merged_file_written_with_sequence_0_is_still_read_by_document(tmp_pat
     lake._put("chunks", 0, pl.concat([chunks("a"), chunks("b", n=3)]), {"a": 2, "b": 3}, [])
     again = Lake(str(tmp_path))
     assert again.read("chunks", "a").height == 2 and again.read("chunks", "b").height == 3
+
+
+def test_compaction_merges_files_of_like_size_and_leaves_a_large_file_alone(tmp_path, monkeypatch):
+    """Size tiers: small files are merged among themselves, a large file is not rewritten with them, so
+    that a row is rewritten a few times over a table's life, not once every few runs."""
+    monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
+    lake = Lake(str(tmp_path))
+    with lake.batch():
+        for number in range(300):
+            lake.write("chunks", f"big-{number}", chunks(f"big-{number}", n=20))
+    [large] = lake.files("chunks")
+    monkeypatch.setattr(lake_module, "TIER_BYTES", large.size // 8)  # the large file: a tier of its own
+    written = []
+    for number in range(12):  # twelve runs of one small document each
+        with lake.batch():
+            lake.write("chunks", f"small-{number}", chunks(f"small-{number}"))
+        written.append(number)
+        names = [f.name for f in lake.files("chunks")]
+        assert large.name in names  # never rewritten: its rows are all alive
+        assert len(names) <= 1 + lake_module.MAX_FILES  # the small ones merged
+    again = Lake(str(tmp_path))
+    assert len(again.document_ids("chunks")) == 312
+    assert_frame_equal(again.read("chunks", "small-3"), chunks("small-3"))
+    assert_frame_equal(again.read("chunks", "big-299"), chunks("big-299", n=20))
+
+
+def test_a_merge_that_leaves_an_older_file_out_keeps_the_deletions_that_hide_its_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
+    lake = Lake(str(tmp_path))
+    with lake.batch():
+        for number in range(300):
+            lake.write("chunks", f"big-{number}", chunks(f"big-{number}", n=20))
+    [large] = lake.files("chunks")
+    monkeypatch.setattr(lake_module, "TIER_BYTES", large.size // 8)
+    lake.delete("chunks", "big-7")  # a small file that deletes rows of the large one (1 of 300: not due)
+    lake.write("chunks", "big-8", chunks("big-8", n=1))  # and one that supersedes them
+    for number in range(4):
+        lake.write("chunks", f"small-{number}", chunks(f"small-{number}"))
+    assert lake.compact("chunks") == 6  # files written outside a batch: merged when compaction is asked
+    assert large.name in [f.name for f in lake.files("chunks")]  # the small files merged, the large kept
+    assert len(lake.files("chunks")) == 2
+    again = Lake(str(tmp_path))
+    assert "big-7" not in again.document_ids("chunks") and again.read("chunks", "big-7").height == 0
+    assert again.read("chunks", "big-8").height == 1
+    assert again.dead_rows("chunks") == (40, 6000 + 1 + 8)
+    assert again.compact("chunks", force=True) == 2  # a purge's compaction: the dead rows go, and the deletion
+    assert again.dead_rows("chunks") == (0, 5969)
+    assert [f.deleted for f in again.files("chunks")] == [()]
+    assert "big-7" not in Lake(str(tmp_path)).document_ids("chunks")

@@ -6,10 +6,13 @@ footer records which documents it holds (their row counts) and which it deletes.
 those of the newest file that names it (none when that file deletes it): that is the manifest, read
 from the footers of the table's files (each read once per process). ``batch()`` gathers a run's writes
 and deletes into one file per table; outside a batch every write or delete is a file of its own.
-Superseded and deleted rows stay in older files until compaction rewrites a table's live rows into one
-file and removes the old ones: when a table has more than ``MAX_FILES`` files or more dead rows than a
-quarter of its rows. Files written in the last ``COMPACT_AFTER_S`` seconds are left to the next
-compaction (a concurrent writer's file may still be on its way).
+Superseded and deleted rows stay in older files until compaction merges files: size-tiered, so that a
+row is rewritten about log4(table / ``TIER_BYTES``) times over the table's life, not once every few
+runs. Files fall in tiers by size (under ``TIER_BYTES``; then each tier four times the last); a tier
+with more than ``MAX_FILES`` files is merged, and so is a file whose dead rows pass a quarter of its
+rows (with the small files of the lowest tier, cheap to take along). A merged file keeps the
+deletions that still hide rows in files left out. Files written in the last ``COMPACT_AFTER_S``
+seconds are left to the next compaction (a concurrent writer's file may still be on its way).
 
 The schemas of the lake tables are declared here, once.
 """
@@ -102,7 +105,8 @@ def chunk_records(chunks: pl.DataFrame) -> list[dict]:
 # columns added after files were written: what an older file's rows hold for them
 ADDED_COLUMNS = {"pipeline_version": "1"}
 
-MAX_FILES = 4  # a table with more files than this (old enough) is compacted
+MAX_FILES = 4  # a size tier with more files than this (old enough) is merged
+TIER_BYTES = 1024 * 1024  # files under this size are the lowest tier; each tier above is 4x the last
 COMPACT_AFTER_S = 10.0  # files younger than this are not compacted yet
 ROW_GROUP_ROWS = 4096  # rows sorted by document: a filtered read of a large file skips the other groups
 CACHED_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are read whole and kept (a few of them)
@@ -348,21 +352,22 @@ class Lake:
         return dead, total
 
     def compact(self, table: str, force: bool = False) -> int:
-        """Rewrite the live rows of the table's files older than ``COMPACT_AFTER_S`` into one file and remove
-        them, when there are more than ``MAX_FILES`` files or dead rows pass a quarter of all rows
-        (``force``: whenever dead rows or tombstones remain). Returns how many files were removed."""
+        """Merge the table's files that are due (older than ``COMPACT_AFTER_S``): a size tier of more than
+        ``MAX_FILES`` files, a file whose dead rows pass a quarter of its rows, with the lowest tier's
+        files (``force``: every file holding dead rows or deletions). Returns how many files were removed."""
         files = self.files(table)
         horizon = time.time_ns() - int(COMPACT_AFTER_S * 1e9)
         old = [f for f in files if f.sequence <= horizon]
         live = self.manifest(table, files)
-        dead = sum(max(r, 0) for f in old for d, r in f.documents.items() if live.get(d) is not f)
-        rows = sum(max(r, 0) for f in old for r in f.documents.values())
-        tombstones = any(f.deleted for f in old)
-        due = len(files) > MAX_FILES or dead * 4 > rows or (force and (dead or tombstones))
-        worth = len(old) >= 2 or (len(old) == 1 and (dead > 0 or tombstones))
-        if not (due and worth):
+        merging = _due_files(old, live, force)
+        names = {f.name for f in merging}
+        named_elsewhere = {d for f in files if f.name not in names for d in f.documents}
+        # a deletion still hides rows of a file left out: the merged file keeps it
+        deleted = sorted({d for f in merging for d in f.deleted if d not in live and d in named_elsewhere})
+        dropped = any(d not in deleted for f in merging for d in f.deleted)
+        dead = any(live.get(d) is not f for f in merging for d in f.documents)
+        if not (len(merging) >= 2 or (merging and (dead or dropped))):
             return 0
-        names = {f.name for f in old}
         keep = {d: f for d, f in live.items() if f.name in names}
         try:
             parts = [self._rows(table, f, d) for d, f in sorted(keep.items())]
@@ -370,10 +375,10 @@ class Lake:
             return 0
         merged = pl.concat(parts) if parts else pl.DataFrame(schema=TABLES[table])
         counts = {d: part.height for d, part in zip(sorted(keep), parts, strict=True)}
-        if counts:  # as old as the newest merged file (still older than the young files); never 0, the
-            # sequence of a legacy file of one document, which would be read whole for each of its documents
-            self._put(table, max(1, *(f.sequence for f in old)), merged, counts, [])
-        for file in old:
+        if counts or deleted:  # as old as the newest merged file (still older than the files after it); never 0,
+            # the sequence of a legacy file of one document, which would be read whole for each of its documents
+            self._put(table, max(1, *(f.sequence for f in merging)), merged, counts, deleted)
+        for file in merging:
             try:
                 (self.root / table / file.name).unlink()
             except FileNotFoundError:  # another process compacted it too
@@ -381,4 +386,30 @@ class Lake:
             with self._lock:
                 self._footers.pop(f"{table}/{file.name}", None)
                 self._frames.pop(f"{table}/{file.name}", None)
-        return len(old)
+        return len(merging)
+
+
+def size_tier(size: int) -> int:
+    """0 under ``TIER_BYTES``; then 1, 2, ... for each further factor of four."""
+    tier, bound = 0, TIER_BYTES
+    while size >= bound:
+        tier, bound = tier + 1, bound * 4
+    return tier
+
+
+def _due_files(old: list[LakeFile], live: dict[str, LakeFile], force: bool) -> list[LakeFile]:
+    """The files of ``old`` to merge now (oldest first); none when nothing is due."""
+
+    def mostly_dead(file: LakeFile) -> bool:
+        rows = sum(max(r, 0) for r in file.documents.values())
+        dead = sum(max(r, 0) for d, r in file.documents.items() if live.get(d) is not file)
+        return dead * 4 > rows if not force else bool(dead or file.deleted)
+
+    tiers: dict[int, list[LakeFile]] = {}
+    for file in old:
+        tiers.setdefault(size_tier(file.size), []).append(file)
+    due = {f.name for f in old if mostly_dead(f)}
+    due |= {f.name for tier in tiers.values() if len(tier) > MAX_FILES for f in tier}
+    if due:  # the lowest tier's small files come along
+        due |= {f.name for f in tiers.get(0, [])}
+    return [f for f in old if f.name in due]
