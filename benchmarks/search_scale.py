@@ -10,9 +10,9 @@ to keep the original for ``retrieval_quality.py``. Each copy round adds every or
 under new ids (``ORIGINAL~k``, hashed to the original's id length): in Milvus its entities (real text, the
 real model's vectors; Milvus Lite derives BM25 on insert) with new chunk ids, one flush a round as one
 ingest run does; in Postgres what an ingest writes and search reads, copied row for row (``documents``,
-``pages``, ``pageindex_nodes``, ``chunk_terms``, ``document_terms``; every column, so a column added
-later is copied too). Copies stay in their original's knowledge base, so the searched knowledge base
-is what grows. Sizes are reached in order (a later size adds to the earlier one).
+``pages``, ``pageindex_nodes``, ``chunk_terms``; every column, so a column added later is copied too;
+then the knowledge bases' term counts counted again). Copies stay in their original's knowledge base, so
+the searched knowledge base is what grows. Sizes are reached in order (a later size adds to the earlier one).
 
 At each size the searcher is built as ``kb-assets serve`` builds it (``make_searcher`` with one encoder
 thread a query) and asked ``--questions`` questions (titles, paraphrases and detail questions taken
@@ -42,7 +42,7 @@ QUESTION_FILES = (
     REPO / "benchmarks" / "detail_questions.jsonl",
 )
 COPY_MARK = "~"  # in a copy's source_path: ORIGINAL~k
-CATALOG_TABLES = ("documents", "pages", "pageindex_nodes", "chunk_terms", "document_terms")
+CATALOG_TABLES = ("documents", "pages", "pageindex_nodes", "chunk_terms")
 
 
 def copy_id(original: str, round_number: int) -> str:
@@ -110,6 +110,10 @@ def copy_catalog(catalog, documents: dict[str, str], chunks: dict[str, str], rou
                 params,
             )
         conn.commit()
+        cur.execute("SELECT DISTINCT knowledge_base_id FROM documents WHERE document_id = ANY(%s)", (list(documents),))
+        knowledge_bases = [row[0] for row in cur.fetchall()]
+    for knowledge_base_id in knowledge_bases:
+        catalog.rebuild_terms(knowledge_base_id)
 
 
 def original_entities(client, collection: str, documents: list[str]) -> list[dict]:

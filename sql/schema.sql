@@ -142,13 +142,25 @@ CREATE INDEX IF NOT EXISTS chunk_terms_document ON chunk_terms (document_id);
 ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_index integer;
 ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_end integer;
 CREATE INDEX IF NOT EXISTS chunk_terms_pages ON chunk_terms (document_id, page_index);
-CREATE TABLE IF NOT EXISTS document_terms (
-    document_id   text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
-    term          text NOT NULL,
-    chunks        integer NOT NULL,            -- chunks of the document that hold the term
-    PRIMARY KEY (term, document_id) INCLUDE (chunks)
+-- BM25 document frequencies per knowledge base (stores/catalog/terms.py): how many of the chunks that serve
+-- hold each term, changed by each publish and deletion. It replaces document_terms (a row per document and
+-- term: ~17 KB a one-page note), counted once from chunk_terms when that table is found.
+CREATE TABLE IF NOT EXISTS knowledge_base_terms (
+    knowledge_base_id  text NOT NULL,
+    term               text NOT NULL,
+    chunks             integer NOT NULL,
+    PRIMARY KEY (knowledge_base_id, term)
 );
-CREATE INDEX IF NOT EXISTS document_terms_document ON document_terms (document_id);
+DO $$
+BEGIN
+    IF to_regclass('document_terms') IS NOT NULL THEN
+        DELETE FROM knowledge_base_terms;
+        INSERT INTO knowledge_base_terms (knowledge_base_id, term, chunks)
+            SELECT d.knowledge_base_id, t.term, count(*) FROM chunk_terms c JOIN documents d USING (document_id),
+                unnest(c.terms) AS t(term) GROUP BY 1, 2;
+        DROP TABLE document_terms;
+    END IF;
+END $$;
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS term_count bigint;
 
 -- Document identity (issue 30): a document is (knowledge base, source root, path under that root). The

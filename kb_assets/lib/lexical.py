@@ -25,8 +25,8 @@ figures for the default strategy (titles and Chinese details one question lower 
 the dev split, Chinese test details up 0.71 -> 0.75 hit@1; the ``hybrid`` strategy gains 0.02-0.08);
 default mode on both sides lost Chinese details in ``hybrid`` (0.65 -> 0.60 hit@1), and search mode on
 both sides counted a compound's parts twice (Chinese 0.73 / 0.85). Publishing a document replaces its
-rows in ``chunk_terms`` and ``document_terms`` in the transaction that records the published version, so
-the statistics are always those of what serves.
+rows in ``chunk_terms`` and changes its knowledge base's ``knowledge_base_terms`` in the transaction that
+records the published version, so the statistics are always those of what serves.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ Every entity of the published collection is counted against the published chunk 
 entities must all be of the version that serves (``published_version``, the one search returns) and as
 many as its recorded chunks; entities of any other version (a half-written new version of a killed run,
 a pending or failed one) are strays. A document whose newer file failed while its last good version
-serves is a notice, not a problem. Its BM25 statistics must be kept for exactly the chunks that serve.
+serves is a notice, not a problem. Its BM25 statistics must be kept for exactly the chunks that serve,
+and each knowledge base's term counts must be those of its chunks'.
 
 ``verify`` reports; with ``repair`` it fixes what it can from the source of record and the lake: removes
-strays, re-syncs a published document's entities and BM25 statistics from its lake rows, removes
+strays, re-syncs a published document's entities and BM25 statistics from its lake rows (and counts a
+knowledge base's terms again), removes
 entities and lake files of deleted or unknown documents. What needs a re-run (missing lake rows) is
 reported, not guessed.
 """
@@ -160,6 +162,11 @@ def verify(
                     if repair:
                         lake.delete(table, document_id)
                     problem(document_id, f"lake {table} of a document Postgres does not know", repair)
+    for knowledge_base_id, differing in sorted(catalog.term_drift().items()):  # after the documents' repairs
+        if repair:
+            catalog.rebuild_terms(knowledge_base_id)
+        text = f"BM25 term counts of knowledge base {knowledge_base_id}: {differing} differ from its chunks'"
+        problem(None, text, repair)
     for table in ("chunks", "embeddings"):
         if repair:
             lake.compact(table, force=True)

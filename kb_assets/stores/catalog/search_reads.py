@@ -67,35 +67,6 @@ class CatalogSearchReads(CatalogConnection):
             )
             return {document_id: metadata for document_id, metadata in cur.fetchall()}
 
-    def term_statistics(
-        self, terms: list[str], knowledge_base_ids: list[str]
-    ) -> dict[str, tuple[int, int, dict[str, int]]]:
-        """BM25 statistics of what serves in each knowledge base: (chunks, their total length in terms,
-        term -> chunks holding it) for the asked ``terms`` (a term held by none is left out)."""
-        if not knowledge_base_ids:
-            return {}
-        with self.reader() as conn, conn.cursor() as cur:
-            cur.execute(
-                "SELECT knowledge_base_id, sum(chunk_count), sum(term_count) FROM documents "
-                "WHERE knowledge_base_id = ANY(%s) AND published_version IS NOT NULL "
-                "AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY knowledge_base_id",
-                (list(knowledge_base_ids),),
-            )
-            out: dict[str, tuple[int, int, dict[str, int]]] = {
-                kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in cur.fetchall()
-            }
-            if terms:
-                cur.execute(
-                    "SELECT d.knowledge_base_id, t.term, sum(t.chunks) FROM document_terms t "
-                    "JOIN documents d USING (document_id) WHERE t.term = ANY(%s) "
-                    "AND d.knowledge_base_id = ANY(%s) GROUP BY d.knowledge_base_id, t.term",
-                    (list(terms), list(knowledge_base_ids)),
-                )
-                for kb, term, chunks in cur.fetchall():
-                    if kb in out:
-                        out[kb][2][term] = int(chunks)
-            return out
-
     def chunk_term_counts(self, chunk_ids: list[str], terms: list[str]) -> dict[str, tuple[int, dict[str, int]]]:
         """(length in terms, term -> occurrences) of the chunks that hold any of ``terms`` (the others are
         left out)."""

@@ -1,5 +1,5 @@
 """Writes to the catalog: document registrations and updates, pages, PageIndex nodes, the summary
-and chunk-context caches, BM25 term counts, collection versions and tombstones.
+and chunk-context caches, collection versions and tombstones (BM25 term counts: ``terms.py``).
 
 A method that takes ``conn`` writes inside the caller's transaction (``with catalog.connect() as
 conn:``), so one step's writes commit together; the others open their own.
@@ -7,21 +7,18 @@ conn:``), so one step's writes commit together; the others open their own.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections import Counter
 
 import psycopg2.extras
 
-from kb_assets.stores.catalog.connection import CatalogConnection, one_row
+from kb_assets.stores.catalog.connection import one_row
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS
+from kb_assets.stores.catalog.terms import CatalogTerms
 
-MAX_TERM_CHARS = 200  # longer terms are not kept (a btree key holds at most ~2,700 bytes)
 READ_PAGES = ("pageindex_trees", "chunks", "embeddings", "milvus_collection")  # the steps after parsed_pages
 
 
-class CatalogWrites(CatalogConnection):
+class CatalogWrites(CatalogTerms):
     # documents -------------------------------------------------------------------------------
     def register_document(
         self,
@@ -158,8 +155,7 @@ class CatalogWrites(CatalogConnection):
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute("DELETE FROM pageindex_nodes WHERE document_id = %s", (document_id,))
             cur.execute("DELETE FROM pages WHERE document_id = %s", (document_id,))
-            cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
-            cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
+            self.remove_chunk_terms(conn, document_id)
             cur.execute(
                 "SELECT count(*) FROM documents WHERE object_key = %s AND document_id <> %s AND status <> 'deleted'",
                 (object_key, document_id),
@@ -232,37 +228,6 @@ class CatalogWrites(CatalogConnection):
             )
 
     # BM25 term counts ----------------------------------------------------------------------------
-    def replace_chunk_terms(self, conn, document_id: str, chunks: list) -> None:
-        """Replace a document's BM25 statistics, in the caller's transaction: its chunks' term counts
-        (``lexical.ChunkTerms``), the number of chunks holding each term, and their total length as its
-        ``term_count``. Terms longer than ``MAX_TERM_CHARS`` (a run of symbols, a long URL) count towards
-        a chunk's length but are not kept."""
-        rows: list[tuple] = []
-        holding: Counter[str] = Counter()
-        for chunk in chunks:
-            kept = {term: tf for term, tf in chunk.counts.items() if len(term) <= MAX_TERM_CHARS and "\x00" not in term}
-            first, last = chunk.pages or (None, None)
-            rows.append((chunk.chunk_id, document_id, chunk.length, list(kept), list(kept.values()), first, last))
-            holding.update(kept.keys())
-        document_rows = io.StringIO()
-        csv.writer(document_rows).writerows((document_id, term, count) for term, count in holding.items())
-        document_rows.seek(0)
-        with conn.cursor() as cur:
-            cur.execute("DELETE FROM chunk_terms WHERE document_id = %s", (document_id,))
-            cur.execute("DELETE FROM document_terms WHERE document_id = %s", (document_id,))
-            psycopg2.extras.execute_values(
-                cur,
-                "INSERT INTO chunk_terms (chunk_id, document_id, chunk_length, terms, counts, page_index, page_end) "
-                "VALUES %s",
-                rows,
-                template="(%s, %s, %s, %s::text[], %s::integer[], %s, %s)",
-                page_size=500,
-            )
-            cur.copy_expert(
-                "COPY document_terms (document_id, term, chunks) FROM STDIN WITH (FORMAT csv)", document_rows
-            )
-        self.update_document(conn, document_id, term_count=sum(chunk.length for chunk in chunks))
-
     # PageIndex nodes -------------------------------------------------------------------------
     def replace_nodes(
         self, conn, document_id: str, version: str, nodes: list[dict], run_id: str, pipeline_version: str = "1"
