@@ -58,6 +58,13 @@ CASH_FLOWS = [
     ],
 ]
 
+# a discussion page after the statement that talks about the same figures in the question's words
+LIQUIDITY = [
+    "Liquidity and capital resources",
+    "In 2023 ACME spent $21 million on purchases of property and equipment, against $19 million in 2022.",
+    "Cash flow from operations paid for the purchases of property and equipment and for the dividends.",
+]
+
 
 def _annual(folder: Path, year: int) -> Path:
     now, before = REVENUE[year]
@@ -69,7 +76,7 @@ def _annual(folder: Path, year: int) -> Path:
             f"Net revenue was ${now} million in {year}, compared with ${before} million in {year - 1}.",
             "Revenue grew with more storage subscriptions sold to new customers.",
         ],
-        more=[CASH_FLOWS] if year == 2023 else [],
+        more=[CASH_FLOWS, LIQUIDITY] if year == 2023 else [],
     )
 
 
@@ -217,3 +224,17 @@ def test_a_document_whose_metadata_does_not_say_is_not_ruled_out_by_a_question_t
     assert cued("What did Acme report for fiscal 2022?", known) == {"acme-2022", "handbook"}
     assert cued("What does the Acme handbook say about backups?", known) == {"acme-2022", "handbook"}
     assert cued("Globex's 10-K for 2022", known) == {"globex-2022", "handbook"}
+
+
+def test_a_question_naming_a_statement_finds_the_statement_page_before_the_discussion_of_its_figures(
+    cover_searcher, covers
+):
+    question = "How much did ACME Corp spend on purchases of property and equipment in FY2023"
+    named = cover_searcher.search(SearchRequest(f"{question}, per the cash flow statement?", [KB], 5))
+    first = named.results[0]
+    assert Path(first["sourceUri"]).name == covers[2023] and first["pageIndex"] == 2, named.results
+    assert first["scores"]["namedStatement"] > 0
+    plain = cover_searcher.search(SearchRequest(f"{question}?", [KB], 5))  # names no statement: no such bonus
+    assert plain.results and all("namedStatement" not in r["scores"] for r in plain.results)
+    pages = {(Path(r["sourceUri"]).name, r["pageIndex"]) for r in plain.results}
+    assert (covers[2023], 3) in pages  # the discussion page is a candidate the bonus had to pass

@@ -31,6 +31,7 @@ class SearchConfig:
     locate_weight: float = 0.3  # pageindex: weight of a page's locating score for a query ranked
     # lexically (the model does not read it) ...
     locate_weight_read: float = 0.15  # ... and for one the model reads; a query read in part gets a mix
+    named_statement: float = 0.3  # pageindex: added to the pages of a statement the question names
     bm25_content_words: bool = True  # BM25 gets the query's content words only (lexical_query.py)
     kept_bm25_statistics: bool = True  # candidates' BM25 from the statistics kept in Postgres, not Milvus's
     # (lexical_scores.py; False: Milvus's, to compare)

@@ -102,5 +102,31 @@ def statement_nodes(pages: list[dict], root_id: str, first_ordinal: int, skip: s
     return nodes
 
 
+# a statement as a question names it in its own words ("per the cash flow statement", "using the balance sheet")
+NAMED = re.compile(
+    r"\b(balance\s+sheets?|(?:income|cash[\s-]+flows?|earnings|operations)\s+statements?|profit\s+and\s+loss|p\s*&\s*l"
+    r"|statements?\s+of\s+(?:consolidated\s+)?(?:comprehensive\s+income|cash\s+flows?|operations|income|earnings"
+    r"|financial\s+position|(?:changes\s+in\s+)?(?:share|stock)holders['\u2019]?\s+equity|equity))\b",
+    re.I,
+)
+FAMILIES = {"operations": "income", "earnings": "income", "financial position": "balance sheet"}
+
+
+def statement_family(title: str) -> str:
+    """The statement a title or a name stands for: income, balance sheet, cash flows, comprehensive income
+    or equity ("Consolidated Statements of Operations" and "P&L" are both the income statement)."""
+    low = " ".join(title.lower().replace("-", " ").split())
+    if re.search(r"profit and loss|p\s*&\s*l", low):
+        return "income"
+    kind = _kind(low)
+    return FAMILIES.get(kind, kind)
+
+
+def named_statements(question: str) -> set[str]:
+    """The statements (``statement_family``) a question names: "per its statement of cash flows" names the
+    cash flows; "cash flow" alone or "earnings" alone name none (a figure, not where to read it)."""
+    return {statement_family(match.group(1)) for match in NAMED.finditer(question)}
+
+
 def is_statement_node(node: dict) -> bool:
     return str(node.get("node_id", "")).startswith(NODE_PREFIX)

@@ -142,6 +142,21 @@ class CatalogSearchReads(CatalogConnection):
                 for d, i, toc, key, text in cur.fetchall()
             }
 
+    def statement_nodes(
+        self, knowledge_base_ids: list[str] | None, document_ids: list[str] | None = None
+    ) -> list[tuple[str, str, int, int]]:
+        """(document_id, title, start_page, end_page) of the statement nodes (``structure/statements.py``) of the
+        published documents of these knowledge bases (``document_ids``: of these only)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT n.document_id, n.title, n.start_page, n.end_page FROM pageindex_nodes n "
+                "JOIN documents d USING (document_id) WHERE d.status = 'published' AND n.node_id LIKE 'statement-%%' "
+                "AND (%(kbs)s::text[] IS NULL OR d.knowledge_base_id = ANY(%(kbs)s)) "
+                "AND (%(docs)s::text[] IS NULL OR d.document_id = ANY(%(docs)s))",
+                {"kbs": knowledge_base_ids, "docs": document_ids},
+            )
+            return [(d, title, start, end) for d, title, start, end in cur.fetchall()]
+
     def locate_pages(
         self,
         terms: list[str],
