@@ -94,21 +94,25 @@ def test_a_merged_file_written_with_sequence_0_is_still_read_by_document(tmp_pat
     assert again.read("chunks", "a").height == 2 and again.read("chunks", "b").height == 3
 
 
-def test_compaction_merges_files_of_like_size_and_leaves_a_large_file_alone(tmp_path, monkeypatch):
-    """Size tiers: small files are merged among themselves, a large file is not rewritten with them, so
-    that a row is rewritten a few times over a table's life, not once every few runs."""
+def lake_with_a_large_file(tmp_path, monkeypatch) -> tuple[Lake, lake_module.LakeFile]:
+    """A lake of one file of 300 documents, in a size tier of its own; compaction of any file's age."""
     monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
     lake = Lake(str(tmp_path))
     with lake.batch():
         for number in range(300):
             lake.write("chunks", f"big-{number}", chunks(f"big-{number}", n=20))
     [large] = lake.files("chunks")
-    monkeypatch.setattr(lake_module, "TIER_BYTES", large.size // 8)  # the large file: a tier of its own
-    written = []
+    monkeypatch.setattr(lake_module, "TIER_BYTES", large.size // 8)
+    return lake, large
+
+
+def test_compaction_merges_files_of_like_size_and_leaves_a_large_file_alone(tmp_path, monkeypatch):
+    """Size tiers: small files are merged among themselves, a large file is not rewritten with them, so
+    that a row is rewritten a few times over a table's life, not once every few runs."""
+    lake, large = lake_with_a_large_file(tmp_path, monkeypatch)
     for number in range(12):  # twelve runs of one small document each
         with lake.batch():
             lake.write("chunks", f"small-{number}", chunks(f"small-{number}"))
-        written.append(number)
         names = [f.name for f in lake.files("chunks")]
         assert large.name in names  # never rewritten: its rows are all alive
         assert len(names) <= 1 + lake_module.MAX_FILES  # the small ones merged
@@ -119,13 +123,7 @@ def test_compaction_merges_files_of_like_size_and_leaves_a_large_file_alone(tmp_
 
 
 def test_a_merge_that_leaves_an_older_file_out_keeps_the_deletions_that_hide_its_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(lake_module, "COMPACT_AFTER_S", 0.0)
-    lake = Lake(str(tmp_path))
-    with lake.batch():
-        for number in range(300):
-            lake.write("chunks", f"big-{number}", chunks(f"big-{number}", n=20))
-    [large] = lake.files("chunks")
-    monkeypatch.setattr(lake_module, "TIER_BYTES", large.size // 8)
+    lake, large = lake_with_a_large_file(tmp_path, monkeypatch)
     lake.delete("chunks", "big-7")  # a small file that deletes rows of the large one (1 of 300: not due)
     lake.write("chunks", "big-8", chunks("big-8", n=1))  # and one that supersedes them
     for number in range(4):
