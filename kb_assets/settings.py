@@ -112,7 +112,8 @@ class Settings:
     partitioning: str = "documents"  # KB_PARTITIONING: documents (one partition each) | buckets:N
     alias: str = "kb_chunks"  # KB_MILVUS_ALIAS
     milvus_dense_index: str = "hnsw"  # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
-    run_batch_size: int = 50  # KB_RUN_BATCH_SIZE: documents per Dagster run
+    run_batch_size: int = 50  # KB_RUN_BATCH_SIZE: documents per Dagster run (under buckets:N, buckets)
+    bucket_run_documents: int = 1000  # KB_BUCKET_RUN_DOCUMENTS: under buckets:N, documents a run holds at most
     api_keys: str = ""  # KB_API_KEYS: "key1=kbA,kbB;key2=*"
     url_signing_secret: str = field(default="", repr=False)  # KB_URL_SIGNING_SECRET; "": random per process
     url_ttl_seconds: int = 300  # KB_URL_TTL_SECONDS: how long a signed image URL is valid
@@ -172,6 +173,7 @@ class Settings:
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
             milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
             run_batch_size=_int(env, "KB_RUN_BATCH_SIZE", cls.run_batch_size),
+            bucket_run_documents=_positive(env, "KB_BUCKET_RUN_DOCUMENTS", cls.bucket_run_documents),
             api_keys=env.get("KB_API_KEYS") or "",
             url_signing_secret=env.get("KB_URL_SIGNING_SECRET") or "",
             url_ttl_seconds=_int(env, "KB_URL_TTL_SECONDS", cls.url_ttl_seconds),

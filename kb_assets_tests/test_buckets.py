@@ -241,3 +241,38 @@ def test_scattered_edits_are_one_run_that_leaves_the_buckets_between_them_alone(
     assert status(instance, "milvus_collection", partition_key(broken, buckets.partitioning)) == (
         dg.AssetPartitionStatus.FAILED
     )
+
+
+def test_a_large_batch_is_cut_into_runs_of_whole_buckets_up_to_so_many_documents(settings, tmp_path, catalog):
+    """``KB_BUCKET_RUN_DOCUMENTS``: each run takes whole buckets up to so many documents and publishes them,
+    so a large batch's first documents serve before its last run starts."""
+    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.pipeline.planning import partition_key
+
+    buckets = replace(settings, partitioning="buckets:5", bucket_run_documents=4)
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    for i in range(12):
+        (folder / f"note-{i}.md").write_text(f"# Valve {i}\n\nValve {i} of the cut hall is checked on day {i + 1}.\n")
+
+    report = ingest([folder], "buckets-cut", buckets)
+
+    assert not report.failures and len(report.run_ids) > 1
+    instance = dagster_instance(settings)
+    docs = docs_of(catalog, "buckets-cut")
+    held = {
+        key: sum(partition_key(d, buckets.partitioning) == key for d in docs.values())
+        for key in {partition_key(d, buckets.partitioning) for d in docs.values()}
+    }
+    ordered = [k for k in instance.get_dynamic_partitions("documents") if k in held]
+    published: list[str] = []
+    for run_id in report.run_ids:  # in order: each run whole buckets, at most 4 documents unless one bucket holds more
+        run = instance.get_run_by_id(run_id)
+        start, end = (run.tags[f"dagster/asset_partition_range_{t}"] for t in ("start", "end"))
+        keys = ordered[ordered.index(start) : ordered.index(end) + 1]
+        mine = [d for d in docs.values() if d.last_run_id == run_id]
+        assert len(mine) == sum(held[k] for k in keys)
+        assert len(mine) <= 4 or len(keys) == 1
+        assert all(d.status == "published" for d in mine)
+        published += [d.document_id for d in mine]
+    assert sorted(published) == sorted(d.document_id for d in docs.values())

@@ -116,6 +116,14 @@ def test_run_ranges_follow_partition_order_and_cut_at_the_batch_size():
     # hash buckets: a range passes over the buckets between (their runs work only on claimed documents)
     assert spanning_ranges(order, {"a", "c", "f"}, 2) == [("a", "c", 2), ("f", "f", 1)]
     assert spanning_ranges(order, set(), 5) == []
+    # and at most so many documents a run (whole buckets: one heavier than that is a run of its own)
+    weights = {"a": 400, "c": 700, "d": 1500, "e": 100, "f": 200}
+    assert spanning_ranges(order, set(weights), 50, weights, 1000) == [
+        ("a", "a", 1),
+        ("c", "c", 1),
+        ("d", "d", 1),
+        ("e", "f", 2),
+    ]
 
 
 def test_scan_ids_are_stable_per_knowledge_base_and_path_and_hidden_files_are_skipped(tmp_path):

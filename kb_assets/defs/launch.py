@@ -160,6 +160,7 @@ def migration_plans(settings: Settings, stores: Stores, instance: dg.DagsterInst
             settings.run_batch_size,
             retry_failed=False,
             migration=settings.embedding_model,
+            max_documents=settings.bucket_run_documents,
         )
         planning.claim_documents(plans, catalog)
         return plans

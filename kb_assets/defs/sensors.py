@@ -109,7 +109,14 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
         if buckets:
             held = {d for d in stale if planning.partition_key(by_id[d], settings.partitioning) in known}
             stale = {d: why for d, why in stale.items() if d in held}
-            runs = planning.plan_bucket_runs(docs, stale, settings.partitioning, ordered, settings.run_batch_size)
+            runs = planning.plan_bucket_runs(
+                docs,
+                stale,
+                settings.partitioning,
+                ordered,
+                settings.run_batch_size,
+                max_documents=settings.bucket_run_documents,
+            )
             planning.claim_documents(runs, catalog)
             plan.runs += runs
             continue

@@ -178,7 +178,15 @@ def _ingest(
         plans = planning.plan_runs(docs, stale, ordered, batch, retry_failed=retry_failed)
     else:  # a bucket runs from its documents' earliest stale step, on those documents only
         batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
-        plans = planning.plan_bucket_runs(docs, stale, settings.partitioning, ordered, batch, retry_failed)
+        plans = planning.plan_bucket_runs(
+            docs,
+            stale,
+            settings.partitioning,
+            ordered,
+            batch,
+            retry_failed,
+            max_documents=settings.bucket_run_documents,
+        )
         planning.claim_documents(plans, catalog)
     progress(
         f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "

@@ -118,13 +118,26 @@ def contiguous_ranges(ordered_keys: Sequence[str], selected: set[str], max_size:
     return ranges
 
 
-def spanning_ranges(ordered_keys: Sequence[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
-    """Ranges from one selected key to another in partition order, at most ``max_size`` selected keys each,
-    passing over the keys between them: (start, end, selected keys in it)."""
-    chosen = [key for key in ordered_keys if key in selected]
-    return [
-        (part[0], part[-1], len(part)) for part in (chosen[i : i + max_size] for i in range(0, len(chosen), max_size))
-    ]
+def spanning_ranges(
+    ordered_keys: Sequence[str],
+    selected: set[str],
+    max_size: int,
+    weights: dict[str, int] | None = None,
+    max_weight: int | None = None,
+) -> list[tuple[str, str, int]]:
+    """Ranges from one selected key to another in partition order, at most ``max_size`` selected keys each
+    and, with ``weights``, at most ``max_weight`` of their weight (a key heavier than that: a range of its
+    own), passing over the keys between them: (start, end, selected keys in it)."""
+    parts: list[list[str]] = []
+    weight = 0
+    for key in (key for key in ordered_keys if key in selected):
+        own = (weights or {}).get(key, 0)
+        if not parts or len(parts[-1]) == max_size or (max_weight is not None and weight + own > max_weight):
+            parts.append([])
+            weight = 0
+        parts[-1].append(key)
+        weight += own
+    return [(part[0], part[-1], len(part)) for part in parts]
 
 
 # partitions: one per document, or hash buckets of document ids (KB_PARTITIONING) ------------------
@@ -199,10 +212,13 @@ def plan_bucket_runs(
     batch_size: int,
     retry_failed: bool = True,
     migration: str | None = None,
+    max_documents: int | None = None,
 ) -> list[RunPlan]:
     """Runs over the hash buckets of the stale documents (``KB_PARTITIONING=buckets:N``), as ``plan_runs``
     does per document: a bucket runs from the earliest stale step of its documents (a migration's
-    backfill from ``embeddings``), adjacent buckets that start at the same step share a run. Failed
+    backfill from ``embeddings``), adjacent buckets that start at the same step share a run, up to
+    ``batch_size`` buckets and ``max_documents`` documents (whole buckets: at least one), so that the
+    first documents of a large batch serve after minutes, not after every step of them all. Failed
     documents are retried with their bucket (``retry_failed``); a run works on the documents it claims
     (``claim_documents``), so the bucket's current documents are not touched. A run's range passes over
     buckets with nothing to do (``spanning_ranges``: ten edits scattered over the buckets are one run, not
@@ -221,7 +237,8 @@ def plan_bucket_runs(
     for index in sorted(set(first.values())):
         step = STEPS[index]
         selected = {key for key, at in first.items() if at == index}
-        for start, end, _ in spanning_ranges(ordered_keys, selected, batch_size):
+        sizes = {key: len(by_bucket[key]) for key in selected}
+        for start, end, _ in spanning_ranges(ordered_keys, selected, batch_size, sizes, max_documents):
             keys = ordered_keys[ordered_keys.index(start) : ordered_keys.index(end) + 1]
             members = [doc for key in keys if key in selected for doc in by_bucket[key]]
             backfill = step == "embeddings" and any(stale[d.document_id].migration for d in members)
