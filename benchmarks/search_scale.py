@@ -11,7 +11,7 @@ under new ids (``ORIGINAL~k``, hashed to the original's id length): in Milvus it
 real model's vectors; Milvus Lite derives BM25 on insert) with new chunk ids, one flush a round as one
 ingest run does; in Postgres what an ingest writes and search reads, copied row for row (``documents``,
 ``pages``, ``pageindex_nodes``, ``chunk_terms``; every column, so a column added later is copied too;
-then the knowledge bases' term counts counted again). Copies stay in their original's knowledge base, so
+the knowledge bases' term counts grow by the copies'). Copies stay in their original's knowledge base, so
 the searched knowledge base is what grows. Sizes are reached in order (a later size adds to the earlier one).
 
 At each size the searcher is built as ``kb-assets serve`` builds it (``make_searcher`` with one encoder
@@ -109,11 +109,15 @@ def copy_catalog(catalog, documents: dict[str, str], chunks: dict[str, str], rou
                 f"ON d.old_id = t.document_id {join_chunks}",
                 params,
             )
+        cur.execute(  # the copies' chunks hold their terms too: the knowledge bases' counts grow by them
+            "INSERT INTO knowledge_base_terms (knowledge_base_id, term, chunks) "
+            "SELECT d.knowledge_base_id, t.term, count(*) FROM chunk_terms c JOIN documents d USING (document_id), "
+            "unnest(c.terms) AS t(term) WHERE d.document_id = ANY(%(new_docs)s) GROUP BY 1, 2 "
+            "ON CONFLICT (knowledge_base_id, term) DO UPDATE "
+            "SET chunks = knowledge_base_terms.chunks + EXCLUDED.chunks",
+            params,
+        )
         conn.commit()
-        cur.execute("SELECT DISTINCT knowledge_base_id FROM documents WHERE document_id = ANY(%s)", (list(documents),))
-        knowledge_bases = [row[0] for row in cur.fetchall()]
-    for knowledge_base_id in knowledge_bases:
-        catalog.rebuild_terms(knowledge_base_id)
 
 
 def original_entities(client, collection: str, documents: list[str]) -> list[dict]:
