@@ -90,3 +90,48 @@ def test_a_slice_of_notes_shares_its_milvus_calls_and_a_bad_entity_fails_only_it
             lake.write("chunks", doc.document_id, original[doc.document_id])
             lake.write("embeddings", doc.document_id, original_vectors[doc.document_id])
         write_slice_entities(stale, lake, milvus_client, collection)
+
+
+def test_entities_of_many_documents_are_counted_a_query_a_group_and_a_surplus_still_shows(
+    tmp_path, settings, catalog, lake, milvus_client
+):
+    """The ``entities_match_chunks`` check counts a run's documents in shared queries, not one pass over the
+    collection a document; a document holding more entities than expected is still counted exactly."""
+    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.stores.entities import chunk_entities, grouped_entity_counts, insert, query_loaded
+    from kb_assets.stores.vectors import flush, in_filter, published_collection
+
+    folder = tmp_path / "counted"
+    folder.mkdir()
+    for n in range(6):
+        (folder / f"note-{n}.md").write_text(f"# Gauge {n}\n\n" + f"Gauge {n} is read every {n + 3} hours. " * 20)
+    assert not ingest([folder], "counted", settings).failures
+    docs = sorted(catalog.list_documents(["counted"]), key=lambda d: d.source_path)
+    collection = published_collection(milvus_client, settings.alias)
+    expected = {d.document_id: d.chunk_count for d in docs}
+    counting = CountingClient(milvus_client)
+
+    assert grouped_entity_counts(counting, collection, expected) == expected
+    assert counting.calls == {"query": 1}  # six documents, one query
+    counting.calls.clear()
+    assert grouped_entity_counts(counting, collection, expected, group_entities=2) == expected
+    assert counting.calls["query"] == len(docs)  # groups of two entities: a document each
+
+    extra = docs[0]
+    rows = chunk_entities(lake.read("chunks", extra.document_id), lake.read("embeddings", extra.document_id))
+    copies = [{**row, "chunk_id": f"{row['chunk_id']}-copy{i}"} for i in range(3) for row in rows]
+    try:
+        insert(milvus_client, collection, copies)  # more entities than expected: past the group's limit
+        flush(milvus_client, collection)
+        counted = grouped_entity_counts(milvus_client, collection, expected)
+        assert counted[extra.document_id] == 4 * extra.chunk_count
+        assert {d: n for d, n in counted.items() if d != extra.document_id} == {
+            d: n for d, n in expected.items() if d != extra.document_id
+        }
+    finally:
+        ids = [c["chunk_id"] for c in copies]
+        milvus_client.delete(collection, ids=ids)
+        flush(milvus_client, collection)
+        assert not query_loaded(
+            milvus_client, collection, filter=in_filter("chunk_id", ids), output_fields=["chunk_id"]
+        )

@@ -140,6 +140,33 @@ def entity_counts(client: MilvusClient, collection: str, document_ids: list[str]
     return counts
 
 
+def grouped_entity_counts(
+    client: MilvusClient, collection: str, expected: dict[str, int], group_entities: int = 2000
+) -> dict[str, int]:
+    """How many entities each document has, for many documents: ``entity_counts`` of groups of about
+    ``group_entities`` expected entities (``expected``: document id -> entities it should have), so that
+    the count costs a query a group, not a pass over the collection a document; a group whose query read
+    its limit (far more entities than expected) is counted document by document."""
+    groups: list[list[str]] = [[]]
+    size = 0
+    for document_id, entities in expected.items():
+        if groups[-1] and size + entities > group_entities:
+            groups.append([])
+            size = 0
+        groups[-1].append(document_id)
+        size += entities
+    counts: dict[str, int] = {}
+    for group in groups:
+        if not group:
+            continue
+        limit = 2 * sum(expected[d] for d in group) + 1
+        held = entity_counts(client, collection, group, limit=limit)
+        if sum(held.values()) >= limit:
+            held = {d: count_entities(client, collection, document_filter(d)) for d in group}
+        counts.update(held)
+    return counts
+
+
 def version_counts(client: MilvusClient, collection: str, document_id: str) -> dict[str, int]:
     """How many entities of each document version the collection holds for the document."""
     rows = query_loaded(client, collection, filter=document_filter(document_id), output_fields=["document_version"])
