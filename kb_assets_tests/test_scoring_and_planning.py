@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from kb_assets.pipeline.identity import document_id_for
-from kb_assets.pipeline.planning import Scope, contiguous_ranges, scan, spanning_ranges
+from kb_assets.pipeline.planning import Scope, scan
+from kb_assets.pipeline.ranges import contiguous_ranges, spanning_ranges
 from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, dense_query_text, keyword_overlap, query_terms

@@ -105,7 +105,7 @@ def chunks(settings, document, as_json):
     """Chunk records of a document: content, embeddingInput, page range, section."""
     stores = stores_of(settings)
     doc = find_document(stores.catalog, document)
-    from kb_assets.stores.lake import chunk_records  # polars: loaded by the commands that read the lake
+    from kb_assets.pipeline.lineage import chunk_records
 
     frame = stores.lake.read("chunks", doc.document_id)
     data = {

@@ -86,7 +86,7 @@ def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> lis
 
 def worked_keys(context: dg.AssetExecutionContext, docs: list[Document]) -> list[str]:
     """The run's partitions it works on: every document partition, the hash buckets that hold its documents
-    (a bucket run's range passes over buckets with nothing to do: ``planning.spanning_ranges``)."""
+    (a bucket run's range passes over buckets with nothing to do: ``ranges.spanning_ranges``)."""
     keys = list(context.partition_keys)
     counts = planning.bucket_counts(keys)
     held = {planning.partition_key(doc, f"buckets:{n}") for doc in docs for n in counts}

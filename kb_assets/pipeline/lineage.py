@@ -19,6 +19,8 @@ from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 from kb_assets.stores.entities import chunk_document
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from kb_assets.stores.lake import Lake
 
 # chunk ids are the first 32 hex digits of a sha256 (``chunking.chunker.chunk_id``)
@@ -153,3 +155,25 @@ def chunk_lineage(
         "verified": bool(found and same_version),
         "verification": {"contentFoundInPages": found, "versionsMatch": same_version},
     }
+
+
+def chunk_records(chunks: pl.DataFrame) -> list[dict]:
+    """A document's chunk rows in page order, as the CLI and the service show them (camelCase)."""
+    return [
+        {
+            "chunkId": c["chunk_id"],
+            "chunkIndex": c["chunk_index"],
+            "pageIndex": c["page_index"],
+            "pageEnd": c["page_end"],
+            "pageLabel": c["page_label"],
+            "kind": c["kind"],
+            "sectionTitle": c["section_title"],
+            "content": c["content"],
+            "embeddingInput": c["embedding_input"],
+            "tableHeader": c["table_header"],
+            "imageKey": c["image_key"],
+            "documentVersion": c["document_version"],
+            "runId": c["run_id"],
+        }
+        for c in chunks.sort("page_index", "chunk_index").iter_rows(named=True)
+    ]

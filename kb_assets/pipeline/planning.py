@@ -1,7 +1,7 @@
 """What ``kb-assets ingest``, the watched-folder sensor and the schedule share: scan sources (local folders
 and s3:// prefixes), register new and changed files as pending documents, find from which step each
-document is stale (``kb_assets.pipeline.versions``), cut the stale partitions into runs that start at that step,
-and find the documents whose files are gone.
+document is stale (``kb_assets.pipeline.versions``), cut the stale partitions into runs that start at that step
+(their ranges: ``kb_assets.pipeline.ranges``), and find the documents whose files are gone.
 
 Scanning is ``kb_assets.pipeline.scanning`` (its names are importable from here too).
 
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kb_assets.pipeline.identity import readable_key
+from kb_assets.pipeline.ranges import contiguous_ranges, spanning_ranges
 from kb_assets.pipeline.scanning import (  # noqa: F401  (planning's names since before the split)
     Scan,
     ScanFailure,
@@ -28,7 +29,7 @@ from kb_assets.pipeline.versions import STEPS, Staleness, staleness
 from kb_assets.stores.catalog import Catalog, Document
 
 
-# registering, run ranges, gone documents ---------------------------------------------------------
+# registering, gone documents ---------------------------------------------------------
 @dataclass
 class Changes:
     """What a scan found against the catalog; changed and new documents are registered pending."""
@@ -100,44 +101,6 @@ def new_partition_keys(documents: list[tuple[str, str, str, str]], catalog: Cata
         taken.add(key)
         keys[document_id] = key
     return keys
-
-
-def contiguous_ranges(ordered_keys: Sequence[str], selected: set[str], max_size: int) -> list[tuple[str, str, int]]:
-    """Runs of selected keys that are adjacent in partition order, cut at max_size: (start, end, count)."""
-    ranges: list[tuple[str, str, int]] = []
-    current: list[str] = []
-    for key in ordered_keys:
-        if key in selected and len(current) < max_size:
-            current.append(key)
-            continue
-        if current:
-            ranges.append((current[0], current[-1], len(current)))
-        current = [key] if key in selected else []
-    if current:
-        ranges.append((current[0], current[-1], len(current)))
-    return ranges
-
-
-def spanning_ranges(
-    ordered_keys: Sequence[str],
-    selected: set[str],
-    max_size: int,
-    weights: dict[str, int] | None = None,
-    max_weight: int | None = None,
-) -> list[tuple[str, str, int]]:
-    """Ranges from one selected key to another in partition order, at most ``max_size`` selected keys each
-    and, with ``weights``, at most ``max_weight`` of their weight (a key heavier than that: a range of its
-    own), passing over the keys between them: (start, end, selected keys in it)."""
-    parts: list[list[str]] = []
-    weight = 0
-    for key in (key for key in ordered_keys if key in selected):
-        own = (weights or {}).get(key, 0)
-        if not parts or len(parts[-1]) == max_size or (max_weight is not None and weight + own > max_weight):
-            parts.append([])
-            weight = 0
-        parts[-1].append(key)
-        weight += own
-    return [(part[0], part[-1], len(part)) for part in parts]
 
 
 # partitions: one per document, or hash buckets of document ids (KB_PARTITIONING) ------------------

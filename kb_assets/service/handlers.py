@@ -204,7 +204,7 @@ class Service:
     def document_chunks(self, document_id: str, caller: Caller) -> dict:
         """The document, a signed URL of its original, and its chunks in page order (the lake's rows: those
         of one file version, ``published`` when it is the version search serves)."""
-        from kb_assets.stores.lake import chunk_records  # polars: loaded by the one view that needs it
+        from kb_assets.pipeline.lineage import chunk_records
 
         doc = self.readable_document(document_id, caller)
         chunks = self.stores.lake.read("chunks", document_id)

@@ -80,28 +80,6 @@ EMBEDDINGS_SCHEMA = pl.Schema(_EMBEDDINGS_COLUMNS)
 TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
 
 
-def chunk_records(chunks: pl.DataFrame) -> list[dict]:
-    """A document's chunk rows in page order, as the CLI and the service show them (camelCase)."""
-    return [
-        {
-            "chunkId": c["chunk_id"],
-            "chunkIndex": c["chunk_index"],
-            "pageIndex": c["page_index"],
-            "pageEnd": c["page_end"],
-            "pageLabel": c["page_label"],
-            "kind": c["kind"],
-            "sectionTitle": c["section_title"],
-            "content": c["content"],
-            "embeddingInput": c["embedding_input"],
-            "tableHeader": c["table_header"],
-            "imageKey": c["image_key"],
-            "documentVersion": c["document_version"],
-            "runId": c["run_id"],
-        }
-        for c in chunks.sort("page_index", "chunk_index").iter_rows(named=True)
-    ]
-
-
 # columns added after files were written: what an older file's rows hold for them
 ADDED_COLUMNS = {"pipeline_version": "1"}
 
