@@ -27,20 +27,28 @@ class CountingClient:
         return counted
 
 
+def ingested_notes(tmp_path, knowledge_base: str, title: str, sentences: list[str], settings, catalog) -> list:
+    """One note a sentence (``# title n``, the sentence 20 times) ingested into the knowledge base: its
+    documents by file."""
+    from kb_assets.pipeline.ingest import ingest
+
+    folder = tmp_path / knowledge_base
+    folder.mkdir()
+    for n, sentence in enumerate(sentences):
+        (folder / f"note-{n}.md").write_text(f"# {title} {n}\n\n" + sentence * 20)
+    assert not ingest([folder], knowledge_base, settings).failures
+    return sorted(catalog.list_documents([knowledge_base]), key=lambda d: d.source_path)
+
+
 def test_a_slice_of_notes_shares_its_milvus_calls_and_a_bad_entity_fails_only_its_document(
     tmp_path, settings, catalog, lake, milvus_client
 ):
-    from kb_assets.pipeline.ingest import ingest
     from kb_assets.pipeline.steps.publish import write_slice_entities
     from kb_assets.stores.entities import count_entities, document_filter
     from kb_assets.stores.vectors import published_collection
 
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for n in range(4):
-        (folder / f"note-{n}.md").write_text(f"# Note {n}\n\n" + f"Valve {n} is checked every {n + 2} days. " * 20)
-    assert not ingest([folder], "slices", settings).failures
-    docs = sorted(catalog.list_documents(["slices"]), key=lambda d: d.source_path)
+    sentences = [f"Valve {n} is checked every {n + 2} days. " for n in range(4)]
+    docs = ingested_notes(tmp_path, "slices", "Note", sentences, settings, catalog)
     collection = published_collection(milvus_client, settings.alias)
     # written again as a publish after new vectors does: not current at milvus_collection
     stale = [dataclasses.replace(d, step_versions={**d.step_versions, "milvus_collection": ""}) for d in docs]
@@ -97,16 +105,11 @@ def test_entities_of_many_documents_are_counted_a_query_a_group_and_a_surplus_st
 ):
     """The ``entities_match_chunks`` check counts a run's documents in shared queries, not one pass over the
     collection a document; a document holding more entities than expected is still counted exactly."""
-    from kb_assets.pipeline.ingest import ingest
     from kb_assets.stores.entities import chunk_entities, grouped_entity_counts, insert, query_loaded
     from kb_assets.stores.vectors import flush, in_filter, published_collection
 
-    folder = tmp_path / "counted"
-    folder.mkdir()
-    for n in range(6):
-        (folder / f"note-{n}.md").write_text(f"# Gauge {n}\n\n" + f"Gauge {n} is read every {n + 3} hours. " * 20)
-    assert not ingest([folder], "counted", settings).failures
-    docs = sorted(catalog.list_documents(["counted"]), key=lambda d: d.source_path)
+    sentences = [f"Gauge {n} is read every {n + 3} hours. " for n in range(6)]
+    docs = ingested_notes(tmp_path, "counted", "Gauge", sentences, settings, catalog)
     collection = published_collection(milvus_client, settings.alias)
     expected = {d.document_id: d.chunk_count for d in docs}
     counting = CountingClient(milvus_client)

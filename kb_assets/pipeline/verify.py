@@ -9,9 +9,8 @@ and each knowledge base's term counts must be those of its chunks'.
 
 ``verify`` reports; with ``repair`` it fixes what it can from the source of record and the lake: removes
 strays, re-syncs a published document's entities and BM25 statistics from its lake rows (and counts a
-knowledge base's terms again), removes
-entities and lake files of deleted or unknown documents. What needs a re-run (missing lake rows) is
-reported, not guessed.
+knowledge base's terms again), removes entities and lake files of deleted or unknown documents. What
+needs a re-run (missing lake rows) is reported, not guessed.
 """
 
 from __future__ import annotations

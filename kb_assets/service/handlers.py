@@ -18,7 +18,7 @@ from urllib.parse import quote
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
-from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
+from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage, chunk_records
 from kb_assets.pipeline.page_images import ensure_page_image, original_of
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.search import Searcher, SearchRequest
@@ -204,8 +204,6 @@ class Service:
     def document_chunks(self, document_id: str, caller: Caller) -> dict:
         """The document, a signed URL of its original, and its chunks in page order (the lake's rows: those
         of one file version, ``published`` when it is the version search serves)."""
-        from kb_assets.pipeline.lineage import chunk_records
-
         doc = self.readable_document(document_id, caller)
         chunks = self.stores.lake.read("chunks", document_id)
         version = chunks["document_version"][0] if chunks.height else None

@@ -3,7 +3,7 @@ stale), count, list and read them back."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from pymilvus import MilvusClient, MilvusException
@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 from kb_assets.stores.vectors import INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, in_filter, milvus_string
+
+T = TypeVar("T")
 
 
 def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]:
@@ -140,6 +142,20 @@ def entity_counts(client: MilvusClient, collection: str, document_ids: list[str]
     return counts
 
 
+def weighted_groups(items: list[tuple[T, int]], limit: int) -> list[list[T]]:
+    """The items in order, cut into groups of at most ``limit`` weight (an item heavier than that: a group of
+    its own): the documents that share a Milvus call, by their entities."""
+    groups: list[list[T]] = []
+    size = 0
+    for item, weight in items:
+        if not groups or (groups[-1] and size + weight > limit):
+            groups.append([])
+            size = 0
+        groups[-1].append(item)
+        size += weight
+    return groups
+
+
 def grouped_entity_counts(
     client: MilvusClient, collection: str, expected: dict[str, int], group_entities: int = 2000
 ) -> dict[str, int]:
@@ -147,18 +163,8 @@ def grouped_entity_counts(
     ``group_entities`` expected entities (``expected``: document id -> entities it should have), so that
     the count costs a query a group, not a pass over the collection a document; a group whose query read
     its limit (far more entities than expected) is counted document by document."""
-    groups: list[list[str]] = [[]]
-    size = 0
-    for document_id, entities in expected.items():
-        if groups[-1] and size + entities > group_entities:
-            groups.append([])
-            size = 0
-        groups[-1].append(document_id)
-        size += entities
     counts: dict[str, int] = {}
-    for group in groups:
-        if not group:
-            continue
+    for group in weighted_groups(list(expected.items()), group_entities):
         limit = 2 * sum(expected[d] for d in group) + 1
         held = entity_counts(client, collection, group, limit=limit)
         if sum(held.values()) >= limit:

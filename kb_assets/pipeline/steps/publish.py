@@ -22,6 +22,7 @@ from kb_assets.stores.entities import (
     entity_counts,
     sync_document,
     sync_documents,
+    weighted_groups,
 )
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import flush, publish, published_collection
@@ -283,8 +284,7 @@ def write_slice_entities(
     documents of a group whose shared call failed are written one by one: a document's failure stays its own.
     """
     outcome: dict[str, dict | Exception] = {}
-    groups: list[list[tuple[Document, pl.DataFrame, str, list[dict]]]] = [[]]
-    size = 0
+    weighed: list[tuple[tuple[Document, pl.DataFrame, str, list[dict]], int]] = []
     for doc in docs:
         try:
             ready = entities_to_write(doc, lake, version)
@@ -294,13 +294,8 @@ def write_slice_entities(
         if isinstance(ready, dict):
             outcome[doc.document_id] = ready
             continue
-        weight = max(ready[0].height, doc.chunk_count or 0)
-        if groups[-1] and size + weight > group_entities:
-            groups.append([])
-            size = 0
-        groups[-1].append((doc, *ready))
-        size += weight
-    for group in groups:
+        weighed.append(((doc, *ready), max(ready[0].height, doc.chunk_count or 0)))
+    for group in weighted_groups(weighed, group_entities):
         if len(group) > 1 and also is None:
             try:
                 counts = sync_documents(client, collection, {doc.document_id: rows for doc, _, _, rows in group})

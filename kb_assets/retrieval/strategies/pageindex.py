@@ -38,7 +38,9 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
@@ -52,11 +54,13 @@ from kb_assets.structure.statements import named_statements, statement_family
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
+T = TypeVar("T")
+
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     locating = searcher.pool.submit(
-        _timed_locate,
+        _timed,
         searcher.catalog.locate_pages,
         query_terms(request.query),
         request.query,
@@ -68,7 +72,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     statements = None
     if named and searcher.config.named_statement:
         read = searcher.catalog.statement_nodes
-        statements = searcher.pool.submit(_timed_locate, read, request.knowledge_base_ids, query.documents)
+        statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
     found = searcher.fan_out(request, query)
     try:
         located, response.timings_ms["locate"] = locating.result()
@@ -134,7 +138,7 @@ def add_page_coverage(
 def add_named_statement(
     searcher: Searcher,
     response: SearchResponse,
-    statements,
+    statements: Future[tuple[list[tuple[str, str, int, int]], float]],
     named: set[str],
     by_page: dict[tuple[str, int], list[dict]],
     relevance: dict[tuple[str, int], float],
@@ -160,10 +164,10 @@ def add_named_statement(
             row["scores"]["namedStatement"] = searcher.config.named_statement
 
 
-def _timed_locate(locate, *args) -> tuple[list[dict], float]:
-    """The located pages and the milliseconds the catalog took to locate them."""
+def _timed(read: Callable[..., T], *args) -> tuple[T, float]:
+    """What a catalog read returned (the located pages, the statement nodes) and its milliseconds."""
     started = time.perf_counter()
-    return locate(*args), elapsed_ms(started)
+    return read(*args), elapsed_ms(started)
 
 
 def locate_weight(config: SearchConfig, query: Query) -> float:

@@ -15,6 +15,11 @@ import psycopg2.extras
 from kb_assets.stores.catalog.connection import CatalogConnection, one_row
 
 MAX_TERM_CHARS = 200  # longer terms are not kept (a btree key holds at most ~2,700 bytes)
+# how many chunks of each knowledge base hold each term, from ``chunk_terms`` (``{where}``: which knowledge bases)
+_HELD_TERMS = (
+    "SELECT d.knowledge_base_id, t.term, count(*) AS chunks FROM chunk_terms c JOIN documents d USING (document_id), "
+    "unnest(c.terms) AS t(term) {where} GROUP BY 1, 2"
+)
 _LOCK_TERMS = "SELECT pg_advisory_xact_lock(hashtext('knowledge_base_terms'), hashtext(%s))"  # a knowledge base's
 
 
@@ -131,8 +136,7 @@ class CatalogTerms(CatalogConnection):
         listed when they agree)."""
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
-                "WITH held AS (SELECT d.knowledge_base_id, t.term, count(*) AS chunks FROM chunk_terms c "
-                "JOIN documents d USING (document_id), unnest(c.terms) AS t(term) GROUP BY 1, 2) "
+                f"WITH held AS ({_HELD_TERMS.format(where='')}) "
                 "SELECT coalesce(h.knowledge_base_id, k.knowledge_base_id), count(*) FROM held h "
                 "FULL JOIN knowledge_base_terms k USING (knowledge_base_id, term) "
                 "WHERE h.chunks IS DISTINCT FROM k.chunks GROUP BY 1"
@@ -146,7 +150,6 @@ class CatalogTerms(CatalogConnection):
             cur.execute("DELETE FROM knowledge_base_terms WHERE knowledge_base_id = %s", (knowledge_base_id,))
             cur.execute(
                 "INSERT INTO knowledge_base_terms (knowledge_base_id, term, chunks) "
-                "SELECT d.knowledge_base_id, t.term, count(*) FROM chunk_terms c JOIN documents d USING (document_id), "
-                "unnest(c.terms) AS t(term) WHERE d.knowledge_base_id = %s GROUP BY 1, 2",
+                + _HELD_TERMS.format(where="WHERE d.knowledge_base_id = %s"),
                 (knowledge_base_id,),
             )
