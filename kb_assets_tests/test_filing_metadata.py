@@ -207,3 +207,86 @@ def test_a_quarterly_reports_quarter_is_the_longest_period_ending_on_its_own_dat
 
     assert _label(quarterly("three months")) == "Q1 FY2023"  # not the third: that period ended last year
     assert _label(quarterly("three and six months")) == "Q2 FY2023"
+
+
+def test_a_quarterly_cover_that_says_quarter_ended_is_of_that_quarter(tmp_path):
+    def quarterly(cover_line: str) -> dict:
+        cover = [
+            "FORM 10-Q",
+            "QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934",
+            cover_line,
+            "CYBERDYNE SYSTEMS CORPORATION",
+            "(Exact name of registrant as specified in its charter)",
+        ]
+        return _read(tmp_path / "q.pdf", cover, ["Net sales for the three months ended March 31, 2021 rose 4%."])
+
+    assert _label(quarterly("For the quarter ended March 31, 2021")) == "Q1 FY2021"
+    assert _label(quarterly("For the fiscal quarter ended March 31, 2021")) == "Q1 FY2021"
+    assert _label(quarterly("For the period ended March 31, 2021")) == "Q1 FY2021"  # the statements say which
+    # without a period ended on the cover, the report's quarter is not guessed from the statements' dates
+    assert _label(quarterly("Commission file number 001-00001")) != "Q1 FY2021"
+
+
+def test_a_release_that_quotes_the_form_it_is_filed_with_is_a_release(tmp_path):
+    def release(sentence: str) -> dict:
+        return _read(
+            tmp_path / "release.pdf",
+            [
+                "Acme Widgets Reports Second Quarter 2022 Results",
+                "CHICAGO, July 28, 2022 -- Acme Widgets, Inc. (NYSE: AWI) today reported results.",
+                sentence,
+            ],
+        )
+
+    quoting = release("Further details are in our Quarterly Report on Form 10-Q for the quarter ended June 30, 2022.")
+    assert quoting["kind"] == "earnings release" and quoting["form"] is None
+    assert _label(quoting) == "Q2 FY2022"
+    # a 10-Q's own cover still names its form
+    cover = _read(
+        tmp_path / "q.pdf",
+        [
+            "FORM 10-Q",
+            "For the quarterly period ended June 30, 2022",
+            "ACME WIDGETS, INC.",
+            "(Exact name of registrant)",
+        ],
+    )
+    assert cover["form"] == "10-Q" and cover["kind"] == "quarterly report"
+    titled = _read(tmp_path / "k.pdf", ["2022 ANNUAL REPORT ON FORM 10-K", "To our shareholders"])
+    assert titled["form"] == "10-K"  # a cover's title, not a quote
+
+
+def test_a_name_that_starts_in_lower_case_is_read_whole(tmp_path):
+    meta = _read(
+        tmp_path / "release.pdf",
+        [
+            "eWidget Reports Fourth Quarter and Full Year 2022 Results",
+            "SAN JOSE, Calif.--(BUSINESS WIRE)--eWidget Inc. (Nasdaq: EWDG) today reported its results.",
+        ],
+    )
+    assert meta["organisation"] == "eWidget Inc."
+    upper = _read(
+        tmp_path / "release.pdf",
+        [
+            "Widget Reports Fourth Quarter 2022 Results",
+            "SAN JOSE -- Widget Inc. (Nasdaq: WDGT) today reported results.",
+        ],
+    )
+    assert upper["organisation"] == "Widget Inc."
+
+
+def test_our_company_is_no_issuers_name(tmp_path):
+    pages = [
+        ["Annual Report 2021", "Our Company"],
+        ["Our Company", "Our Company designs widgets. Our Company sells them worldwide."],
+        ["Initrode Holdings Corporation and its subsidiaries make widgets.", "Our Company employs 900 people."],
+        ["Initrode Holdings Corporation was founded in 1990.", "Our Company is based in Ohio."],
+    ]
+    assert _read(tmp_path / "ar.pdf", *pages)["organisation"] == "Initrode Holdings Corporation"
+    headed = [
+        ["Annual Report 2021"],
+        ["Part III. THE INITRODE COMPANY", "Directors and officers of the registrant."],
+        ["Our Company sells widgets.", "Item 5. THE INITRODE COMPANY shares trade on the NYSE."],
+        ["Executive compensation of THE INITRODE COMPANY is set by its board."],
+    ]
+    assert _read(tmp_path / "ar.pdf", *headed)["organisation"] == "Initrode Company"

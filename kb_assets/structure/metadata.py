@@ -49,6 +49,10 @@ _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 DATE = rf"(?i:{_MONTH})\.?\s+\d{{1,2}}\s*,?\s*\d{{4}}"
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 _ORDINAL = "|".join(ORDINALS)
+# a form named in a sentence ("our Quarterly Report on Form 10-Q", "the Company's Form 10-K") is quoted, not the
+# document's own: a release or a letter refers to the forms it is filed beside
+QUOTED_FORM = re.compile(r"(?:\b(?:on|in|our|its|their|the|a|an|and|with|under|to|of|see)|'s|\u2019s)\s+$", re.I)
+REPORT_ON = re.compile(r"(?:annual|quarterly|current|transition)\s+reports?\s+on\s+$", re.I)  # a title's or a quote's
 FORMS = [  # (pattern on the front page, form, kind)
     (r"\bform\s+10-?k\b|annual report pursuant to section 13", "10-K", "annual report"),
     (r"\bform\s+10-?q\b|quarterly report pursuant to section 13", "10-Q", "quarterly report"),
@@ -80,11 +84,15 @@ LEGAL_FORM = (  # as printed: capitalised or in capitals ("limited" in a sentenc
     r"(?:Inc\.?|INC\.?|Incorporated|INCORPORATED|Corporation|CORPORATION|Corp\.?|CORP\.?|Company|COMPANY|Co\.|CO\.|"
     r"Ltd\.?|LTD\.?|Limited|LIMITED|plc|PLC|LLC|N\.V\.|S\.A\.|AG|SE|Group|GROUP)"
 )
-ORG_SUFFIXED = re.compile(rf"\b((?:[A-Z0-9][\w&.'-]*,?\s+){{0,5}}?[A-Z0-9][\w&.'-]*,?\s+{LEGAL_FORM})(?=[\s,.;)]|$)")
-TICKER = re.compile(r"([A-Z][\w.&,' -]{1,80}?)\s*[\(\[]\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|LSE|TSX)\s*:", re.M)
+_NAME_WORD = r"[a-z]?[A-Z0-9][\w&.'-]*"  # capitalised, or one lower-case letter first: "eBay", "iRobot"
+ORG_SUFFIXED = re.compile(rf"\b((?:{_NAME_WORD},?\s+){{0,5}}?{_NAME_WORD},?\s+{LEGAL_FORM})(?=[\s,.;)]|$)")
+TICKER = re.compile(
+    r"(?<![\w])([a-z]?[A-Z][\w.&,' -]{1,80}?)\s*[\(\[]\s*(?:NYSE|NASDAQ|Nasdaq|NYSE American|LSE|TSX)\s*:", re.M
+)
 NOT_AN_ISSUER = re.compile(
     r"exchange|reporting company|growth company|transition|pursuant|registrant|documents incorporated", re.I
 )
+POINTER = re.compile(r"(?:the|our|its|this|that|such|each|any|your|their|a|an)\b", re.I)  # "Our Company"
 REGISTRANT = re.compile(r"\(\s*exact name of (?:the )?registrant", re.I)
 COMPARED = re.compile(  # two years compared: "fiscal 2019 and 2018", "fiscal 2021 compared with fiscal 2020"
     r"\bfiscal(?:\s+years?)?\s+(20\d\d)\s*(?:,|and|compared\s+(?:to|with)|versus|vs\.?)\s*(?:fiscal(?:\s+year)?\s+)?(20\d\d)\b",
@@ -104,6 +112,8 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     first = texts[0] if texts else ""
     confidence: dict[str, float] = {}
     form, kind = _form(first) or _form("\n".join(texts[:2])) or (None, None)
+    if form and (headline := RELEASE.search(first[:3000])) and headline.start() < (_form_at(first) or (1 << 30,))[0]:
+        form, kind = None, None  # a release's headline, then the form it is filed with: a release
     if kind:
         confidence["kind"] = 0.95
     elif RELEASE.search(first[:3000]):
@@ -128,9 +138,20 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
 
 def _form(text: str) -> tuple[str, str] | None:
     """The form a front page names first (a 10-K's cover also mentions other forms further down)."""
-    head = text[:4000].lower()
-    found = [(m.start(), form, kind) for pattern, form, kind in FORMS if (m := re.search(pattern, head))]
-    return min(found)[1:] if found else None
+    found = _form_at(text)
+    return found[1:] if found else None
+
+
+def _form_at(text: str) -> tuple[int, str, str] | None:
+    """(position, form, kind) of the first form the front page names as its own (not quoted in a sentence)."""
+    head = text[:4000]
+    found = [
+        (m.start(), form, kind)
+        for pattern, form, kind in FORMS
+        for m in re.finditer(pattern, head, re.I)
+        if not QUOTED_FORM.search(REPORT_ON.sub("", head[max(0, m.start() - 48) : m.start()]))
+    ]
+    return min(found) if found else None
 
 
 def _kind(text: str) -> str:
@@ -174,7 +195,8 @@ def _organisation(
     if form:  # a form's cover without the "(Exact name of registrant ...)" label: its line that is a name
         for line in first.splitlines():
             line = line.strip()
-            if (named := ORG_SUFFIXED.fullmatch(line.rstrip(" ,"))) and not NOT_AN_ISSUER.search(line):
+            named = ORG_SUFFIXED.fullmatch(line.rstrip(" ,"))
+            if named and not NOT_AN_ISSUER.search(line) and not POINTER.match(line):
                 return _tidy(named.group(1)), 0.85
     if match := TICKER.search(first[:4000]):
         name = re.split(r"[\u2013\u2014]|--| - |\)\s", match.group(1))[-1].strip(" ,")
@@ -185,8 +207,8 @@ def _organisation(
         for m in ORG_SUFFIXED.finditer(front + " " + whole[:100000])
         if not NOT_AN_ISSUER.search(m.group(1))
         and " " in m.group(1).strip()
-        and not re.match(r"(?i)the\b", m.group(1))
-        and re.match(r"[0-9]*[A-Z][A-Za-z]*\b", m.group(1))  # a name's first word has letters: "3M", not "34"
+        and not POINTER.match(m.group(1))
+        and re.match(r"[0-9]*[a-z]?[A-Z][A-Za-z]*\b", m.group(1))  # a name's first word has letters: "3M", not "34"
     )
     if counts:
         return counts.most_common(1)[0][0], 0.6
@@ -202,6 +224,8 @@ def _name_like(line: str) -> bool:
 def _tidy(name: str) -> str:
     name = re.sub(r"(?<![\w&'\u2019])([A-Z])\s+([A-Z]{2,})\b", r"\1\2", name)  # small caps: "R ESORTS"
     name = " ".join(name.split()).strip(" ,.;:")
+    name = re.sub(r"^(?:part|item)\s+[ivx\d]+[a-z]?\s*[.:]?\s+", "", name, flags=re.I)  # a heading's number
+    name = re.sub(r"^.+?\s(?=(?:The|THE)\s)", "", name)  # a heading's words, then "The ... Company"
     name = re.sub(r"^(?:the|by|of|and)\s+", "", name, flags=re.I)
     if name.isupper() and len(name) > 4:  # "NIKE, INC." -> "Nike, Inc.", but "PG&E", "AES", "MGM" stay
         name = " ".join(word if _acronym(word) else word.title() for word in name.split())
@@ -271,23 +295,10 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
                 year = _annual_label(whole, end) if end.month <= 2 else None
                 year = year or default
                 return _annual(year, end), None, 0.9
-    if form == "10-Q" or kind == "quarterly report":
-        if match := re.search(rf"quarterly period ended:?\s*({DATE})", flat, re.I):
-            end = _date(match.group(1))
-            if end:
-                quarter = _quarter_of_report(whole, end)
-                # the fiscal year ends (4 - quarter) quarters after this one; a year ending in January is
-                # labelled as the document labels it (by its start or by its end)
-                year_end_month = end.month + 3 * (4 - quarter) if quarter else None
-                if year_end_month is None:
-                    year = _labelled_year(whole, {end.year, end.year + 1}) or end.year
-                elif year_end_month <= 12:
-                    year = end.year
-                elif year_end_month - 12 == 1:
-                    year = _labelled_year(whole, {end.year, end.year + 1}, quarter) or end.year + 1
-                else:
-                    year = end.year + 1
-                return _quarterly(quarter, year, end), None, 0.85 if quarter else 0.5
+    quarterly = form == "10-Q" or kind == "quarterly report"
+    if quarterly and (match := re.search(rf"(?:quarterly period|quarter)\s+ended:?\s*({DATE})", flat, re.I)):
+        if end := _date(match.group(1)):
+            return _quarter_ended(end, whole, 0.85)
     if form == "8-K":
         if match := re.search(
             rf"date of report[^)]{{0,40}}\)?\s*:?\s*({DATE})(?:\s*\(({DATE})\))?|({DATE})\s*\(?date of report",
@@ -307,6 +318,8 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
             return _quarterly(quarter, year, end), when.isoformat() if when else None, 0.8
     if match := re.search(rf"(?:year|period|quarter) ended:?\s*({DATE})|\bas of\s+({DATE})", flat, re.I):
         end = _date(match.group(1) or match.group(2))
+        if end and quarterly:  # a quarterly report dated otherwise ("period ended", "as of"): its quarter all the same
+            return _quarter_ended(end, whole, 0.6)
         if end:
             return (
                 {"label": str(end.year), "fiscal_year": end.year, "fiscal_quarter": None, "end": end.isoformat()},
@@ -318,6 +331,22 @@ def _period(kind: str, form: str | None, first: str, front: str, whole: str) -> 
         year = years.most_common(1)[0][0]
         return {"label": str(year), "fiscal_year": year, "fiscal_quarter": None, "end": None}, None, 0.3
     return None, None, 0.0
+
+
+def _quarter_ended(end: date, whole: str, confidence: float) -> tuple[dict, None, float]:
+    """A quarterly report's period from the date its quarter ends: the quarter from the periods its statements
+    cover; the fiscal year ends (4 - quarter) quarters later (a year ending in January: as the report labels it)."""
+    quarter = _quarter_of_report(whole, end)
+    year_end_month = end.month + 3 * (4 - quarter) if quarter else None
+    if year_end_month is None:
+        year = _labelled_year(whole, {end.year, end.year + 1}) or end.year
+    elif year_end_month <= 12:
+        year = end.year
+    elif year_end_month - 12 == 1:
+        year = _labelled_year(whole, {end.year, end.year + 1}, quarter) or end.year + 1
+    else:
+        year = end.year + 1
+    return _quarterly(quarter, year, end), None, confidence if quarter else 0.5
 
 
 def _annual(year: int, end: date | None) -> dict:
