@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import psycopg2
 import pytest
 from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
@@ -17,6 +18,7 @@ from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.retrieval.evaluation import answer_in, returned_text
 from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
 from kb_assets.retrieval.search import Searcher, SearchRequest, SearchResponse
+from kb_assets.stores.catalog.search_reads import locate_statement
 from kb_assets.stores.vectors import (
     BM25_ANALYZER,
     INT_FIELDS,
@@ -376,6 +378,57 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
         assert row["retrievalSource"] == "hybrid" and row["score"] == pytest.approx(_formula(row, Weights()), abs=2e-6)
         # the reader's passage: the page around the chunk, holding all of it, at most 800 characters
         assert len(row["context"]) <= 800 and " ".join(row["content"].split()) in " ".join(row["context"].split())
+
+
+def test_locating_pages_reads_through_indexes_and_finds_what_a_scan_finds(kb_searcher):
+    # a scan of every page and node cost 978 ms at 404k chunks (docs/retrieval.md, section 7). A knowledge
+    # base of 40 documents of 100 pages (rows written directly: the planner reads sizes, not how they were made)
+    catalog, kb = kb_searcher.catalog, "locate-scale"
+    with catalog.connect() as conn, conn.cursor() as cur:
+        cur.execute(
+            "INSERT INTO documents (document_id, knowledge_base_id, source_root, source_path, source_uri, status, "
+            "version) SELECT 'locate-' || d, %s, 'locate', d || '.txt', d || '.txt', 'published', 'v1' "
+            "FROM generate_series(0, 39) d",
+            (kb,),
+        )
+        cur.execute(
+            "INSERT INTO pages (document_id, version, page_index, text, blocks, summary, keywords, parser, mode) "
+            "SELECT 'locate-' || d, 'v1', i, repeat('page text ', 150) || i, '[]', "
+            "'ledger ' || i || ' of account ' || mod(i, 97), "
+            "ARRAY['ledger', 'account' || mod(i, 97)], 'test', 'text' "
+            "FROM generate_series(0, 39) d, generate_series(0, 99) i"
+        )
+        cur.execute(
+            "UPDATE pages SET summary = 'zebra crossings are encrypted', keywords = ARRAY['zebra'] "
+            "WHERE (document_id, page_index) IN (('locate-3', 17), ('locate-25', 50))"
+        )
+    vacuum = psycopg2.connect(catalog.dsn)
+    vacuum.autocommit = True  # as autovacuum would: the GIN indexes' pending entries merged, statistics taken
+    with vacuum.cursor() as cur:
+        cur.execute("VACUUM ANALYZE documents")
+        cur.execute("VACUUM ANALYZE pages")
+    vacuum.close()
+    try:
+        query = "encrypted zebra"
+        sql, params = locate_statement(query_terms(query), query, [kb], 12, None)
+        with catalog.reader() as conn, conn.cursor() as cur:
+            cur.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cur.fetchall())
+            assert "pages_summary_trigrams" in plan and "pages_keywords" in plan, plan
+            cur.execute(sql, params)
+            located = cur.fetchall()
+            # the same pages, in the same order, as scoring every page of the knowledge base without the filter
+            unfiltered = sql.replace("WHERE n.depth > 0 AND (", "WHERE n.depth > 0 AND (true OR ").replace(
+                "FROM pages p JOIN docs USING (document_id)\n            WHERE ",
+                "FROM pages p JOIN docs USING (document_id)\n            WHERE true OR ",
+            )
+            assert unfiltered.count("true OR ") == 2
+            cur.execute(unfiltered, params)
+            assert cur.fetchall() == located
+        assert [(d, i) for d, i, _ in located] == [("locate-25", 50), ("locate-3", 17)]
+    finally:
+        with catalog.connect() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM documents WHERE knowledge_base_id = %s", (kb,))
 
 
 def test_a_detail_question_gets_the_paragraph_holding_the_detail_first_and_its_answer_in_the_returned_text(kb_searcher):

@@ -192,3 +192,24 @@ ALTER TABLE documents ADD COLUMN IF NOT EXISTS published_run_id text;
 -- "date", "confidence": {field: 0-1}}. Search reads it to filter (period, kind, organisation) and to
 -- follow a question that names an organisation or a period.
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS metadata jsonb;
+
+-- Locating pages (CatalogSearchReads.locate_pages) reads only the pages and PageIndex nodes that share a
+-- word with the query: trigram indexes answer its ILIKE '%term%' on summaries and titles, GIN indexes its
+-- keyword overlap. Without them (no pg_trgm: a DSN whose role may not create it) the same query scans.
+DO $$
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'pg_trgm not available (%): locating pages scans them', SQLERRM;
+END
+$$;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+        CREATE INDEX IF NOT EXISTS pages_summary_trigrams ON pages USING gin (summary gin_trgm_ops);
+        CREATE INDEX IF NOT EXISTS pageindex_nodes_title_trigrams ON pageindex_nodes USING gin (title gin_trgm_ops);
+    END IF;
+END
+$$;
+CREATE INDEX IF NOT EXISTS pages_keywords ON pages USING gin (keywords);
+CREATE INDEX IF NOT EXISTS pageindex_nodes_keywords ON pageindex_nodes USING gin (keywords);

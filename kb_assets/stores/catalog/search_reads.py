@@ -176,56 +176,7 @@ class CatalogSearchReads(CatalogConnection):
         """
         if not terms:
             return []
-        patterns = [like_pattern(t) for t in terms]
-        kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-        if document_ids is not None:
-            kb_filter += " AND d.document_id = ANY(%(documents)s)"
-        sql = f"""
-            WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
-            docs AS (
-                SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
-            ),
-            nodes AS (
-                SELECT n.document_id, n.start_page, n.end_page,
-                       (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
-                       + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
-                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
-                         AS score
-                FROM pageindex_nodes n JOIN docs USING (document_id)
-                WHERE n.depth > 0
-            ),
-            node_pages AS (
-                SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
-                FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
-                WHERE score > 0
-                GROUP BY document_id, page_index
-            ),
-            summary_pages AS (
-                SELECT p.document_id, p.page_index,
-                       0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
-                       + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
-                         AS score
-                FROM pages p JOIN docs USING (document_id)
-            )
-            SELECT p.document_id, p.page_index,
-                   coalesce(np.score, 0) + coalesce(sp.score, 0) AS score
-            FROM pages p
-            JOIN docs USING (document_id)
-            LEFT JOIN node_pages np ON np.document_id = p.document_id AND np.page_index = p.page_index
-            LEFT JOIN summary_pages sp ON sp.document_id = p.document_id AND sp.page_index = p.page_index
-            WHERE coalesce(np.score, 0) + coalesce(sp.score, 0) > 0 AND NOT p.is_toc
-            ORDER BY score DESC, p.document_id, p.page_index
-            LIMIT %(limit)s
-        """
-        params = {
-            "patterns": patterns,
-            "terms": terms,
-            "n": len(terms),
-            "exact": like_pattern(" ".join(query.split())),
-            "kbs": list(knowledge_base_ids or []),
-            "documents": list(document_ids or []),
-            "limit": limit,
-        }
+        sql, params = locate_statement(terms, query, knowledge_base_ids, limit, document_ids)
         with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(sql, params)
             return [dict(row) for row in cur.fetchall()]
@@ -234,3 +185,67 @@ class CatalogSearchReads(CatalogConnection):
 def like_pattern(term: str) -> str:
     """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def locate_statement(
+    terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int, document_ids: list[str] | None
+) -> tuple[str, dict]:
+    """The SQL of ``locate_pages`` and its parameters. Only rows that share a word with the query can score,
+    so the nodes and pages are first filtered by an OR of their matches: a filter the trigram and keyword
+    indexes answer (``sql/schema.sql``) instead of a scan of every page of the knowledge base."""
+    patterns = [like_pattern(t) for t in terms]
+    kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
+    if document_ids is not None:
+        kb_filter += " AND d.document_id = ANY(%(documents)s)"
+    title_match = " OR ".join(f"n.title ILIKE %(pattern{i})s" for i in range(len(patterns)))
+    summary_match = " OR ".join(f"p.summary ILIKE %(pattern{i})s" for i in range(len(patterns)))
+    sql = f"""
+        WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
+        docs AS (
+            SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
+        ),
+        nodes AS (
+            SELECT n.document_id, n.start_page, n.end_page,
+                   (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
+                   + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
+                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
+                     AS score
+            FROM pageindex_nodes n JOIN docs USING (document_id)
+            WHERE n.depth > 0 AND ({title_match} OR n.title ILIKE %(exact)s OR n.keywords && %(terms)s::text[])
+        ),
+        node_pages AS (
+            SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
+            FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
+            WHERE score > 0
+            GROUP BY document_id, page_index
+        ),
+        summary_pages AS (
+            SELECT p.document_id, p.page_index,
+                   0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
+                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
+                     AS score
+            FROM pages p JOIN docs USING (document_id)
+            WHERE {summary_match} OR p.keywords && %(terms)s::text[]
+        ),
+        scored AS (
+            SELECT document_id, page_index, sum(score) AS score
+            FROM (SELECT * FROM node_pages UNION ALL SELECT * FROM summary_pages) both_sources
+            GROUP BY document_id, page_index
+        )
+        SELECT s.document_id, s.page_index, s.score
+        FROM scored s JOIN pages p USING (document_id, page_index)
+        WHERE s.score > 0 AND NOT p.is_toc
+        ORDER BY s.score DESC, s.document_id, s.page_index
+        LIMIT %(limit)s
+    """
+    params = {
+        "patterns": patterns,
+        "terms": terms,
+        "n": len(terms),
+        "exact": like_pattern(" ".join(query.split())),
+        "kbs": list(knowledge_base_ids or []),
+        "documents": list(document_ids or []),
+        "limit": limit,
+        **{f"pattern{i}": pattern for i, pattern in enumerate(patterns)},
+    }
+    return sql, params
