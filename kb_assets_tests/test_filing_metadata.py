@@ -228,17 +228,14 @@ def test_a_quarterly_cover_that_says_quarter_ended_is_of_that_quarter(tmp_path):
 
 
 def test_a_release_that_quotes_the_form_it_is_filed_with_is_a_release(tmp_path):
-    def release(sentence: str) -> dict:
-        return _read(
-            tmp_path / "release.pdf",
-            [
-                "Acme Widgets Reports Second Quarter 2022 Results",
-                "CHICAGO, July 28, 2022 -- Acme Widgets, Inc. (NYSE: AWI) today reported results.",
-                sentence,
-            ],
-        )
-
-    quoting = release("Further details are in our Quarterly Report on Form 10-Q for the quarter ended June 30, 2022.")
+    quoting = _read(
+        tmp_path / "release.pdf",
+        [
+            "Acme Widgets Reports Second Quarter 2022 Results",
+            "CHICAGO, July 28, 2022 -- Acme Widgets, Inc. (NYSE: AWI) today reported results.",
+            "Further details are in our Quarterly Report on Form 10-Q for the quarter ended June 30, 2022.",
+        ],
+    )
     assert quoting["kind"] == "earnings release" and quoting["form"] is None
     assert _label(quoting) == "Q2 FY2022"
     # a 10-Q's own cover still names its form
