@@ -83,12 +83,13 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     whole = " ".join(" ".join(t.split()) for t in pages[:READ_PAGES])  # period labels ("fiscal 2023") further on
     first = texts[0] if texts else ""
     confidence: dict[str, float] = {}
-    form, kind = _form(first) or _form("\n".join(texts[:2])) or (None, None)
-    if form and (headline := RELEASE.search(first[:3000])) and headline.start() < (_form_at(first) or (1 << 30,))[0]:
-        form, kind = None, None  # a release's headline, then the form it is filed with: a release
+    # the form the first page (else the first two) names as its own; a release's headline before it: a release
+    named = _form_at(first) or _form_at("\n".join(texts[:2]))
+    headline = RELEASE.search(first[:3000])
+    form, kind = named[1:] if named and not (headline and headline.start() < named[0]) else (None, None)
     if kind:
         confidence["kind"] = 0.95
-    elif RELEASE.search(first[:3000]):
+    elif headline:
         kind, confidence["kind"] = "earnings release", 0.8
     else:
         kind = _kind(info.get("title", "") + "\n" + first[:2000])
@@ -108,14 +109,9 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> d
     }
 
 
-def _form(text: str) -> tuple[str, str] | None:
-    """The form a front page names first (a 10-K's cover also mentions other forms further down)."""
-    found = _form_at(text)
-    return found[1:] if found else None
-
-
 def _form_at(text: str) -> tuple[int, str, str] | None:
-    """(position, form, kind) of the first form the front page names as its own (not quoted in a sentence)."""
+    """(position, form, kind) of the first form the front page names as its own, not quoted in a sentence (a
+    10-K's cover also mentions other forms further down)."""
     head = text[:4000]
     found = [
         (m.start(), form, kind)

@@ -127,10 +127,9 @@ def read_period(
             when = _date(dateline.group(0)) if dateline else None
             return _quarterly(quarter, year, end), when.isoformat() if when else None, 0.8
     if match := re.search(rf"(?:year|period|quarter) ended:?\s*({DATE})|\bas of\s+({DATE})", flat, re.I):
-        end = _date(match.group(1) or match.group(2))
-        if end and quarterly:  # a quarterly report dated otherwise ("period ended", "as of"): its quarter all the same
-            return _quarter_ended(end, whole, 0.6)
-        if end:
+        if end := _date(match.group(1) or match.group(2)):
+            if quarterly:  # a quarterly report dated otherwise ("period ended", "as of"): its quarter all the same
+                return _quarter_ended(end, whole, 0.6)
             return (
                 {"label": str(end.year), "fiscal_year": end.year, "fiscal_quarter": None, "end": end.isoformat()},
                 None,
