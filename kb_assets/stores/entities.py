@@ -148,7 +148,7 @@ def weighted_groups(items: list[tuple[T, int]], limit: int) -> list[list[T]]:
     groups: list[list[T]] = []
     size = 0
     for item, weight in items:
-        if not groups or (groups[-1] and size + weight > limit):
+        if not groups or size + weight > limit:  # a group is never left empty
             groups.append([])
             size = 0
         groups[-1].append(item)
