@@ -31,10 +31,11 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "web page tests skip: install Debian's chromium and chromium-driver to run them" >&2; fi; }
 
-# lint and type check: the same in make test and .ci/run
+# lint, the layer contract (pyproject.toml [tool.importlinter]) and the type check: the same in make test and .ci/run
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 
 test: install browser lint

@@ -160,7 +160,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def ingest_once(cache: Path) -> dict:
     """Run inside the child: ingest every knowledge base, then again unchanged; figures as a dict."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.pipeline.verify import verify
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings

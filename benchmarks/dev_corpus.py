@@ -46,7 +46,7 @@ def main() -> None:
     os.environ["KB_HOME"] = str(Path(args.home).resolve())
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.settings import Settings
 
     settings = Settings.from_env()

@@ -8,7 +8,7 @@ base ``filings`` under ``--home`` (default ``/work/kb-filings-<split>``) holds t
 (default 25) of the split's questions that carry the most questions (ties: the shorter filing first),
 copied under their neutral names; the written-question issuers have 2-6 filings of other years or kinds
 each, so most questions must find their filing among look-alikes. It is ingested with the real pipeline
-(``kb_assets.pipeline.ingest``); a second run reuses it (unchanged files are skipped). Questions on
+(``kb_assets.launch.ingest``); a second run reuses it (unchanged files are skipped). Questions on
 filings outside the knowledge base are left out (counted). Held-out filings are refused
 (``filings/heldout.py``): nothing here opens a PDF except through it.
 
@@ -100,7 +100,7 @@ def stage_files(data: Path, docs: list[str], home: Path) -> list[Path]:
 
 
 def build(paths: list[Path], settings) -> None:
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     started = time.perf_counter()
     report = ingest(paths, KB, settings, progress=lambda message: print(f"  {message}", flush=True))

@@ -53,7 +53,7 @@ def load() -> str:
 
 def ingest_child(cache: Path) -> dict:
     """Inside a child process: the full ingest and the no-op re-run, as the CLI's ``ingest`` runs them."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
 
@@ -131,9 +131,8 @@ def bare_child(inputs: Path, cache: Path) -> None:
 
 
 def parse_figures(paths: list[Path]) -> None:
-    from kb_assets.parsing import parse_document
+    from kb_assets.parsing import ParseOptions, parse_document
     from kb_assets.parsing.converter import convert
-    from kb_assets.parsing.options import ParseOptions
     from kb_assets.parsing.render import render_page_images
 
     parse_document(REPO / "examples" / "corpus" / "platform-handbook.pdf")  # docling set-up, not timed
@@ -194,7 +193,8 @@ def encoder_figures(texts: list[str]) -> None:
 
 
 def ui_path_figures(settings, env: dict, cache: Path) -> None:
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.stores import Stores
 
     doc = next(

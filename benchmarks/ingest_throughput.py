@@ -30,7 +30,8 @@ def main() -> None:
     os.environ["KB_HOME"] = str(work / "home")
     os.environ.pop("DAGSTER_HOME", None)
 
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores

@@ -64,7 +64,7 @@ def breakdown(key: str) -> None:
 
     mark("import dagster")
     import kb_assets.definitions as definitions
-    from kb_assets.defs.launch import QUIET_RUN_CONFIG
+    from kb_assets.launch.runs import QUIET_RUN_CONFIG
     from kb_assets.pipeline.versions import STEPS
 
     mark("import kb_assets.definitions")

@@ -13,7 +13,7 @@ the script runs anywhere.
 In a fresh ``KB_HOME`` (a temporary folder, or ``--home``, which must be new or empty; ``DAGSTER_HOME`` under
 it, telemetry off) on the embedded profile, timed with ``time.perf_counter``:
 
-1. the first ``--first`` notes are written into one folder and ingested (``kb_assets.pipeline.ingest.ingest``,
+1. the first ``--first`` notes are written into one folder and ingested (``kb_assets.launch.ingest.ingest``,
    as ``kb-assets ingest`` does);
 2. each batch of ``--more`` (a comma list: successive batches) is written into the same folder and the
    folder ingested again, so every ingest rescans all the notes, as a user would;
@@ -304,7 +304,7 @@ def main() -> None:
     notes = Notes(folder, args.pdf)
     print(f"{os.cpu_count()} cores, {load()}; KB_HOME {home}, notes in {folder}", flush=True)
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings, partitioning_setting
@@ -314,7 +314,7 @@ def main() -> None:
 
     def events_of(run_ids: list[str]) -> int:
         """Dagster events the runs wrote (their event log records)."""
-        from kb_assets.pipeline.ingest import dagster_instance
+        from kb_assets.launch.instance import dagster_instance
 
         instance = dagster_instance(settings)
         return sum(len(instance.get_records_for_run(run_id, limit=1_000_000).records) for run_id in run_ids)

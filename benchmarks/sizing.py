@@ -128,7 +128,7 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     load_before = os.getloadavg()
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.services import stop_milvus, stop_postgres
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores

@@ -21,7 +21,8 @@ from dev_corpus import KNOWLEDGE_BASES, fetch
 
 def phase(name: str, settings, cache: Path, kbs: list[str], baseline: float | None = None) -> float:
 
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
 
     started, run_ids = time.perf_counter(), []
     for kb in kbs:
@@ -62,15 +63,17 @@ def main() -> None:
     os.environ["KB_HOME"] = str(Path(args.home).resolve())
     os.environ.pop("DAGSTER_HOME", None)
 
+    from kb_assets.pipeline.versions import step_versions
     from kb_assets.settings import Settings
 
     settings = Settings.from_env()
     kbs = args.kb or list(KNOWLEDGE_BASES)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     full = phase("full ingest", settings, cache, kbs)
-    chunker = replace(settings, versions=replace(settings.versions, chunks=settings.versions.chunks + "-bench"))
+    current = step_versions(settings)
+    chunker = replace(settings, versions=replace(settings.versions, chunks=current["chunks"] + "-bench"))
     phase("chunker version bump", chunker, cache, kbs, full)
-    summarizer = replace(chunker, versions=replace(chunker.versions, structure=chunker.versions.structure + "-bench"))
+    summarizer = replace(chunker, versions=replace(chunker.versions, structure=current["pageindex_trees"] + "-bench"))
     phase("summarizer version bump", summarizer, cache, kbs, full)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

@@ -96,7 +96,7 @@ def corpus_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def handbook(settings, corpus_dir):
     """The sample corpus ingested into the knowledge base ``handbook``: the ingest report."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     return ingest([corpus_dir], "handbook", settings)
 
@@ -126,6 +126,21 @@ def frozen_milvus_client(kb_home):
         os.kill(pid, signal.SIGCONT)
         client.close()
         stop_milvus(home)
+
+
+@pytest.fixture
+def frozen_searcher(frozen_milvus_client):
+    """A function that gives a copy of a searcher whose Milvus stopped answering (the frozen server):
+    every Milvus call runs into a 0.5 s timeout; its catalog, alias and model are the searcher's."""
+    from dataclasses import replace
+
+    from kb_assets.retrieval.search import Searcher
+
+    def frozen(searcher):
+        config = replace(searcher.config, milvus_timeout_s=0.5)
+        return Searcher(frozen_milvus_client, searcher.catalog, searcher.alias, searcher.load_model, config)
+
+    return frozen
 
 
 def pytest_collection_modifyitems(items):

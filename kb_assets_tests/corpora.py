@@ -39,7 +39,7 @@ INJECTIONS = [
 
 def ensure_retrieval_corpus(kb_home: Path, settings) -> None:
     """The knowledge bases ``alpha`` and ``beta``, ingested once per session (later calls change nothing)."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     for kb, files in RETRIEVAL_CORPUS.items():
         folder = kb_home / "retrieval-corpus" / kb
@@ -61,7 +61,7 @@ def ensure_fiscal_years(kb_home: Path, settings) -> dict[int, str]:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = kb_home / "filings-corpus"
     folder.mkdir(parents=True, exist_ok=True)

@@ -90,7 +90,7 @@ def _free_port() -> int:
 
 def _prepare(home: Path, settings):
     """The stable knowledge base (ingested once) and the churn folder; returns the stable facts."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     stable = home / "soak" / "stable"
     stable.mkdir(parents=True, exist_ok=True)
@@ -127,7 +127,7 @@ def run_soak(
     kill -9 it while it parses (its parse workers must die with it)."""
     import uvicorn
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.pipeline.verify import verify
     from kb_assets.service.api import create_app
     from kb_assets.services import milvus_status

@@ -13,8 +13,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from kb_assets.retrieval.config import SearchConfig
-from kb_assets.retrieval.search import Searcher
+from kb_assets.settings import SearchConfig
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
 LOCAL = ("127.0.0.1", 50000)
@@ -101,7 +100,7 @@ def test_a_search_reports_the_time_of_every_stage(open_client):
 
 
 def test_search_reads_are_never_jit_compiled(catalog):
-    # compiling locate_pages cost ~1 s of 1.2 s at 41,620 chunks (docs/retrieval.md, section 7)
+    # compiling locate_pages cost ~1 s of 1.2 s at 41,620 chunks (docs/retrieval-log.md, section 7)
     with catalog.reader() as conn, conn.cursor() as cur:
         cur.execute("SHOW jit")
         assert cur.fetchone()[0] == "off"
@@ -164,16 +163,10 @@ def test_invalid_requests_are_422(open_client, body):
     assert open_client.post("/v1/kb/search", json=body).status_code == 422
 
 
-def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher, frozen_milvus_client):
+def test_milvus_timeouts_answer_200_from_page_fallback_never_500(settings, api_searcher, frozen_searcher):
     from kb_assets.service.api import create_app
 
-    down = Searcher(
-        frozen_milvus_client,
-        api_searcher.catalog,
-        api_searcher.alias,
-        api_searcher.load_model,
-        replace(api_searcher.config, milvus_timeout_s=0.5),
-    )
+    down = frozen_searcher(api_searcher)
     client = TestClient(create_app(replace(settings, api_keys=""), down), client=LOCAL, base_url=BASE_URL)
     response = client.post("/v1/kb/search", json={"query": "数据备份", "knowledgeBaseIds": ["beta"]})
     assert response.status_code == 200

@@ -10,6 +10,7 @@ from dataclasses import replace
 import dagster as dg
 import pytest
 
+from kb_assets.pipeline.versions import step_versions
 from kb_assets.retrieval.search import SearchRequest
 from kb_assets.stores.entities import count_entities
 
@@ -54,7 +55,7 @@ def status(instance, asset: str, key: str):
 
 
 def test_version_bump_reruns_the_stale_documents_buckets_from_that_step(settings, tmp_path, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     buckets = replace(settings, partitioning="buckets:3")
     folder = tmp_path / "bump"
@@ -71,7 +72,8 @@ def test_version_bump_reruns_the_stale_documents_buckets_from_that_step(settings
 
 
 def bumped_and_current(bumped, folder, before, pages_run, catalog, settings) -> None:
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import is_bucket
 
     report = ingest([folder], "buckets-bump", bumped)
@@ -86,7 +88,7 @@ def bumped_and_current(bumped, folder, before, pages_run, catalog, settings) -> 
         assert {k.to_user_string() for k in run.asset_selection} == {"chunks", "embeddings", "milvus_collection"}
     after = docs_of(catalog, "buckets-bump")
     assert {d.status for d in after.values()} == {"published"}
-    assert {d.step_versions["chunks"] for d in after.values()} == {bumped.step_versions()["chunks"]}
+    assert {d.step_versions["chunks"] for d in after.values()} == {step_versions(bumped)["chunks"]}
     assert {d.last_run_id for d in after.values()} <= set(report.run_ids)
     assert {path: catalog.read_pages(d.document_id)[0]["run_id"] for path, d in after.items()} == pages_run  # no parse
     assert ingest([folder], "buckets-bump", bumped).run_ids == []  # current now
@@ -95,7 +97,8 @@ def bumped_and_current(bumped, folder, before, pages_run, catalog, settings) -> 
 def test_a_bucket_lists_its_failed_document_and_its_good_documents_are_searchable(
     settings, tmp_path, catalog, lake, milvus_client, stores
 ):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import partition_key
     from kb_assets.service.api import make_searcher
 
@@ -156,7 +159,8 @@ def test_a_bucket_lists_its_failed_document_and_its_good_documents_are_searchabl
 def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
     handbook, settings, tmp_path, catalog, milvus_client
 ):  # the handbook: validation measures its questions on the candidate
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.migration import rollback
     from kb_assets.service.api import make_searcher
     from kb_assets.stores.vectors import published_collection
@@ -183,7 +187,7 @@ def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
             {k.to_user_string() for k in r.asset_selection} == {"embeddings", "milvus_collection"} for r in backfills
         )
         docs = docs_of(catalog, "buckets-migrate")
-        assert {d.step_versions["embeddings"] for d in docs.values()} == {new.step_versions()["embeddings"]}
+        assert {d.step_versions["embeddings"] for d in docs.values()} == {step_versions(new)["embeddings"]}
         answer = make_searcher(new).search(
             SearchRequest("Where is the key of the server room?", ["buckets-migrate"], limit=1)
         )
@@ -198,7 +202,8 @@ def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
 def test_scattered_edits_are_one_run_that_leaves_the_buckets_between_them_alone(settings, tmp_path, catalog):
     """Edits in the first and last bucket and a bad new file: one run over the range between them; the
     buckets it passes over get no event from it and never show failed although the run failed."""
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import partition_key
 
     buckets = replace(settings, partitioning="buckets:7")
@@ -246,7 +251,8 @@ def test_scattered_edits_are_one_run_that_leaves_the_buckets_between_them_alone(
 def test_a_large_batch_is_cut_into_runs_of_whole_buckets_up_to_so_many_documents(settings, tmp_path, catalog):
     """``KB_BUCKET_RUN_DOCUMENTS``: each run takes whole buckets up to so many documents and publishes them,
     so a large batch's first documents serve before its last run starts."""
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import partition_key
 
     buckets = replace(settings, partitioning="buckets:5", bucket_run_documents=4)

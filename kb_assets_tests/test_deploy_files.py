@@ -293,7 +293,7 @@ def test_every_variable_in_deploy_is_read_by_settings_or_documented_where_it_is_
         for variable in variables_used(name):
             seen.add(variable)
             if variable.startswith("KB_"):
-                assert variable in read, f"deploy/{name}: {variable} is not a setting of kb_assets/settings.py"
+                assert variable in read, f"deploy/{name}: {variable} is not a setting of kb_assets/settings/"
             else:
                 assert re.search(rf"\b{variable}\b", comments), f"deploy/{name}: {variable} is not documented there"
     assert {

@@ -59,7 +59,7 @@ def test_a_path_is_placed_in_the_root_that_holds_it_and_a_folder_holding_roots_i
 
 
 def test_two_folders_with_the_same_relative_path_are_two_documents(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     kb = "identity-two"
     write(tmp_path / "ov", "a.md", "The north gate opens at six.")
@@ -79,7 +79,7 @@ def test_two_folders_with_the_same_relative_path_are_two_documents(tmp_path, set
 
 
 def test_a_sub_folder_is_ingested_inside_its_root_and_purges_only_under_it(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     kb, ov = "identity-sub", tmp_path / "ov"
     write(ov, "top.md", "The top note names the roof access code.")
@@ -106,7 +106,7 @@ def test_a_sub_folder_is_ingested_inside_its_root_and_purges_only_under_it(tmp_p
 
 
 def test_a_folder_that_holds_a_root_of_the_knowledge_base_is_refused(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     kb, ov = "identity-outer", tmp_path / "ov"
     write(ov, "sub/one.md", "The boiler is serviced in October.")
@@ -132,7 +132,7 @@ def test_concurrent_ingests_of_a_folder_and_its_sub_folder_lose_nothing(tmp_path
     for i in range(3):
         write(ov, f"top-{i}.md", f"Top note {i} about the loading dock schedule.")
         write(ov, f"sub/inner-{i}.md", f"Inner note {i} about the freezer temperature.")
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     assert counts(ingest([ov], kb, settings))["new"] == 6
     write(ov, "sub/inner-new.md", "A new inner note about the forklift charger.")
@@ -151,7 +151,7 @@ def test_concurrent_ingests_of_a_folder_and_its_sub_folder_lose_nothing(tmp_path
 
 
 def test_a_moved_root_is_relocated_and_nothing_is_processed_again(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     kb, old, new = "identity-move", tmp_path / "before", tmp_path / "after"
     write(old, "a.md", "Visitors sign in at the front desk.")
@@ -186,7 +186,8 @@ def test_a_knowledge_base_made_before_roots_and_readable_keys_migrates_once(tmp_
     """The old layout: no source_root (derived from source_uri by the schema), no partition_key, and the
     document id as the Dagster partition key. The next ingest gives readable keys, carries the partitions'
     materializations over and re-processes nothing."""
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.stores.catalog import Catalog
 
     kb, folder = "identity-legacy", tmp_path / "legacy"

@@ -85,7 +85,7 @@ def covers(settings, tmp_path_factory):
     """Three ACME annual reports, an ACME quarterly report, a Globex manual (DOCX) and a meeting note (MD)."""
     import docx
 
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path_factory.mktemp("covers")
     files = {year: _annual(folder, year) for year in REVENUE}

@@ -15,6 +15,7 @@ import time
 import dagster as dg
 import pytest
 
+from kb_assets.pipeline.versions import step_versions
 from kb_assets.retrieval.search import SearchRequest
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,8 @@ def partition_status(instance, step: str, key: str):
 def test_failed_document_shows_failed_and_its_last_good_version_serves(
     tmp_path, settings, catalog, lake, milvus_client
 ):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.verify import verify
     from kb_assets.service.api import make_searcher
 
@@ -75,7 +77,8 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
     """Three good files and one bad in one batch run: the bad one's partition has no materialization of
     the asset it failed at or of any after it, shows failed, and says why; each good one is materialized
     with metadata of its own; no run of its own retries the bad one."""
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -114,7 +117,7 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
             (mat,) = materializations(instance, asset, doc.partition_key)
             assert mat.metadata["source"].value == name and mat.metadata["document_id"].value == doc.document_id
             if asset != "page_images":  # off the pipeline: no version
-                assert mat.tags["dagster/code_version"] == settings.step_versions()[asset]
+                assert mat.tags["dagster/code_version"] == step_versions(settings)[asset]
             assert "documents" not in mat.metadata  # no batch totals
         (pages,) = materializations(instance, "parsed_pages", doc.partition_key)
         assert pages.metadata["pages"].value == doc.page_count and pages.metadata["mode"].value
@@ -154,8 +157,9 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
 
 def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, settings, catalog, lake, milvus_client):
     from kb_assets.definitions import make_definitions
-    from kb_assets.defs.launch import repair
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
+    from kb_assets.launch.store_changes import repair
     from kb_assets.pipeline.verify import verify
     from kb_assets.service.api import make_searcher
     from kb_assets.stores.entities import chunk_entities
@@ -203,7 +207,8 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
 
 
 def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes(tmp_path, settings, corpus_dir):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -242,7 +247,7 @@ def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes
 
 
 def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -49,7 +49,7 @@ def test_a_store_that_stays_down_is_one_line_and_a_json_error(tmp_path, env, kin
 
 
 def test_an_ingest_waits_out_a_postgres_restart(tmp_path, kb_home, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.services import ensure_postgres, stop_postgres
 
     (tmp_path / "a.md").write_text("# A\n\nThe night bus leaves at half past one.\n")

@@ -7,7 +7,8 @@ import polars as pl
 from polars.testing import assert_frame_equal
 
 import kb_assets.stores.lake as lake_module
-from kb_assets.stores.lake import CHUNKS_SCHEMA, Lake
+from kb_assets.chunking.schema import CHUNKS_SCHEMA
+from kb_assets.stores.lake import Lake
 
 
 def chunks(document_id: str, n: int = 2) -> pl.DataFrame:

@@ -92,7 +92,7 @@ def _write(folder, name: str, text: str) -> None:
 
 
 def _ingest(folder, settings):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     report = ingest([folder], KB, settings)
     assert not report.failures, report.failures
@@ -198,7 +198,7 @@ def test_a_deleted_document_leaves_the_statistics(lexical_searcher, lexical_fold
 def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing_to_milvus(
     lexical_searcher, lexical_folder, settings, catalog
 ):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     first = next(d for d in catalog.list_documents([KB]) if d.source_path.endswith("first.md"))
     with catalog.connect() as conn:  # as a document published before statistics were kept

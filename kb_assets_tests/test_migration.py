@@ -24,7 +24,9 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     handbook, settings, catalog, milvus_client, tmp_path, corpus_dir
 ):
     from kb_assets.definitions import make_definitions
-    from kb_assets.pipeline.ingest import QUIET_RUN_CONFIG, dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
+    from kb_assets.launch.runs import QUIET_RUN_CONFIG
     from kb_assets.pipeline.migration import rollback
     from kb_assets.service.api import make_searcher
 

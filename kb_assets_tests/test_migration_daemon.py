@@ -63,7 +63,8 @@ def stop_log_tails(folder: Path) -> None:
 
 
 def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_client, tmp_path):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.migration import rollback
     from kb_assets.service.api import make_searcher
     from kb_assets.settings import dagster_child_environment

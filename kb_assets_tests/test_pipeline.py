@@ -12,6 +12,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from kb_assets.pipeline.versions import step_versions
 from kb_assets.retrieval.search import SearchRequest
 from kb_assets.stores.entities import count_entities
 from kb_assets.stores.vectors import published_collection
@@ -102,7 +103,8 @@ def test_known_questions_find_the_expected_document_and_page(searcher, catalog, 
 def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
     handbook, settings, corpus_dir, catalog, lake, milvus_client
 ):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
 
     instance = dagster_instance(settings)
     runs_before = len(instance.get_run_records())
@@ -129,7 +131,7 @@ def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
 
 
 def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook, settings, catalog):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     instance = dagster_instance(settings)
     assert len(handbook.run_ids) == 1  # all 8 new documents in one contiguous range, one run
@@ -148,7 +150,7 @@ def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook,
 
 
 def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(settings, tmp_path, catalog, handbook):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "mixed"
     folder.mkdir()
@@ -170,7 +172,7 @@ def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(setting
 def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
     settings, tmp_path, catalog, lake, milvus_client, stores, handbook
 ):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "changing"
     folder.mkdir()
@@ -224,7 +226,7 @@ def test_definitions_load_with_seven_partitioned_versioned_assets_and_the_collec
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {*STEPS, "page_images", "collection_candidate", "collection_alias"}
-    versions = settings.step_versions()
+    versions = step_versions(settings)
     for step in [*STEPS, "page_images"]:
         assert graph.get(dg.AssetKey(step)).partitions_def.name == "documents"
     for step in STEPS:

@@ -30,7 +30,7 @@ class CountingClient:
 def ingested_notes(tmp_path, knowledge_base: str, title: str, sentences: list[str], settings, catalog) -> list:
     """One note a sentence (``# title n``, the sentence 20 times) ingested into the knowledge base: its
     documents by file."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / knowledge_base
     folder.mkdir()

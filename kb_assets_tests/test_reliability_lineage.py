@@ -21,7 +21,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path_factory.mktemp("lineage") / "docs"
     folder.mkdir()

@@ -36,7 +36,7 @@ def the_document(catalog, kb: str):
 
 
 def test_document_refused_for_its_chunk_count_keeps_no_pages_and_serves_none(tmp_path, settings, catalog, client):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -59,7 +59,7 @@ def test_document_refused_for_its_chunk_count_keeps_no_pages_and_serves_none(tmp
 
 
 def test_failed_newer_version_serves_its_last_good_pages_only_while_they_are_kept(tmp_path, settings, catalog, client):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -88,7 +88,7 @@ def test_failed_newer_version_serves_its_last_good_pages_only_while_they_are_kep
 
 
 def test_a_long_page_is_cut_with_a_flag_in_the_page_and_the_lineage(tmp_path, settings, catalog, lake, client):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -44,7 +44,7 @@ def test_latin1_cp1252_and_utf16_text_still_read_exactly(tmp_path):
 
 
 def test_ingest_fails_noise_with_its_reason_and_publishes_the_latin1_file(tmp_path, settings, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets.stores.scratch import WORKERS, clean_scratch
+from kb_assets.lib.scratch import WORKERS, clean_scratch
 
 pytestmark = pytest.mark.slow
 

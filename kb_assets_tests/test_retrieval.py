@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 from pymilvus import DataType, Function, FunctionType
 
-from kb_assets.retrieval.config import SearchConfig, Weights
 from kb_assets.retrieval.evaluation import answer_in, returned_text
 from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
 from kb_assets.retrieval.search import Searcher, SearchRequest, SearchResponse
+from kb_assets.settings import SearchConfig, Weights
 from kb_assets.stores.catalog.search_reads import locate_statement
 from kb_assets.stores.vectors import (
     BM25_ANALYZER,
@@ -174,15 +174,9 @@ def test_injection_attempts_in_knowledge_base_ids_do_not_widen_results(kb_search
         assert mixed.results and {r["knowledgeBaseId"] for r in mixed.results} == {"alpha"}, injected
 
 
-def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher, frozen_milvus_client):
+def test_milvus_timeouts_fall_back_to_pages_marked_and_unscored(kb_searcher, frozen_searcher):
     # a Milvus server that stopped answering: every call hits its deadline
-    down = Searcher(
-        frozen_milvus_client,
-        kb_searcher.catalog,
-        kb_searcher.alias,
-        kb_searcher.load_model,
-        replace(kb_searcher.config, milvus_timeout_s=0.5),
-    )
+    down = frozen_searcher(kb_searcher)
     for query, kb, needle in [
         ("数据备份保留多少天", "beta", "备份保留三十五天"),
         ("How long are backups kept?", "alpha", "35 days"),
@@ -381,7 +375,7 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
 
 
 def test_locating_pages_reads_through_indexes_and_finds_what_a_scan_finds(kb_searcher):
-    # a scan of every page and node cost 978 ms at 404k chunks (docs/retrieval.md, section 7). A knowledge
+    # a scan of every page and node cost 978 ms at 404k chunks (docs/retrieval-log.md, section 7). A knowledge
     # base of 40 documents of 100 pages (rows written directly: the planner reads sizes, not how they were made)
     catalog, kb = kb_searcher.catalog, "locate-scale"
     with catalog.connect() as conn, conn.cursor() as cur:

@@ -26,7 +26,7 @@ def note(number: int) -> str:
 def many_notes(tmp_path_factory, settings):
     """300 one-paragraph notes and one empty file, ingested into a knowledge base of their own; purged at
     the end (the session's later tests, a migration's backfill, do not carry them)."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path_factory.mktemp("many") / "notes"
     folder.mkdir()
@@ -64,7 +64,7 @@ def test_the_lake_holds_a_few_files_for_hundreds_of_documents(many_notes, catalo
 
 
 def test_dagster_stores_at_most_five_events_a_document_and_asset(many_notes, settings):
-    from kb_assets.defs.launch import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     report = many_notes
     instance = dagster_instance(settings)

@@ -122,7 +122,8 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
     from dataclasses import replace
 
     from kb_assets.defs.sensors import plan_watched_folders
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.stores import Stores
 
     folder = tmp_path / "mixed"
@@ -152,7 +153,8 @@ def test_ingest_and_the_sensor_report_unreadable_entries_publish_the_rest_and_st
 
     # the sensor plans the same folder: the same entries are reported, and a deletion is still purged
     (folder / "keep.md").unlink()
-    plan = plan_watched_folders(dagster_instance(settings), Stores(replace(settings, watch=f"unreadable={folder}")))
+    watching = replace(settings, watch=f"unreadable={folder}")
+    plan = plan_watched_folders(watching, Stores(watching), dagster_instance(settings))
     assert {Path(f.source_uri).name for f in plan.failures} == set(failures)
     assert plan.deleted == [ids["keep.md"]] and plan.runs == []
     purge = plan.purge_request()  # the purge is a purge_documents run

@@ -9,10 +9,10 @@ import pytest
 from kb_assets.pipeline.identity import document_id_for
 from kb_assets.pipeline.planning import Scope, scan
 from kb_assets.pipeline.ranges import contiguous_ranges, spanning_ranges
-from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, dense_query_text, keyword_overlap, query_terms
 from kb_assets.retrieval.scoring import rank_key, score
+from kb_assets.settings import Weights
 
 
 class UnitEncoder:

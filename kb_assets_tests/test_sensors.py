@@ -35,7 +35,7 @@ def watched(tmp_path, settings, request):
 
 
 def _run(watched, instance, run_request):
-    from kb_assets.pipeline.runs import QUIET_RUN_CONFIG
+    from kb_assets.launch.runs import QUIET_RUN_CONFIG
 
     return watched.job.execute_in_process(
         instance=instance,
@@ -46,7 +46,7 @@ def _run(watched, instance, run_request):
 
 
 def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, settings, catalog, handbook):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "faq.md").write_text("# FAQ\n\nThe staging database is refreshed every Sunday night.\n")
@@ -79,7 +79,7 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
 
 
 def test_sensor_run_key_repeats_while_the_same_versions_are_pending(watched, settings):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "a.md").write_text("# A\n\nFirst version.\n")
@@ -93,7 +93,7 @@ def test_sensor_run_key_repeats_while_the_same_versions_are_pending(watched, set
 
 
 def test_schedule_adds_partitions_and_requests_runs_for_changed_files(watched, settings, catalog, handbook):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     instance = dagster_instance(settings)
     (watched.folder / "guide.md").write_text("# Guide\n\nDeploys happen on weekdays only.\n")

@@ -152,16 +152,8 @@ def test_readyz_is_503_naming_postgres_when_it_cannot_be_reached(settings, searc
     assert response.json()["detail"] == "Postgres unavailable"
 
 
-def test_readyz_is_503_naming_milvus_when_it_does_not_answer(settings, searcher, frozen_milvus_client):
-    from kb_assets.retrieval.search import Searcher
-
-    down = Searcher(
-        frozen_milvus_client,
-        searcher.catalog,
-        searcher.alias,
-        searcher.load_model,
-        replace(searcher.config, milvus_timeout_s=0.5),
-    )
+def test_readyz_is_503_naming_milvus_when_it_does_not_answer(settings, searcher, frozen_searcher):
+    down = frozen_searcher(searcher)
     response = client_of(settings, down).get("/readyz")
     assert response.status_code == 503 and response.headers["Retry-After"]
     assert response.json()["detail"] == "Milvus unavailable"

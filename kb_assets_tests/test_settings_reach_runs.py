@@ -4,21 +4,23 @@ that client is the one the command line and the sensors get from the same settin
 
 from __future__ import annotations
 
+import json
+
 import dagster as dg
 import pytest
 
-from kb_assets.defs.resources import StoresResource
+from kb_assets.stores import Stores
 
 pytestmark = pytest.mark.services
 
 
 def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run(
-    tmp_path, settings, catalog, milvus_client
+    tmp_path, settings, catalog, milvus_client, monkeypatch
 ):
     from kb_assets.definitions import make_definitions
     from kb_assets.services import ensure_milvus
     from kb_assets.settings import Settings
-    from kb_assets.stores import Stores, open_milvus
+    from kb_assets.stores import open_milvus
 
     milvus_uri = settings.milvus_uri or ensure_milvus(settings.home)
     env = {
@@ -51,11 +53,13 @@ def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run
         "KB_CHUNK_CONTEXT_MODEL": "probe-context",
         "KB_CHUNK_CONTEXT_CONCURRENCY": "3",
     }
-    probed = Settings.from_env(env)
+    for name, value in env.items():  # the process environment, as the code location reads it
+        monkeypatch.setenv(name, value)
+    probed = Settings.from_env()
     seen: dict = {}
 
     @dg.asset
-    def probe(stores: StoresResource) -> None:
+    def probe(stores: dg.ResourceParam[Stores]) -> None:
         model = stores.model()
         seen.update(
             dsn=stores.catalog.dsn,
@@ -98,4 +102,67 @@ def test_every_store_and_encoder_setting_reaches_its_client_inside_a_dagster_run
     outside = Stores(probed)
     assert outside.catalog is not None and outside.catalog.dsn == seen["dsn"]
     assert (outside.model().threads, outside.model().batch_size) == (1, 7)
-    assert "probe-secret" not in str(resources["stores"].description)  # the UI shows no secret
+    # what the UI shows of the resource: its configuration, secrets by variable name only
+    shown = json.loads(resources["stores"].get_resource_definition().config_schema.default_value_as_json_str)
+    assert shown["milvus_alias"] == "probe_alias" and shown["parse_max_pages"] == 23
+    assert shown["postgres_url"] == {"env": "KB_POSTGRES_URL"}
+    assert shown["aws_secret_access_key"] == {"env": "AWS_SECRET_ACCESS_KEY"}
+    assert "probe-secret" not in json.dumps(shown) and catalog.dsn not in json.dumps(shown)
+
+
+def test_the_resource_carries_every_setting_a_run_reads(tmp_path):
+    """A setting added to Settings is a field of the stores resource or named as one no run reads: else
+    the runs would silently use its default (the drift that field-by-field resources once had)."""
+    from dataclasses import fields
+
+    from kb_assets.defs.resources import NOT_READ_BY_RUNS, StoresResource
+    from kb_assets.settings import Settings
+
+    env = {
+        "KB_HOME": str(tmp_path),
+        "KB_POSTGRES_URL": "postgres://u:p@db.example:5433/kb",
+        "KB_POSTGRES_BINARIES": "debian",
+        "KB_MILVUS_URI": "http://milvus.example:19530",
+        "KB_MILVUS_ALIAS": "other_alias",
+        "KB_MILVUS_DENSE_INDEX": "hnsw_sq",
+        "KB_OBJECT_STORE_URL": "s3://b/objects",
+        "KB_LAKE_URL": "s3://b/lake",
+        "AWS_ACCESS_KEY_ID": "id",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_ENDPOINT_URL": "http://s3.example",
+        "AWS_REGION": "r",
+        "KB_EMBEDDING_MODEL": "all-MiniLM-L6-v2@128",
+        "KB_EMBEDDING_BATCH_SIZE": "9",
+        "KB_ENCODER": "torch",
+        "KB_CACHE_DIR": str(tmp_path / "cache"),
+        "KB_SCRATCH_DIR": str(tmp_path / "scratch"),
+        "KB_ENCODER_THREADS": "3",
+        "KB_EMBEDDING_SLICE": "11",
+        "KB_MAX_CHUNKS_PER_DOCUMENT": "19",
+        "KB_PARTITIONING": "buckets:8",
+        "KB_PARSE_WORKERS": "2",
+        "KB_PARSE_MAX_FILE_BYTES": "1",
+        "KB_PARSE_MAX_PAGES": "2",
+        "KB_PARSE_MAX_UNPACKED_BYTES": "3",
+        "KB_OCR_ENGINE": "tesseract",
+        "KB_OCR_LANGUAGES": "deu",
+        "TESSDATA_PREFIX": str(tmp_path / "tess"),
+        "DOCLING_ARTIFACTS_PATH": str(tmp_path / "docling"),
+        "KB_SUMMARIZER_URL": "http://llm.example/v1",
+        "KB_SUMMARIZER_MODEL": "s",
+        "KB_SUMMARIZER_API_KEY": "k1",
+        "KB_SUMMARIZER_TIMEOUT_SECONDS": "4",
+        "KB_CHUNK_CONTEXT_URL": "http://llm.example/v1",
+        "KB_CHUNK_CONTEXT_MODEL": "c",
+        "KB_CHUNK_CONTEXT_API_KEY": "k2",
+        "KB_CHUNK_CONTEXT_TIMEOUT_SECONDS": "5",
+        "KB_CHUNK_CONTEXT_CONCURRENCY": "6",
+    }
+    configured = Settings.from_env(env)
+    carried = StoresResource.from_settings(configured).as_settings()
+    names = {f.name for f in fields(Settings)}
+    assert NOT_READ_BY_RUNS <= names  # no stale name in the list
+    differing = [n for n in sorted(names - NOT_READ_BY_RUNS) if getattr(carried, n) != getattr(configured, n)]
+    assert differing == []
+    default = Settings.from_env({"KB_HOME": str(tmp_path / "elsewhere")})  # every one of them set above
+    assert [n for n in sorted(names - NOT_READ_BY_RUNS) if getattr(default, n) == getattr(configured, n)] == []

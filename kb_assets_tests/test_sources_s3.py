@@ -55,7 +55,7 @@ def test_objects_are_listed_page_by_page_relative_to_the_prefix(s3, prefix):
 def test_an_s3_prefix_is_ingested_and_the_knowledge_base_follows_changes_and_deletions(
     s3, prefix, s3_settings, catalog, stores
 ):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     kb, url = "bucket-docs", f"s3://{s3.bucket}/{prefix}"
     put(s3, f"{prefix}/runbook.md", "# Runbook\n\nRestart the ingest workers with a rolling restart.\n")
@@ -107,7 +107,8 @@ def test_a_watched_s3_prefix_is_kept_current_by_the_sensor(s3, prefix, s3_settin
     import dagster as dg
 
     from kb_assets.definitions import make_definitions
-    from kb_assets.pipeline.ingest import QUIET_RUN_CONFIG, dagster_instance
+    from kb_assets.launch.instance import dagster_instance
+    from kb_assets.launch.runs import QUIET_RUN_CONFIG
 
     kb = "watched-bucket"
     settings = replace(s3_settings, watch=f"{kb}=s3://{s3.bucket}/{prefix}")

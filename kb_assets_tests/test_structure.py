@@ -276,7 +276,7 @@ def _field_guide_pdf(path: Path) -> None:
 
 
 def test_pipeline_printed_toc_pdf_gets_its_tree_and_a_marked_toc_page(settings, tmp_path, catalog, lake, handbook):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "guides"
     folder.mkdir()

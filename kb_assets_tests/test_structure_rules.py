@@ -1,14 +1,20 @@
-"""The shape of the package, guarded: no import circle (imports inside functions and under TYPE_CHECKING
-counted), no module over 400 lines, at most 6 modules at the package root, and stores' clients built from
-settings in one place only (``kb_assets/stores/__init__.py``, which Dagster resources, sensors, the
-command line and the service all go through)."""
+"""The shape of the package, guarded: the layer contract of ``pyproject.toml`` (import-linter: no import
+against the written order of the layers), Dagster imported only by ``defs/``, ``definitions.py`` and
+``launch/``, no import circle (imports inside functions and under TYPE_CHECKING counted), no module over
+400 lines, at most 6 modules at the package root, and stores' clients built from settings in one place
+only (``kb_assets/stores/__init__.py``, which Dagster resources, sensors, the command line and the service
+all go through)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kb_assets"
+# the only places that may import Dagster (and its plugins)
+DAGSTER_HOMES = ("kb_assets.defs", "kb_assets.definitions", "kb_assets.launch")
 MAX_LINES = 400
 MAX_ROOT_MODULES = 6
 # the constructors of clients of the stores: called with settings' fields only in the one constructor
@@ -111,6 +117,36 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return out
+
+
+def dagster_importers() -> list[str]:
+    """Modules that import dagster or a dagster_* package anywhere (inside functions too)."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n == "dagster" or n.startswith(("dagster.", "dagster_")) for n in names):
+                found.append(name)
+                break
+    return sorted(found)
+
+
+def test_only_defs_definitions_and_launch_import_dagster():
+    outside = [name for name in dagster_importers() if not name.startswith(DAGSTER_HOMES)]
+    assert outside == []
+    assert "kb_assets.launch.runs" in dagster_importers()  # the finder sees imports (not a test that cannot fail)
+
+
+def test_the_layer_contract_holds():
+    """``lint-imports`` (pyproject.toml's [tool.importlinter]): every import follows the written order of the
+    layers, and no module outside defs/, definitions.py and launch/ imports Dagster."""
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "2 kept, 0 broken" in result.stdout
 
 
 def test_no_import_circle_counting_imports_inside_functions_and_type_only_ones():

@@ -168,7 +168,7 @@ def _large_text(paragraphs: int) -> str:
 
 
 def test_a_document_over_the_chunk_budget_is_refused_and_the_small_one_publishes(settings, tmp_path, catalog):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "budget"
     folder.mkdir()
@@ -186,7 +186,7 @@ def test_a_document_over_the_chunk_budget_is_refused_and_the_small_one_publishes
 
 
 def test_a_large_document_is_embedded_in_slices_and_does_not_hold_up_the_small_one(settings, tmp_path, catalog, lake):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "slices"
     folder.mkdir()
@@ -236,9 +236,10 @@ def test_two_ingests_of_the_same_folder_started_together_both_succeed(
 def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(
     handbook, tmp_path, catalog, milvus_client, stores, settings
 ):
-    from kb_assets.pipeline.ingest import dagster_instance, register
+    from kb_assets.launch.ingest import register
+    from kb_assets.launch.instance import dagster_instance
+    from kb_assets.launch.runs import execute_runs
     from kb_assets.pipeline.planning import range_tags
-    from kb_assets.pipeline.runs import execute_runs
     from kb_assets.pipeline.verify import verify
 
     folder = tmp_path / "overlap"
@@ -263,7 +264,8 @@ def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(
 
 # hash-bucket partitions ---------------------------------------------------------------------------------
 def test_hash_bucket_partitions_run_only_their_changed_documents(settings, tmp_path, catalog, lake):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import is_bucket
 
     buckets = replace(settings, partitioning="buckets:2")
@@ -294,7 +296,7 @@ def test_hash_bucket_partitions_run_only_their_changed_documents(settings, tmp_p
 
 
 def test_page_images_run_after_publishing_in_an_ingest_run(handbook, settings):
-    from kb_assets.pipeline.ingest import dagster_instance
+    from kb_assets.launch.instance import dagster_instance
 
     stats = sorted(dagster_instance(settings).get_run_step_stats(handbook.run_ids[0]), key=lambda s: s.start_time)
     order = [s.step_key for s in stats]

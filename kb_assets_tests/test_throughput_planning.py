@@ -11,11 +11,12 @@ import pytest
 
 from kb_assets.chunking.chunker import OverBudget, within_budget
 from kb_assets.chunking.pieces import Piece
+from kb_assets.chunking.schema import CHUNKS_SCHEMA
+from kb_assets.embedding.schema import EMBEDDINGS_SCHEMA
 from kb_assets.embedding.vectors import encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.pipeline.planning import is_bucket, partition_key, partition_keys
 from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Document
-from kb_assets.stores.lake import CHUNKS_SCHEMA, EMBEDDINGS_SCHEMA
 
 
 def chunks_of(document_id: str, n: int) -> pl.DataFrame:

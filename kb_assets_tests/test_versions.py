@@ -12,6 +12,7 @@ import pytest
 
 from kb_assets.lib.text import sha256_text
 from kb_assets.pipeline import steps
+from kb_assets.pipeline.versions import step_versions
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ FILES = {
 @pytest.fixture
 def corpus(tmp_path, request, settings, catalog):
     """Two small documents ingested into a knowledge base of their own."""
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -62,7 +63,8 @@ def materialization_total(instance, run_id: str, asset: str, figure: str) -> int
 def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_changed_inputs(
     corpus, settings, catalog, lake, milvus_client, monkeypatch
 ):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.pipeline.planning import stale_documents
     from kb_assets.stores.entities import stored_vectors
 
@@ -71,7 +73,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     pages_run = {d.document_id: catalog.read_pages(d.document_id)[0]["run_id"] for d in docs.values()}
     vectors_before = {d.document_id: lake.read("embeddings", d.document_id) for d in docs.values()}
     new = bumped(settings, chunks="test-2")
-    stale = stale_documents(list(docs.values()), new.step_versions())
+    stale = stale_documents(list(docs.values()), step_versions(new))
     assert {k: (v.step, v.reason) for k, v in stale.items()} == {
         d.document_id: ("chunks", "chunker 1 -> test-2") for d in docs.values()
     }
@@ -110,12 +112,13 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     assert max(abs(a - b) for a, b in zip(stored, vector, strict=False)) < 1e-6  # upserted in place
     refreshed = catalog.get_documents([alpha.document_id, beta.document_id])
     assert {d.step_versions["chunks"] for d in refreshed.values()} == {"test-2"}
-    assert stale_documents(list(refreshed.values()), new.step_versions()) == {}
+    assert stale_documents(list(refreshed.values()), step_versions(new)) == {}
     assert ingest([folder], kb, new).run_ids == []  # settled
 
 
 def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpus, settings, catalog, monkeypatch):
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
 
     folder, kb, docs = corpus
     alpha, beta = docs["alpha.md"], docs["beta.md"]
@@ -145,7 +148,7 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
     assert {p["pipeline_version"] for p in beta_pages} == {"test-2"} and beta_pages[0]["run_id"] == run_id
     assert "5 minutes" in beta_pages[0]["text"]
     alpha_pages = catalog.read_pages(alpha.document_id)  # parsed again, the same pages: not rewritten
-    assert {p["pipeline_version"] for p in alpha_pages} == {settings.versions.parse}
+    assert {p["pipeline_version"] for p in alpha_pages} == {step_versions(settings)["parsed_pages"]}
     assert alpha_pages[0]["run_id"] != run_id
     assert catalog.read_nodes(alpha.document_id)[0]["run_id"] == nodes_run[alpha.document_id]
     assert catalog.read_nodes(beta.document_id)[0]["run_id"] == run_id
@@ -162,8 +165,8 @@ def test_parser_version_bump_reparses_and_only_changed_pages_go_downstream(corpu
 def test_concurrent_runs_start_at_the_first_stale_step_in_worker_processes(corpus, settings, catalog):
     """KB_CONCURRENT_RUNS > 1: the planned runs go to a spawned worker pool (``runs.execute_runs``), each
     with its asset selection from the first stale step and this machine's process tag."""
-    from kb_assets.defs.launch import PROCESS_TAG
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import PROCESS_TAG, dagster_instance
 
     folder, kb, docs = corpus
     new = replace(bumped(settings, chunks="test-3"), concurrent_runs=2)
@@ -184,7 +187,8 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
     corpus, settings, catalog, lake
 ):
     from kb_assets.chunking.contextual import CONTEXT_KINDS
-    from kb_assets.pipeline.ingest import dagster_instance, ingest
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
     from kb_assets.settings import EndpointSettings
     from kb_assets_tests.chat_server import ChatServer, chat_answer
 

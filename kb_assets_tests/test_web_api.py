@@ -119,7 +119,7 @@ def test_knowledge_bases_and_documents_are_listed_within_the_key_scope(client):
 
 
 def test_a_failed_document_shows_its_reason_in_the_documents_view(client, kb_home, settings):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
 
     folder = kb_home / "web-failed"
     folder.mkdir(exist_ok=True)
@@ -267,7 +267,7 @@ def test_a_rest_401_names_the_protected_resource_metadata(client):
 def test_lineage_credits_milvus_collection_only_to_a_run_that_wrote_entities(
     client, kb_home, settings, stores, milvus_client
 ):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.pipeline.steps.publish import publish_document
 
     folder = kb_home / "web-runs"

@@ -14,7 +14,7 @@ ALL = {"Authorization": "Bearer all-key"}
 
 
 def test_an_original_on_s3_is_streamed_with_its_type_and_name(kb_home, s3):
-    from kb_assets.pipeline.ingest import ingest
+    from kb_assets.launch.ingest import ingest
     from kb_assets.service.api import create_app
     from kb_assets.settings import Settings
 

@@ -31,10 +31,10 @@ from kb_assets.chunking.fallback import fallback_pieces
 from kb_assets.chunking.kinds import TEXT_KINDS, chunker_for
 from kb_assets.chunking.pieces import MIN_CHARS, TARGET_CHARS, Piece  # noqa: F401  (MIN_CHARS re-exported)
 from kb_assets.chunking.regions import chunk_regions
+from kb_assets.chunking.schema import CHUNKS_SCHEMA
 from kb_assets.chunking.walk import Walk
 from kb_assets.chunking.window import CountTokens, embedding_prefix, fit_to_window
 from kb_assets.lib.text import join_pieces, sentences, sha256_text, split_to_size
-from kb_assets.stores.lake import CHUNKS_SCHEMA
 
 CHUNK_KINDS = ("paragraph", "heading", "table", "figure", "code", "toc")
 _SENTENCE_END = re.compile(r"[.!?。！？…:;：；)\]\"'”’]\s*$")

@@ -1,7 +1,7 @@
 """The regions of the page images that a chunk covers, from the geometry its pages' blocks kept.
 
 A chunk's content is found, whitespace-normalized, in the joined text of its pages (the lineage
-property, docs/retrieval.md): this module finds it there and maps the characters it covers back to
+property, ``pipeline/lineage.py``): this module finds it there and maps the characters it covers back to
 the rows of the blocks they came from (``Block.lines``: a character span and a box each). A chunk's
 regions are the boxes of the rows it touches, joined per block, then per column: one rectangle for
 a chunk within one column of one page, several for a chunk across a page break or columns. Boxes are

@@ -64,21 +64,20 @@ def collections(settings, action, as_json):
 def migrate(settings, as_json):
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL):
     the backfill runs and the publish_collection run, in-process (the migration sensor does the same)."""
-    from kb_assets.defs import launch
+    from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+    from kb_assets.launch.store_changes import migrate as run_migration
     from kb_assets.pipeline.migration import migration_due
     from kb_assets.stores.vectors import published_collection
 
     stores = stores_of(settings)
-    instance = launch.dagster_instance(settings)
-    launch.fail_abandoned_runs(instance)
+    instance = dagster_instance(settings)
+    fail_abandoned_runs(instance)
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
     if due is None:
         data = {"status": "unchanged", "published": published_collection(stores.milvus, settings.alias)}
     else:
-        from kb_assets.definitions import make_definitions
-
-        data = launch.migrate(make_definitions(settings), settings, stores, instance, due, progress)
+        data = run_migration(definitions(settings), stores, instance, due, progress)
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
@@ -105,12 +104,12 @@ def verify(settings, repair, as_json):
 
     stores = stores_of(settings)
     if repair:
-        from kb_assets.definitions import make_definitions
-        from kb_assets.defs import launch
+        from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+        from kb_assets.launch.store_changes import repair as run_repair
 
-        instance = launch.dagster_instance(settings)
-        launch.fail_abandoned_runs(instance)
-        data = launch.repair(make_definitions(settings), instance)
+        instance = dagster_instance(settings)
+        fail_abandoned_runs(instance)
+        data = run_repair(definitions(settings), instance)
     else:
         data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
 

@@ -30,6 +30,7 @@ def docs(settings, knowledge_base_ids, as_json):
     read from its content."""
     from kb_assets.pipeline.migration import migration_due
     from kb_assets.pipeline.planning import stale_documents
+    from kb_assets.pipeline.versions import step_versions
 
     stores = stores_of(settings)
     catalog = stores.catalog
@@ -37,7 +38,7 @@ def docs(settings, knowledge_base_ids, as_json):
     documents = catalog.list_documents(list(knowledge_base_ids) or None)
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
     stale = stale_documents(
-        documents, settings.step_versions(), {c["name"]: c["model"] for c in catalog.collections()}, migrating
+        documents, step_versions(settings), {c["name"]: c["model"] for c in catalog.collections()}, migrating
     )
     data = {"documents": [document_json(d, stale.get(d.document_id)) for d in documents]}
 
@@ -68,33 +69,31 @@ def pages(settings, document, as_json):
     """Page records of a document (id, source path or file path): label, parser, mode, summary, text."""
     catalog = stores_of(settings).catalog
     doc = find_document(catalog, document)
-    data = {
-        "documentId": doc.document_id,
-        "pages": [
-            {
-                "pageIndex": p["page_index"],
-                "pageLabel": p["page_label"],
-                "parser": p["parser"],
-                "mode": p["mode"],
-                "version": p["version"],
-                "summary": p["summary"],
-                "keywords": p["keywords"],
-                "text": p["text"],
-                "imageKey": p["image_key"],
-                "runId": p["run_id"],
-            }
-            for p in catalog.read_pages(doc.document_id)
-        ],
-    }
-
-    def render(d):
-        for p in d["pages"]:
-            click.echo(
-                f"page {p['pageIndex'] + 1} (index {p['pageIndex']}, label {p['pageLabel']}) "
-                f"{p['parser']}/{p['mode']}: {p['summary']}"
-            )
-
-    emit(data, as_json, render)
+    records = [
+        {
+            "pageIndex": p["page_index"],
+            "pageLabel": p["page_label"],
+            "parser": p["parser"],
+            "mode": p["mode"],
+            "version": p["version"],
+            "summary": p["summary"],
+            "keywords": p["keywords"],
+            "text": p["text"],
+            "imageKey": p["image_key"],
+            "runId": p["run_id"],
+        }
+        for p in catalog.read_pages(doc.document_id)
+    ]
+    emit_records(
+        doc.document_id,
+        "pages",
+        records,
+        lambda p: (
+            f"page {p['pageIndex'] + 1} (index {p['pageIndex']}, label {p['pageLabel']}) "
+            f"{p['parser']}/{p['mode']}: {p['summary']}"
+        ),
+        as_json,
+    )
 
 
 @click.command()
@@ -103,24 +102,30 @@ def pages(settings, document, as_json):
 @pass_settings
 def chunks(settings, document, as_json):
     """Chunk records of a document: content, embeddingInput, page range, section."""
-    stores = stores_of(settings)
-    doc = find_document(stores.catalog, document)
     from kb_assets.pipeline.lineage import chunk_records
 
-    frame = stores.lake.read("chunks", doc.document_id)
-    data = {
-        "documentId": doc.document_id,
-        "chunks": chunk_records(frame),
-    }
+    stores = stores_of(settings)
+    doc = find_document(stores.catalog, document)
+    emit_records(
+        doc.document_id,
+        "chunks",
+        chunk_records(stores.lake.read("chunks", doc.document_id)),
+        lambda c: (
+            f"#{c['chunkIndex']} p{c['pageIndex'] + 1} [{c['kind']}] {c['sectionTitle'] or ''}: "
+            f"{' '.join(c['content'].split())[:120]}"
+        ),
+        as_json,
+    )
 
-    def render(d):
-        for c in d["chunks"]:
-            click.echo(
-                f"#{c['chunkIndex']} p{c['pageIndex'] + 1} [{c['kind']}] {c['sectionTitle'] or ''}: "
-                f"{' '.join(c['content'].split())[:120]}"
-            )
 
-    emit(data, as_json, render)
+def emit_records(document_id: str, name: str, records: list[dict], line, as_json: bool) -> None:
+    """A document's records: ``{"documentId": ..., name: records}`` as JSON, else one line a record."""
+
+    def render(data: dict) -> None:
+        for record in data[name]:
+            click.echo(line(record))
+
+    emit({"documentId": document_id, name: records}, as_json, render)
 
 
 @click.command()

@@ -27,8 +27,8 @@ def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
     failing, not run again, unless --retry-failed. On a terminal, a progress bar shows documents done /
     total, pages/s and the time left."""
     from kb_assets.cli.progress import ingest_progress
+    from kb_assets.launch.ingest import ingest as run_ingest
     from kb_assets.pipeline.identity import OverlappingRoots
-    from kb_assets.pipeline.ingest import ingest as run_ingest
 
     sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
     try:

@@ -31,10 +31,11 @@ from kb_assets.defs.document_steps import (
     written,
 )
 from kb_assets.defs.partitions import PartitionedAsset, documents_partitions
-from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import steps
 from kb_assets.pipeline.page_images import has_page_images, render_missing
+from kb_assets.pipeline.versions import step_versions
 from kb_assets.settings import Settings
+from kb_assets.stores import Stores
 from kb_assets.stores.vectors import flush
 
 # The backfill policy is what batches many documents into one run; its beta notice is known
@@ -52,19 +53,48 @@ COMMON = PartitionedAsset(
 )
 
 
-@dg.asset(
-    **COMMON,
+def document_step(
+    kinds: set[str],
+    check: tuple[str, str] | None = None,
+    after: dg.AssetsDefinition | None = None,
+    op_tags: dict[str, str] | None = None,
+):
+    """The decorator of a document asset: partitioned per document, backfilled in batches, after the step
+    ``after``, guarded by the blocking data-quality check ``check`` (its name and description)."""
+
+    def decorate(body) -> dg.AssetsDefinition:
+        specs = [dg.AssetCheckSpec(check[0], asset=body.__name__, blocking=True, description=check[1])] if check else []
+        return dg.asset(
+            **COMMON,
+            deps=[after] if after is not None else None,
+            kinds=kinds,
+            check_specs=specs or None,
+            op_tags=op_tags,
+        )(body)
+
+    return decorate
+
+
+def document_spec(name: str, after: dg.AssetSpec | dg.AssetsDefinition, kinds: set[str], description: str):
+    """A document asset of a multi-asset step (``embed_and_publish``)."""
+    return dg.AssetSpec(
+        name,
+        deps=[after],
+        kinds=kinds,
+        group_name=COMMON["group_name"],
+        partitions_def=documents_partitions,
+        description=description,
+    )
+
+
+@document_step(
     kinds={"python", "s3"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "original_stored",
-            asset="raw_files",
-            blocking=True,
-            description="The original bytes are in the object store under their sha256, which is the document version.",
-        )
-    ],
+    check=(
+        "original_stored",
+        "The original bytes are in the object store under their sha256, which is the document version.",
+    ),
 )
-def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
+def raw_files(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), stores.catalog, stores.objects
     docs = active_documents(context, cat)
@@ -84,23 +114,15 @@ def raw_files(context: dg.AssetExecutionContext, stores: StoresResource):
     return dg.MaterializeResult(check_results=[check])
 
 
-@dg.asset(
-    **COMMON,
-    deps=[raw_files],
+@document_step(
     kinds={"python", "postgres"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "pages_complete",
-            asset="parsed_pages",
-            blocking=True,
-            description=(
-                "Pages numbered 0..n-1 without gaps, each with its parser and mode recorded "
-                "(degraded paths are explicit)."
-            ),
-        )
-    ],
+    check=(
+        "pages_complete",
+        "Pages numbered 0..n-1 without gaps, each with its parser and mode recorded (degraded paths are explicit).",
+    ),
+    after=raw_files,
 )
-def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
+def parsed_pages(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """Page records in Postgres (0-based page_index, text, blocks, summary, parser and mode per page)."""
     started, cat, store, options = time.monotonic(), stores.catalog, stores.objects, stores.parse_options()
     docs = active_documents(context, cat)
@@ -121,20 +143,12 @@ def parsed_pages(context: dg.AssetExecutionContext, stores: StoresResource):
     return dg.MaterializeResult(check_results=[check])
 
 
-@dg.asset(
-    **COMMON,
-    deps=[parsed_pages],
+@document_step(
     kinds={"python", "postgres"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "tree_within_pages",
-            asset="pageindex_trees",
-            blocking=True,
-            description="One root per tree, every parent in the tree, every node within the document's pages.",
-        )
-    ],
+    check=("tree_within_pages", "One root per tree, every parent in the tree, every node within the document's pages."),
+    after=parsed_pages,
 )
-def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
+def pageindex_trees(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """A PageIndex tree per document (from the PDF outline, a printed table of contents, headings or page
     groups): nodes with page ranges, summaries and keywords; page summaries; table-of-contents pages marked."""
     started, cat, store, page_summarizer = time.monotonic(), stores.catalog, stores.objects, stores.summarizer()
@@ -160,23 +174,15 @@ def pageindex_trees(context: dg.AssetExecutionContext, stores: StoresResource):
     return dg.MaterializeResult(check_results=[check])
 
 
-@dg.asset(
-    **COMMON,
-    deps=[pageindex_trees],
+@document_step(
     kinds={"python", "parquet"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "chunks_traceable",
-            asset="chunks",
-            blocking=True,
-            description=(
-                "Unique chunk ids; each chunk's content is found in its pages (lineage); its embedding input "
-                "fits the model."
-            ),
-        )
-    ],
+    check=(
+        "chunks_traceable",
+        "Unique chunk ids; each chunk's content is found in its pages (lineage); its embedding input fits the model.",
+    ),
+    after=pageindex_trees,
 )
-def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
+def chunks(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """Content-aware chunks in the lake: content, embedding_input (with a situating sentence when a chunk
     contextualizer is configured), page range, section, lineage."""
     started, cat, lk, model = time.monotonic(), stores.catalog, stores.lake, stores.model()
@@ -217,20 +223,16 @@ def chunks(context: dg.AssetExecutionContext, stores: StoresResource):
     return dg.MaterializeResult(check_results=[check])
 
 
-EMBEDDINGS = dg.AssetSpec(
+EMBEDDINGS = document_spec(
     "embeddings",
-    deps=[chunks],
+    after=chunks,
     kinds={"python", "parquet"},
-    group_name=COMMON["group_name"],
-    partitions_def=documents_partitions,
     description="Dense vectors per chunk in the lake; only chunks whose embedding_input changed are re-encoded.",
 )
-MILVUS_COLLECTION = dg.AssetSpec(
+MILVUS_COLLECTION = document_spec(
     "milvus_collection",
-    deps=[EMBEDDINGS],
+    after=EMBEDDINGS,
     kinds={"python", "milvus"},
-    group_name=COMMON["group_name"],
-    partitions_def=documents_partitions,
     description="Each document's chunks as Milvus entities (dense + BM25) of the collection of the embedding spec.",
 )
 
@@ -255,7 +257,7 @@ MILVUS_COLLECTION = dg.AssetSpec(
         ),
     ],
 )
-def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource):
+def embed_and_publish(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """``embeddings`` and ``milvus_collection`` in one step, so that a document is published as soon as
     its vectors are: chunks are encoded in bounded slices (KB_EMBEDDING_SLICE), smallest documents
     first, and each document's vectors are stored, checked (``vectors_valid``, before publishing) and
@@ -355,8 +357,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: StoresResource)
     fail_run_if_documents_failed(context, cat, results)  # the run's last document step
 
 
-@dg.asset(**COMMON, deps=[parsed_pages], kinds={"python", "s3"}, op_tags={"dagster/priority": "-10"})
-def page_images(context: dg.AssetExecutionContext, stores: StoresResource):
+@document_step(kinds={"python", "s3"}, after=parsed_pages, op_tags={"dagster/priority": "-10"})
+def page_images(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """Page renders (PNG, 72 dpi) of PDF and image documents, for the page images search results and
     the page endpoint link to. Off the path to publication: the lowest priority of the run, so it
     runs after its documents are published; a page still without a render is rendered on its first request."""
@@ -382,9 +384,9 @@ ASSETS = [raw_files, parsed_pages, pageindex_trees, chunks, embed_and_publish, p
 
 
 def versioned(assets: list[dg.AssetsDefinition], settings: Settings) -> list[dg.AssetsDefinition]:
-    """The document assets with their pipeline versions as code versions (``Settings.step_versions``;
+    """The document assets with their pipeline versions as code versions (``pipeline.versions.step_versions``;
     ``page_images``, off the pipeline, has none)."""
-    versions = settings.step_versions()
+    versions = step_versions(settings)
     return [
         asset.map_asset_specs(
             lambda spec: spec.replace_attributes(

@@ -1,6 +1,6 @@
 """The collection assets of a migration: ``collection_candidate`` (the configured spec's collection,
 complete, validated by a blocking check) and ``collection_alias`` (the alias swap). They run in the
-``publish_collection`` job after the backfill runs (``defs/launch.py``, the migration sensor); the logic
+``publish_collection`` job after the backfill runs (``launch/store_changes.py``, the migration sensor); the logic
 is ``kb_assets.pipeline.migration``.
 """
 
@@ -9,8 +9,8 @@ from typing import TypedDict
 import dagster as dg
 
 from kb_assets.defs.assets import MILVUS_COLLECTION
-from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import migration
+from kb_assets.stores import Stores
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
 
 
@@ -37,7 +37,7 @@ COLLECTIONS = Collections(group_name="collections", kinds={"milvus"}, code_versi
         )
     ],
 )
-def collection_candidate(context: dg.AssetExecutionContext, stores: StoresResource):
+def collection_candidate(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """The collection of the configured embedding spec, filled from the lake for every document that serves a
     version; validated before the alias may point at it (blocking check ``candidate_valid``)."""
     cat, client, model = stores.catalog, stores.milvus, stores.model()
@@ -81,7 +81,7 @@ def collection_candidate(context: dg.AssetExecutionContext, stores: StoresResour
 
 
 @dg.asset(**COLLECTIONS, deps=[collection_candidate])
-def collection_alias(context: dg.AssetExecutionContext, stores: StoresResource):
+def collection_alias(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """The collection the alias publishes (what search reads): swapped atomically to the validated candidate;
     the previous collection is retired and kept for rollback (``kb-assets collections rollback``)."""
     cat, client = stores.catalog, stores.milvus

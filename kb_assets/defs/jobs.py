@@ -17,9 +17,9 @@ from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.document_steps import DEFER_ASSET_EVENTS
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
-from kb_assets.defs.resources import StoresResource
 from kb_assets.pipeline import planning, steps
 from kb_assets.pipeline.verify import verify
+from kb_assets.stores import Stores
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",
@@ -43,7 +43,7 @@ class PurgeConfig(dg.Config):
 
 
 @dg.op(description="Remove documents whose files are gone from every store; keep their tombstone rows.")
-def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: StoresResource) -> list[dict]:
+def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: dg.ResourceParam[Stores]) -> list[dict]:
     cat = stores.catalog
     gone = [d for d in cat.get_documents(config.document_ids).values() if d.status != "deleted"]
     purged = steps.purge_documents(gone, cat, stores.objects, stores.lake, stores.milvus)
@@ -100,7 +100,7 @@ def purge_documents():
 
 
 @dg.op(description="verify --repair: re-sync what Postgres and the lake say from them, remove strays and orphans.")
-def repair(context: dg.OpExecutionContext, stores: StoresResource) -> dict:
+def repair(context: dg.OpExecutionContext, stores: dg.ResourceParam[Stores]) -> dict:
     report = verify(stores.catalog, stores.lake, stores.milvus, stores.alias, repair=True, load_model=stores.model)
     repaired = [p for p in report["problems"] if p["repaired"]]
     left = [p for p in report["problems"] if not p["repaired"]]

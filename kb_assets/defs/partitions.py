@@ -64,3 +64,11 @@ def readable_partition_keys(catalog: Catalog, instance: dg.DagsterInstance) -> i
     for doc in moved:
         instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS, doc.document_id)
     return len(docs)
+
+
+def shown_failed(instance: dg.DagsterInstance, step: str, key: str | None) -> bool:
+    """Whether the UI shows the document's partition ``key`` of ``step`` failed."""
+    if not key:
+        return False
+    status = instance.get_status_by_partition(dg.AssetKey(step), [key], documents_partitions) or {}
+    return status.get(key) == dg.AssetPartitionStatus.FAILED

@@ -6,9 +6,9 @@ import dagster as dg
 
 from kb_assets.defs.jobs import ingest_documents
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
-from kb_assets.defs.resources import StoresResource
 from kb_assets.defs.sensors import document_run_request, plan_watched_folders
 from kb_assets.settings import Settings
+from kb_assets.stores import Stores
 
 
 def build_incremental_update_schedule(settings: Settings) -> dg.ScheduleDefinition:
@@ -17,12 +17,12 @@ def build_incremental_update_schedule(settings: Settings) -> dg.ScheduleDefiniti
     @dg.schedule(
         job=ingest_documents, cron_schedule=settings.refresh_cron, default_status=dg.DefaultScheduleStatus.STOPPED
     )
-    def incremental_update_schedule(context: dg.ScheduleEvaluationContext, stores: StoresResource):
+    def incremental_update_schedule(context: dg.ScheduleEvaluationContext, stores: dg.ResourceParam[Stores]):
         """Re-scans the KB_WATCH folders: new, changed and stale files are re-materialized from their first
         stale step, unchanged ones cost nothing (deleted files: the folder sensor's purge run)."""
         if not settings.watch:
             return dg.SkipReason("KB_WATCH is not set: no folder to refresh")
-        plan = plan_watched_folders(context.instance, stores)
+        plan = plan_watched_folders(settings, stores, context.instance)
         if plan.new_keys:  # schedules cannot return partition requests: add them before the runs start
             context.instance.add_dynamic_partitions(DOCUMENTS_PARTITIONS, plan.new_keys)
         requests = [document_run_request(run, job_name=None) for run in plan.runs]

@@ -25,11 +25,17 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from kb_assets.defs.jobs import ingest_documents, publish_collection, purge_documents
-from kb_assets.defs.launch import MIGRATION_TAG, migration_plans, selection, shown_failed
-from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, documents_partitions, readable_partition_keys
-from kb_assets.defs.resources import StoresResource
+from kb_assets.defs.migration import migration_plans
+from kb_assets.defs.partitions import (
+    DOCUMENTS_PARTITIONS,
+    documents_partitions,
+    readable_partition_keys,
+    shown_failed,
+)
 from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
+from kb_assets.pipeline.planning import MIGRATION_TAG
+from kb_assets.pipeline.versions import selection
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 
@@ -72,16 +78,14 @@ def document_run_request(plan: planning.RunPlan, job_name: str | None = ingest_d
     )
 
 
-def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchPlan:
-    """Register changes of every watched folder and plan the runs: stale ranges from their first stale
-    step, failures the UI does not show yet retried alone, and the purge of deleted files."""
-    settings, catalog = stores.settings, stores.catalog
+def plan_watched_folders(settings: Settings, stores: Stores, instance: dg.DagsterInstance) -> WatchPlan:
+    """Register changes of every watched folder of ``settings`` and plan the runs: stale ranges from their
+    first stale step, failures the UI does not show yet retried alone, and the purge of deleted files."""
+    catalog = stores.catalog
     with catalog.registration_lock():
         readable_partition_keys(catalog, instance)
     existing = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(existing)
-    current = settings.step_versions()
-    legacy = {c["name"]: c["model"] for c in catalog.collections()}
     migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
     buckets = planning.bucket_count(settings.partitioning) is not None  # runs of changed documents only
     plan = WatchPlan()
@@ -94,7 +98,7 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
         plan.deleted += [doc.document_id for doc in gone]
         docs = list(catalog.get_documents([f.document_id for f in found.files]).values())
         by_id = {d.document_id: d for d in docs}
-        stale = planning.stale_documents(docs, current, legacy, migrating)
+        stale = planning.stale_under(docs, settings, catalog, migrating)
         if buckets:  # failures stand until their file or step version changes (ingest --retry-failed)
             stale = {d: why for d, why in stale.items() if not why.failed}
         fresh = [
@@ -107,26 +111,17 @@ def plan_watched_folders(instance: dg.DagsterInstance, stores: Stores) -> WatchP
         known.update(admitted)
         ordered = [*existing, *plan.new_keys]
         if buckets:
-            held = {d for d in stale if planning.partition_key(by_id[d], settings.partitioning) in known}
-            stale = {d: why for d, why in stale.items() if d in held}
-            runs = planning.plan_bucket_runs(
-                docs,
-                stale,
-                settings.partitioning,
-                ordered,
-                settings.run_batch_size,
-                max_documents=settings.bucket_run_documents,
-            )
-            planning.claim_documents(runs, catalog)
-            plan.runs += runs
-            continue
-        stale = {
-            d: why
-            for d, why in stale.items()
-            if by_id[d].partition_key in known
-            and not (why.failed and shown_failed(instance, why.step, by_id[d].partition_key))
-        }
-        plan.runs += planning.plan_runs(docs, stale, ordered, settings.run_batch_size)
+            stale = {
+                d: why for d, why in stale.items() if planning.partition_key(by_id[d], settings.partitioning) in known
+            }
+        else:
+            stale = {
+                d: why
+                for d, why in stale.items()
+                if by_id[d].partition_key in known
+                and not (why.failed and shown_failed(instance, why.step, by_id[d].partition_key))
+            }
+        plan.runs += planning.plan_document_runs(docs, stale, ordered, settings, catalog)
     return plan
 
 
@@ -138,12 +133,12 @@ def build_watched_folders_sensor(settings: Settings) -> dg.SensorDefinition:
         minimum_interval_seconds=settings.watch_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if settings.watch else dg.DefaultSensorStatus.STOPPED,
     )
-    def watched_folders_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
+    def watched_folders_sensor(context: dg.SensorEvaluationContext, stores: dg.ResourceParam[Stores]):
         """Materializes new, changed and stale files of the KB_WATCH folders from their first stale step and
         purges deleted ones (a purge_documents run)."""
         if not settings.watch:
             return dg.SkipReason("KB_WATCH is not set: no folder to watch")
-        plan = plan_watched_folders(context.instance, stores)
+        plan = plan_watched_folders(settings, stores, context.instance)
         for failure in plan.failures:
             context.log.warning(f"{failure.source_uri}: {failure.reason}")
         if plan.skipped_new:
@@ -166,7 +161,7 @@ def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition
         minimum_interval_seconds=settings.watch_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if settings.auto_migrate else dg.DefaultSensorStatus.STOPPED,
     )
-    def collection_migration_sensor(context: dg.SensorEvaluationContext, stores: StoresResource):
+    def collection_migration_sensor(context: dg.SensorEvaluationContext, stores: dg.ResourceParam[Stores]):
         """When the published collection's embedding spec is not the configured one: backfills the new
         collection from the lake, then validates it and swaps the alias (publish_collection)."""
         if not settings.auto_migrate:

@@ -19,7 +19,7 @@ import polars as pl
 
 from kb_assets.embedding import EMBEDDING_VERSION
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.stores.lake import EMBEDDINGS_SCHEMA
+from kb_assets.embedding.schema import EMBEDDINGS_SCHEMA
 
 CHECKPOINT_SECONDS = 60.0  # a document still encoding saves its vectors so far at most this often
 

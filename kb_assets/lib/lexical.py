@@ -4,12 +4,12 @@ base's content only, not on how Milvus happens to store it.
 Milvus Lite computes BM25 statistics (chunk count, average length, document frequencies) per segment,
 and segments are per partition (the partition key, ``knowledge_base_id``, hashes each knowledge base into
 one of 16) and per flush (each published document is flushed): the same text scores -3.94 in one segment
-and -0.58 in another (``docs/retrieval.md`` row 1), two knowledge bases that hash to one partition
+and -0.58 in another (``docs/retrieval-log.md`` row 1), two knowledge bases that hash to one partition
 share statistics, and rewriting a third of two documents' chunks (as an incremental ingest of changed
 documents does) moved 23 of 906 (question, strategy) pairs of the dev corpus with Milvus's scores and
-none with these (``docs/retrieval.md`` row 1). A Milvus that gathers statistics over the whole collection gives
+none with these (``docs/retrieval-log.md`` row 1). A Milvus that gathers statistics over the whole collection gives
 other scores again: emulated on the dev set, Chinese detail questions drop 0.75 -> 0.69 hit@1
-(``docs/retrieval.md`` row 2), since a knowledge base's vocabulary is then weighed by the others'.
+(``docs/retrieval-log.md`` row 2), since a knowledge base's vocabulary is then weighed by the others'.
 
 So search uses Milvus's BM25 to find candidates and scores them here, per knowledge base:
 

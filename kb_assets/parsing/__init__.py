@@ -54,7 +54,7 @@ from kb_assets.parsing.model import (
     SourceFile,
     render_table,
 )
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.settings import ParseOptions
 
 # The version of parsing and the layout pass: bump it when a change of this package changes the pages
 # it makes (text, blocks, labels, modes). Pages parsed by another version are stale: the next ingest

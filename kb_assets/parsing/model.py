@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_assets.parsing.options import ParseOptions
+from kb_assets.settings import ParseOptions
 
 BLOCK_KINDS = ("heading", "paragraph", "list", "table", "figure", "code")
 

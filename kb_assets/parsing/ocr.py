@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb_assets.parsing.model import clean_inline
-from kb_assets.parsing.options import OCR_ENGINES
+from kb_assets.settings import OCR_ENGINES
 
 ENGINES = OCR_ENGINES
 MIN_CONFIDENCE = 10.0  # words tesseract rates below this are dropped (speckles) ...

@@ -8,7 +8,7 @@ the caller converts in process and the next call starts a new pool.
 
 Workers die with the process that started them, even when it is killed (``processes.die_with_parent``),
 and record themselves in its scratch folder, so that the next ``kb-assets`` command kills any that
-outlived it (``stores.scratch.clean_scratch``).
+outlived it (``lib.scratch.clean_scratch``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from kb_assets.lib.processes import die_with_parent, process_token
+from kb_assets.lib.scratch import workers_dir
 
 _LOCK = threading.Lock()
 _POOL: ProcessPoolExecutor | None = None
@@ -30,7 +31,7 @@ _WORKERS = 0
 def _start_worker(parent_pid: int, records: str | None) -> None:
     """A worker's initializer: end with the parent, record this worker, build docling's converter."""
     die_with_parent(parent_pid)
-    if records:  # what clean_scratch reads (written here: the stores package is too heavy for a worker)
+    if records:  # what clean_scratch reads
         record = Path(records) / process_token()
         try:
             record.parent.mkdir(exist_ok=True)  # not parents: a removed scratch folder stays removed
@@ -52,8 +53,6 @@ def parse_pool(workers: int) -> ProcessPoolExecutor | None:
         if _POOL is None or _WORKERS != workers:
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
-            from kb_assets.stores.scratch import workers_dir  # the stores package: not in workers
-
             records = workers_dir()
             _POOL = ProcessPoolExecutor(
                 workers,

@@ -2,7 +2,7 @@
 published one from the lake (no re-parse), validated, and published by an atomic alias swap; the
 previous collection is retired and kept for rollback.
 
-The steps are Dagster runs (``defs/launch.py``, ``defs/sensors.py``): the backfill re-materializes
+The steps are Dagster runs (``launch/store_changes.py``, ``defs/sensors.py``): the backfill re-materializes
 ``embeddings`` and ``milvus_collection`` for every document that serves a version (vectors of unchanged
 embedding inputs are reused when the model is the same); ``collection_candidate`` validates with a
 blocking check (``validate``); ``collection_alias`` swaps the alias (``swap``). Until the swap,
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from pymilvus import MilvusClient
 
+from kb_assets.pipeline.versions import Staleness
 from kb_assets.retrieval.search import Searcher, SearchRequest
-from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.entities import count_entities, count_version, stored_vectors
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import (
@@ -34,6 +35,28 @@ from kb_assets.stores.vectors import (
 
 GOLDEN_QUERIES = 60
 QUALITY_TOLERANCE = 0.05
+
+
+def migration_documents(
+    docs: list[Document], stale: dict[str, Staleness], current: dict[str, str]
+) -> dict[str, Staleness]:
+    """The documents a collection migration backfills from the lake: published documents stale only by
+    the embedding spec, and failed documents whose last good version still serves (carried over when
+    its chunks are still in the lake)."""
+    picked = {}
+    for doc in docs:
+        why = stale.get(doc.document_id)
+        if doc.status == "published" and why is not None and why.migration:
+            picked[doc.document_id] = why
+        elif (
+            doc.status == "failed"
+            and doc.published_version
+            and (doc.step_versions or {}).get("milvus_collection") != current["milvus_collection"]
+        ):
+            picked[doc.document_id] = Staleness(
+                "embeddings", "its last good version is carried into the new collection", migration=True
+            )
+    return picked
 
 
 def migration_due(client: MilvusClient, alias: str, model_id: str) -> dict | None:

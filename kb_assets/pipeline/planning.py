@@ -25,7 +25,8 @@ from kb_assets.pipeline.scanning import (  # noqa: F401  (planning's names since
     sha256_bytes,
     sha256_stream,
 )
-from kb_assets.pipeline.versions import STEPS, Staleness, staleness
+from kb_assets.pipeline.versions import STEPS, Staleness, staleness, step_versions
+from kb_assets.settings import Settings
 from kb_assets.stores.catalog import Catalog, Document
 
 
@@ -164,6 +165,8 @@ def run_documents(keys: list[str], run_id: str, catalog: Catalog, claim: str | N
     return docs
 
 
+FROM_STEP_TAG = "kb/from_step"  # the step a run starts at (its asset selection: versions.selection)
+MIGRATION_TAG = "kb/migration"  # a migration's backfill and publish runs: the model they migrate to
 CLAIM_TAG = "kb/claim"  # a bucket run's token: its documents carry it as last_run_id until it writes them
 
 
@@ -245,7 +248,7 @@ class RunPlan:
         kbs = sorted({d.knowledge_base_id for d in self.documents})
         tags = {
             "kb/knowledge_base_id": ",".join(kbs)[:200],
-            "kb/from_step": self.step,
+            FROM_STEP_TAG: self.step,
             "kb/documents": str(len(self.documents)),
             "kb/source": first.source_path[:200]
             if first is last
@@ -259,7 +262,7 @@ class RunPlan:
                 {"dagster/asset_partition_range_start": self.start, "dagster/asset_partition_range_end": self.end}
             )
         if self.migration:
-            tags["kb/migration"] = self.migration
+            tags[MIGRATION_TAG] = self.migration
         if is_bucket(self.start):
             tags[CLAIM_TAG] = self.claim()
         return tags
@@ -289,6 +292,38 @@ def stale_documents(
         if why is not None:
             out[doc.document_id] = why if migrating or not why.migration else replace(why, migration=False)
     return out
+
+
+def stale_under(docs: list[Document], settings: Settings, catalog: Catalog, migrating: bool = True):
+    """``stale_documents`` under the settings' step versions, with the catalog's collections' models for
+    documents published before versions were recorded."""
+    legacy = {c["name"]: c["model"] for c in catalog.collections()}
+    return stale_documents(docs, step_versions(settings), legacy, migrating)
+
+
+def plan_document_runs(
+    docs: list[Document],
+    stale: dict[str, Staleness],
+    ordered_keys: Sequence[str],
+    settings: Settings,
+    catalog: Catalog,
+    retry_failed: bool = True,
+    migration: str | None = None,
+    runs_at_once: int = 1,
+) -> list[RunPlan]:
+    """The runs of the stale documents under the settings' partitioning: ranges of document partitions
+    (``plan_runs``) or of hash buckets (``plan_bucket_runs``, their documents claimed), at most
+    ``KB_RUN_BATCH_SIZE`` partitions a run and at least one range for each of ``runs_at_once`` runs."""
+    if bucket_count(settings.partitioning) is None:
+        batch = max(1, min(settings.run_batch_size, -(-len(stale) // runs_at_once)))
+        return plan_runs(docs, stale, ordered_keys, batch, retry_failed, migration)
+    keys = partition_keys([d for d in docs if d.document_id in stale], settings.partitioning)
+    batch = max(1, min(settings.run_batch_size, -(-len(keys) // runs_at_once)))
+    plans = plan_bucket_runs(
+        docs, stale, settings.partitioning, ordered_keys, batch, retry_failed, migration, settings.bucket_run_documents
+    )
+    claim_documents(plans, catalog)
+    return plans
 
 
 def plan_runs(
@@ -335,28 +370,6 @@ def plan_runs(
     order = {key: i for i, key in enumerate(ordered_keys)}
     ranged.sort(key=lambda plan: order.get(plan.start, 0))
     return ranged + plans
-
-
-def migration_documents(
-    docs: list[Document], stale: dict[str, Staleness], current: dict[str, str]
-) -> dict[str, Staleness]:
-    """The documents a collection migration backfills from the lake: published documents stale only by
-    the embedding spec, and failed documents whose last good version still serves (carried over when
-    its chunks are still in the lake)."""
-    picked = {}
-    for doc in docs:
-        why = stale.get(doc.document_id)
-        if doc.status == "published" and why is not None and why.migration:
-            picked[doc.document_id] = why
-        elif (
-            doc.status == "failed"
-            and doc.published_version
-            and (doc.step_versions or {}).get("milvus_collection") != current["milvus_collection"]
-        ):
-            picked[doc.document_id] = Staleness(
-                "embeddings", "its last good version is carried into the new collection", migration=True
-            )
-    return picked
 
 
 def gone_documents(knowledge_base_id: str, scopes: list[Scope], present: set[str], catalog: Catalog) -> list[Document]:

@@ -16,8 +16,9 @@ A document is stale from the first step whose recorded version is not the curren
 sensor and the schedule re-materialize it from there. A different embedding model or collection schema
 makes every document stale from ``embeddings``: that is a collection migration (``kb_assets.pipeline.migration``).
 
-Settings carry the versions (``Settings.versions``), so a test or a benchmark bumps one without editing
-code: ``replace(settings, versions=replace(settings.versions, chunks="2"))``.
+Settings may override them (``Settings.versions``: None is the code's version), so a test or a benchmark bumps
+one without editing code: ``replace(settings, versions=replace(settings.versions, chunks="2"))``;
+``step_versions(settings)`` is what is current.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from kb_assets.chunking import CHUNKER_VERSION
 from kb_assets.embedding import EMBEDDING_VERSION
 from kb_assets.parsing import PARSER_VERSION
+from kb_assets.settings import Settings
 from kb_assets.structure import STRUCTURE_VERSION
 
 STEPS = ("raw_files", "parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection")
@@ -43,28 +45,21 @@ WHAT = {
 BASELINE = "1"
 
 
-@dataclass(frozen=True)
-class PipelineVersions:
-    raw: str = BASELINE
-    parse: str = PARSER_VERSION
-    structure: str = STRUCTURE_VERSION
-    chunks: str = CHUNKER_VERSION
-    embeddings: str = EMBEDDING_VERSION
-
-
-def step_versions(
-    versions: PipelineVersions, embedding_model: str, summarizer_model: str = "", context_model: str = ""
-) -> dict[str, str]:
-    """The current version of every step: the code's versions plus the configured models."""
+def step_versions(settings: Settings) -> dict[str, str]:
+    """The current version of every step: the code's versions (or the settings' overrides) plus the
+    configured models."""
     from kb_assets.stores.vectors import SCHEMA_VERSION  # pymilvus: imported only where collections matter
 
+    override, model = settings.versions, settings.embedding_model
+    summarizer, context = settings.summarizer.configured_model, settings.chunk_context.configured_model
     return {
-        "raw_files": versions.raw,
-        "parsed_pages": versions.parse,
-        "pageindex_trees": versions.structure + (f"+llm:{summarizer_model}" if summarizer_model else ""),
-        "chunks": versions.chunks + (f"+context:{context_model}" if context_model else ""),  # see partly_contextualized
-        "embeddings": f"{versions.embeddings}:{embedding_model}",
-        "milvus_collection": f"{SCHEMA_VERSION}:{embedding_model}",
+        "raw_files": override.raw or BASELINE,
+        "parsed_pages": override.parse or PARSER_VERSION,
+        "pageindex_trees": (override.structure or STRUCTURE_VERSION) + (f"+llm:{summarizer}" if summarizer else ""),
+        # a partly contextualized document records another version: see partly_contextualized
+        "chunks": (override.chunks or CHUNKER_VERSION) + (f"+context:{context}" if context else ""),
+        "embeddings": f"{override.embeddings or EMBEDDING_VERSION}:{model}",
+        "milvus_collection": f"{SCHEMA_VERSION}:{model}",
     }
 
 
@@ -83,6 +78,13 @@ def after(step: str) -> tuple[str, ...]:
 def from_step(step: str) -> tuple[str, ...]:
     """``step`` and the steps downstream of it: the selection of a run that starts there."""
     return STEPS[STEPS.index(step) :]
+
+
+def selection(step: str) -> tuple[str, ...] | None:
+    """The asset selection of a run that starts at ``step``: every asset from raw_files (None, so
+    ``page_images`` too), else the step and those after it (a page still without a render after a
+    re-parse is rendered on its first request)."""
+    return None if step == "raw_files" else from_step(step)
 
 
 def model_of(version: str | None) -> str | None:

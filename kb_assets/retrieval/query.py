@@ -22,7 +22,7 @@ page holds ranks an English page first; 0.5 keeps titles (0.97) and most of the 
 
 A model that reads Chinese (``zh`` among its spec's languages) reads the whole query at full weight,
 and under ``translate`` the dictionary words still go to BM25 and to the rerank: a Chinese question
-reaches a passage written in English lexically too (multilingual-e5-small, ``docs/retrieval.md`` row 37:
+reaches a passage written in English lexically too (multilingual-e5-small, ``docs/retrieval-log.md`` row 37:
 Chinese dev details hit@1 / hit@5 0.56 / 0.79 without them, 0.67 / 0.88 with them).
 """
 

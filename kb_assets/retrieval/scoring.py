@@ -32,11 +32,11 @@ from collections.abc import Callable
 import numpy as np
 
 from kb_assets.lib.text import normalize_ws
-from kb_assets.retrieval.config import Weights
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, keyword_overlap, query_terms
 from kb_assets.retrieval.request import short
 from kb_assets.retrieval.rows import result_row
+from kb_assets.settings import Weights
 
 
 def score(

@@ -32,7 +32,6 @@ from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.retrieval import fanout, scope, scoring
-from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.fallback import answer_from_pages
@@ -44,6 +43,7 @@ from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, quer
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
+from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.entities import not_loaded, stored_vectors
 from kb_assets.stores.vectors import alias_target, collection_spec, in_filter, load

@@ -22,7 +22,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.rows import ASSETS_PATH
 from kb_assets.retrieval.search import Searcher
 from kb_assets.retrieval.strategies import STRATEGIES
@@ -30,7 +29,7 @@ from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import SearchAnswer, SearchBody
-from kb_assets.settings import Settings
+from kb_assets.settings import SearchConfig, Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
 

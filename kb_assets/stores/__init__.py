@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
-from kb_assets.parsing.options import ParseOptions
-from kb_assets.settings import Settings
+from kb_assets.settings import ParseOptions, Settings
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
@@ -95,7 +94,7 @@ class Stores:
 
     def parse_options(self) -> ParseOptions:
         """What a parse may take and do, with this process's scratch folder."""
-        from kb_assets.stores.scratch import scratch_dir
+        from kb_assets.lib.scratch import scratch_dir
 
         return replace(self.settings.parse, scratch_dir=scratch_dir(self.settings.scratch_root))
 

@@ -14,7 +14,8 @@ rows (with the small files of the lowest tier, cheap to take along). A merged fi
 deletions that still hide rows in files left out. Files written in the last ``COMPACT_AFTER_S``
 seconds are left to the next compaction (a concurrent writer's file may still be on its way).
 
-The schemas of the lake tables are declared here, once.
+The schemas of the lake tables are declared once, by the stage that makes their rows
+(``chunking/schema.py``, ``embedding/schema.py``).
 """
 
 from __future__ import annotations
@@ -31,51 +32,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import polars as pl
-from polars.datatypes import DataTypeClass
 
+from kb_assets.chunking.schema import CHUNKS_SCHEMA
+from kb_assets.embedding.schema import EMBEDDINGS_SCHEMA
 from kb_assets.stores.paths import root_path, write_atomically
-
-_CHUNKS_COLUMNS: dict[str, pl.DataType | DataTypeClass] = {
-    "chunk_id": pl.String,
-    "document_id": pl.String,
-    "knowledge_base_id": pl.String,
-    "document_version": pl.String,
-    "document_title": pl.String,
-    "source_uri": pl.String,
-    "source_kind": pl.String,
-    "mime": pl.String,
-    "page_index": pl.Int32,
-    "page_end": pl.Int32,
-    "page_label": pl.String,
-    "chunk_index": pl.Int32,
-    "kind": pl.String,  # paragraph | heading | list | table | figure | code
-    "section_title": pl.String,
-    "content": pl.String,  # what users see
-    "embedding_input": pl.String,  # content with a locating prefix
-    "embedding_input_sha": pl.String,
-    "table_header": pl.String,  # header rows repeated into a table chunk (not in the page there)
-    "image_key": pl.String,
-    "run_id": pl.String,
-    "pipeline_version": pl.String,  # the chunker version that made the row (kb_assets.pipeline.versions)
-    # the page areas the chunk covers, in the units of pages.width/height (top-left origin); empty
-    # for formats without page geometry
-    "regions": pl.List(
-        pl.Struct({"page_index": pl.Int32, "l": pl.Float32, "t": pl.Float32, "r": pl.Float32, "b": pl.Float32})
-    ),
-}
-CHUNKS_SCHEMA = pl.Schema(_CHUNKS_COLUMNS)
-
-_EMBEDDINGS_COLUMNS: dict[str, pl.DataType | DataTypeClass] = {
-    "chunk_id": pl.String,
-    "document_id": pl.String,
-    "embedding_input_sha": pl.String,
-    "model": pl.String,
-    "dimension": pl.Int32,
-    "vector": pl.List(pl.Float32),
-    "run_id": pl.String,
-    "pipeline_version": pl.String,  # the encoding version that made the vector (with ``model``: the spec)
-}
-EMBEDDINGS_SCHEMA = pl.Schema(_EMBEDDINGS_COLUMNS)
 
 TABLES = {"chunks": CHUNKS_SCHEMA, "embeddings": EMBEDDINGS_SCHEMA}
 

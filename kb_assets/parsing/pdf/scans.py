@@ -11,8 +11,9 @@ names them and the reason.
 from __future__ import annotations
 
 from kb_assets.parsing.layout import SCAN_SHARE, Line, PageLines
-from kb_assets.parsing.options import OCR_DPI, ParseOptions
+from kb_assets.parsing.options import OCR_DPI
 from kb_assets.parsing.render import safe_scale
+from kb_assets.settings import ParseOptions
 
 OCR_MAX_CHARS = 20  # a page with fewer text-layer characters than this and a scan-sized bitmap is OCRed
 

@@ -21,6 +21,7 @@ from importlib import import_module
 from typing import Any
 
 from kb_assets.retrieval.request import SearchRequest, SearchResponse
+from kb_assets.settings import SearchConfig
 
 # (searcher, request, response) -> ranked rows; the searcher is ``retrieval.search.Searcher``, which
 # imports this module (so it is not named here)
@@ -28,7 +29,7 @@ Rank = Callable[[Any, SearchRequest, SearchResponse], list[dict]]
 
 STRATEGIES = ("hybrid", "pageindex")
 # measured better on the dev set and on paraphrased questions (benchmarks/retrieval_quality.py)
-DEFAULT_STRATEGY = "pageindex"
+DEFAULT_STRATEGY = SearchConfig.strategy
 
 
 def rank_function(name: str) -> Rank:

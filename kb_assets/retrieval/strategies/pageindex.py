@@ -23,7 +23,7 @@
    pages of that statement's nodes in the documents searched (``namedStatement`` in a row's ``scores``):
    the discussion pages that talk about the same figure no longer rank above the table that holds it.
    Filings dev (102 questions) hit@1 / hit@5 0.41 / 0.84 -> 0.77 / 0.96 (statement figures 0.39 -> 0.94
-   at rank 1); 0.1 gave 0.59 / 0.93, 0.6 0.78 / 0.96 (``docs/retrieval.md`` section 8).
+   at rank 1); 0.1 gave 0.59 / 0.93, 0.6 0.78 / 0.96 (``docs/retrieval-log.md`` section 8).
 4. Page coverage, for a question of at least ``page_coverage_terms`` (8) terms (a detail question, not
    a title or its paraphrase): each of the ``page_coverage_pages`` (20) best pages adds
    ``page_coverage`` (0.3) x the weighted share of the question's terms its best context window holds
@@ -42,13 +42,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
-from kb_assets.retrieval.config import SearchConfig
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.located import located_chunks
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
 from kb_assets.retrieval.scoring import rank_key
+from kb_assets.settings import SearchConfig
 from kb_assets.structure.statements import named_statements, statement_family
 
 if TYPE_CHECKING:

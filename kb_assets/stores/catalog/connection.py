@@ -138,7 +138,7 @@ class CatalogConnection:
                     self.dsn,
                     connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
                     # no JIT: a search's reads are short, and compiling one costs ~1 s (locate_pages planned
-                    # above jit_above_cost spent 1.07 s of 1.2 s compiling, at 41,620 chunks; docs/retrieval.md)
+                    # above jit_above_cost spent 1.07 s of 1.2 s compiling, at 41,620 chunks; docs/retrieval-log.md)
                     options=f"-c statement_timeout={self.statement_timeout_ms} -c jit=off",
                 )
         conn = pool.getconn()

@@ -2,8 +2,9 @@
 
 Read once per process (a CLI command, the service, the Dagster code location) with
 :meth:`Settings.from_env`; everything else receives typed settings (:class:`ParseOptions`,
-:class:`SearchConfig`, :class:`EndpointSettings`, ...) built here. Unset means the embedded default:
-all state under one directory, ``KB_HOME`` (default ``./.kb``).
+:class:`SearchConfig`, :class:`EndpointSettings`, ... of ``parts.py``) built here. Unset means the embedded
+default: all state under one directory, ``KB_HOME`` (default ``./.kb``). The settings depend on no other
+part of kb-assets but ``lib``: every stage reads them, none is read by them.
 """
 
 from __future__ import annotations
@@ -17,23 +18,37 @@ from pathlib import Path
 from kb_assets.lib.machine import DEFAULT_CACHE_DIR, cores
 from kb_assets.lib.names import validate_knowledge_base_id
 from kb_assets.lib.urls import libpq_url
-from kb_assets.parsing.options import (
+from kb_assets.settings.parts import (
     MAX_FILE_BYTES,
     MAX_PAGES,
     MAX_UNPACKED_BYTES,
     OCR_ENGINES,
     OCR_LANGUAGES,
+    EndpointSettings,
     ParseOptions,
+    PipelineVersions,
+    S3Settings,
+    SearchConfig,
+    Weights,
 )
-from kb_assets.pipeline.versions import PipelineVersions, step_versions
-from kb_assets.retrieval.config import SearchConfig, Weights
+
+__all__ = [
+    "OCR_ENGINES",
+    "EndpointSettings",
+    "ParseOptions",
+    "PipelineVersions",
+    "S3Settings",
+    "SearchConfig",
+    "Settings",
+    "Weights",
+]
 
 ENCODERS = ("onnx", "torch")  # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
 
 # KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
 DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
 
-# environment variables that hold secrets: resources take them as dg.EnvVar, so the UI never shows them
+# environment variables that hold secrets: the stores resource takes them as dg.EnvVar, so the UI never shows them
 SECRET_VARIABLES = (
     "KB_POSTGRES_URL",
     "KB_SUMMARIZER_API_KEY",
@@ -41,52 +56,6 @@ SECRET_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
 )
-
-
-@dataclass(frozen=True)
-class S3Settings:
-    """Credentials and endpoint of s3:// stores, from the standard ``AWS_*`` variables."""
-
-    access_key_id: str = ""
-    secret_access_key: str = ""
-    endpoint_url: str = ""  # AWS_ENDPOINT_URL: a non-AWS server (SeaweedFS, MinIO)
-    region: str = ""  # AWS_REGION / AWS_DEFAULT_REGION
-
-    def storage_options(self) -> dict:
-        """fsspec/s3fs options (used only for s3:// URLs)."""
-        options: dict = {}
-        if self.access_key_id:
-            options.update(key=self.access_key_id, secret=self.secret_access_key)
-        if self.endpoint_url:
-            options["endpoint_url"] = self.endpoint_url
-        if self.region:
-            options["client_kwargs"] = {"region_name": self.region}
-        return options
-
-
-@dataclass(frozen=True)
-class EndpointSettings:
-    """An optional OpenAI-compatible model (the page summarizer, the chunk contextualizer), from
-    ``<PREFIX>_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_SECONDS``; unset url or model: not used."""
-
-    url: str = ""  # the API base
-    model: str = ""
-    api_key: str = ""  # optional
-    timeout_seconds: float = 10.0  # per request
-
-    @property
-    def configured_model(self) -> str:
-        """The model when the endpoint is configured, else ""."""
-        return self.model if self.url and self.model else ""
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], prefix: str, timeout_seconds: float) -> EndpointSettings:
-        return cls(
-            url=env.get(f"{prefix}_URL") or "",
-            model=env.get(f"{prefix}_MODEL") or "",
-            api_key=env.get(f"{prefix}_API_KEY") or "",
-            timeout_seconds=_float(env, f"{prefix}_TIMEOUT_SECONDS", timeout_seconds),
-        )
 
 
 @dataclass(frozen=True)
@@ -133,7 +102,7 @@ class Settings:
     summarizer: EndpointSettings = EndpointSettings()  # KB_SUMMARIZER_*: page summaries (off: rule-based)
     chunk_context: EndpointSettings = EndpointSettings(timeout_seconds=30.0)  # KB_CHUNK_CONTEXT_*: off by default
     chunk_context_concurrency: int = 4  # KB_CHUNK_CONTEXT_CONCURRENCY: the contextualizer's requests at once
-    versions: PipelineVersions = PipelineVersions()  # the code's step versions (tests bump them here)
+    versions: PipelineVersions = PipelineVersions()  # overrides of the code's step versions (tests bump them here)
     secrets_from_env: frozenset[str] = field(default=frozenset(), compare=False)  # which SECRET_VARIABLES were set
 
     @classmethod
@@ -210,8 +179,8 @@ class Settings:
                 context_chars=_int(env, "KB_SEARCH_CONTEXT_CHARS", search_defaults.context_chars),
                 table_context_chars=_int(env, "KB_SEARCH_TABLE_CONTEXT_CHARS", search_defaults.table_context_chars),
             ),
-            summarizer=EndpointSettings.from_env(env, "KB_SUMMARIZER", 10.0),
-            chunk_context=EndpointSettings.from_env(env, "KB_CHUNK_CONTEXT", 30.0),
+            summarizer=_endpoint(env, "KB_SUMMARIZER", 10.0),
+            chunk_context=_endpoint(env, "KB_CHUNK_CONTEXT", 30.0),
             chunk_context_concurrency=_int(env, "KB_CHUNK_CONTEXT_CONCURRENCY", 4),
             secrets_from_env=frozenset(name for name in SECRET_VARIABLES if from_process and env.get(name)),
         )
@@ -228,12 +197,6 @@ class Settings:
         run removes those of processes that are gone, killed ones included. Outside KB_HOME, which the
         production profile never writes: KB_SCRATCH_DIR, else the system's temp folder."""
         return self.scratch_dir or Path(tempfile.gettempdir()) / "kb-assets-scratch"
-
-    def step_versions(self) -> dict[str, str]:
-        """The current version of every pipeline step (``kb_assets.pipeline.versions``)."""
-        return step_versions(
-            self.versions, self.embedding_model, self.summarizer.configured_model, self.chunk_context.configured_model
-        )
 
     def storage_options(self) -> dict:
         return self.s3.storage_options()
@@ -253,6 +216,16 @@ class Settings:
             folder = folder.strip()
             pairs.append((kb.strip(), folder if folder.startswith(("s3://", "s3a://")) else Path(folder).expanduser()))
         return pairs
+
+
+def _endpoint(env: Mapping[str, str], prefix: str, timeout_seconds: float) -> EndpointSettings:
+    """``<PREFIX>_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_SECONDS``."""
+    return EndpointSettings(
+        url=env.get(f"{prefix}_URL") or "",
+        model=env.get(f"{prefix}_MODEL") or "",
+        api_key=env.get(f"{prefix}_API_KEY") or "",
+        timeout_seconds=_float(env, f"{prefix}_TIMEOUT_SECONDS", timeout_seconds),
+    )
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

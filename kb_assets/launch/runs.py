@@ -2,18 +2,19 @@
 
 ``KB_CONCURRENT_RUNS`` (default 1) says how many run at once:
 
-- 1: one after the other, in this process (the models load once; ``launch.run_plans``);
+- 1: one after the other, in this process (the models load once; ``run_in_order``);
 - N > 1 on an instance whose run coordinator queues runs and whose daemon is alive (a production
   ``dagster.yaml``), when every run materializes every step (the queue cannot take an asset
   selection): each range is submitted to the run queue (``dagster job launch``) and the daemon
   launches them within its concurrency limits; ingest waits for them;
 - N > 1 otherwise (the embedded profile, no daemon, or runs that start at a later step): N spawned
-  worker processes, each executing its runs in process (``launch.execute``, on a job it builds once).
+  worker processes, each executing its runs in process (``execute``, on the definitions it builds once).
 
 A run is described by its tags (``RunPlan.tags``): ``kb/from_step`` is the step it starts at. A run in
-which a document failed fails, with exactly that document's partitions failed (``defs/document_steps.py``).
-Every run is a run of the instance, visible in ``dagster dev``. Concurrent runs on the same documents
-are safe: each step of each document holds the document's lock (``Catalog.document_lock``).
+which a document failed fails, with exactly that document's partitions failed (``defs/document_steps.py``):
+no run of its own is needed. Every run is a run of the instance, visible in ``dagster dev``. Concurrent
+runs on the same documents are safe: each step of each document holds the document's lock
+(``Catalog.document_lock``).
 """
 
 from __future__ import annotations
@@ -30,33 +31,62 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.defs import launch
-from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (one of each: launch's)
-from kb_assets.pipeline.planning import RunPlan
+from kb_assets.launch.instance import PROCESS_TAG, dagster_instance, definitions
+from kb_assets.lib.processes import process_token
+from kb_assets.pipeline.planning import FROM_STEP_TAG, RunPlan
+from kb_assets.pipeline.versions import selection
 from kb_assets.settings import Settings, dagster_child_environment
 from kb_assets.stores.catalog import Catalog
 
+# step events still go to the instance (the UI shows them); the terminal shows progress lines
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 DAEMON_HEARTBEAT_S = 120  # a daemon whose last heartbeat is older than this is not running
 QUEUED_RUN_TIMEOUT_S = 6 * 3600  # ingest gives up waiting for a queued run after this long
-FROM_STEP_TAG = "kb/from_step"
-
-JOBS: dict[Settings, dg.JobDefinition] = {}
+Progress = Callable[[str], None]
 
 
-def ingest_job(settings: Settings) -> dg.JobDefinition:
-    """The ``ingest_documents`` job of these settings (built once per process)."""
-    if settings not in JOBS:
-        from kb_assets.definitions import make_definitions  # loads every asset: import on use
+def execute(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    tags: dict[str, str],
+    asset_selection: tuple[str, ...] | None = None,
+    run_config: dict | None = None,
+):
+    """One in-process run, tagged with this process; errors are the run's (never raised here)."""
+    return job.execute_in_process(
+        instance=instance,
+        raise_on_error=False,
+        run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        tags={**tags, PROCESS_TAG: process_token()},
+        asset_selection=[dg.AssetKey(key) for key in asset_selection] if asset_selection else None,
+    )
 
-        JOBS[settings] = make_definitions(settings).resolve_job_def("ingest_documents")
-    return JOBS[settings]
+
+def run_in_order(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    plans: list[RunPlan],
+    progress: Progress = lambda message: None,
+) -> list[str]:
+    """Execute the planned runs of the document job, one after the other, in this process."""
+    job = defs.resolve_job_def("ingest_documents")
+    run_ids, done, total = [], 0, sum(len(p.documents) for p in plans)
+    for plan in plans:
+        run_ids.append(execute(job, instance, plan.tags(), selection(plan.step)).run_id)
+        done += len(plan.documents)
+        docs = catalog.get_documents([d.document_id for d in plan.documents]).values()
+        progress(
+            f"documents {done}/{total} (from {plan.step}): "
+            f"{sum(d.status == 'published' for d in docs)} published, {sum(d.status == 'failed' for d in docs)} failed"
+        )
+    return run_ids
 
 
 def run_tagged(settings: Settings, tags: dict[str, str]) -> str:
     """Execute one run in this process (a worker's): the job from the step its tags name; its run id."""
-    return launch.execute(
-        ingest_job(settings), dagster_instance(settings), tags, launch.selection(tags.get(FROM_STEP_TAG, "raw_files"))
-    ).run_id
+    job = definitions(settings).resolve_job_def("ingest_documents")
+    return execute(job, dagster_instance(settings), tags, selection(tags.get(FROM_STEP_TAG, "raw_files"))).run_id
 
 
 def has_live_daemon(instance: dg.DagsterInstance) -> bool:
@@ -141,14 +171,14 @@ def run_plans(
     instance: dg.DagsterInstance,
     catalog: Catalog,
     plans: list[RunPlan],
-    progress: Callable[[str], None] = lambda message: None,
+    progress: Progress = lambda message: None,
 ) -> list[str]:
     """Execute the planned runs, ``settings.concurrent_runs`` at a time: one at a time in this process
-    (``launch.run_plans``), or the batch runs concurrently (``execute_runs``) and then, in this process,
+    (``run_in_order``), or the batch runs concurrently (``execute_runs``) and then, in this process,
     the planned retries."""
     batch = [plan for plan in plans if not plan.alone]
     if settings.concurrent_runs <= 1 or len(batch) <= 1:
-        return launch.run_plans(defs, instance, catalog, plans, progress)
+        return run_in_order(defs, instance, catalog, plans, progress)
     total = sum(len(p.documents) for p in batch)
     finished: list[str] = []
 
@@ -162,4 +192,4 @@ def run_plans(
         )
 
     run_ids = execute_runs([plan.tags() for plan in batch], settings, done)
-    return run_ids + launch.run_plans(defs, instance, catalog, [p for p in plans if p.alone], progress)
+    return run_ids + run_in_order(defs, instance, catalog, [p for p in plans if p.alone], progress)

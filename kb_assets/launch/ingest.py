@@ -5,13 +5,13 @@ Everything goes through Dagster: documents are added as dynamic partitions of th
 ``DAGSTER_HOME`` (default ``$KB_HOME/dagster``; with ``KB_PARTITIONING=buckets:N`` their hash buckets)
 and materialized by runs of the ``ingest_documents`` job, one run per contiguous range of partitions that
 start at the same first stale step (at most ``run_batch_size`` documents a run, and at least one range for
-each of ``KB_CONCURRENT_RUNS`` runs at once: ``kb_assets.pipeline.runs``; ``kb_assets.pipeline.versions`` says what is
+each of ``KB_CONCURRENT_RUNS`` runs at once: ``launch/runs.py``; ``kb_assets.pipeline.versions`` says what is
 stale); a document that fails in a batch shows failed, the others go on; gone files are purged by a ``purge_documents``
 run; a changed embedding spec starts the migration (``publish_collection``) unless ``KB_AUTO_MIGRATE=0``.
 Runs that a killed ``kb-assets`` left STARTED are marked failed first, and scratch folders of killed
 processes removed. Registration (scan, register, partitions, purge) is serialized across concurrent
-ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.pipeline.planning``; launching,
-``kb_assets.defs.launch``.
+ingests and sensor ticks (``Catalog.registration_lock``). The plan is ``kb_assets.pipeline.planning``; the runs
+are this layer's (``runs.py``, ``store_changes.py``).
 
 Under hash buckets, a bucket runs from the earliest stale step of its documents and works on those
 documents only (``planning.plan_bucket_runs``): new, changed, stale by a pipeline version, retried.
@@ -25,16 +25,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.defs import launch
-from kb_assets.defs.launch import QUIET_RUN_CONFIG, dagster_instance  # noqa: F401  (used by tests and benchmarks)
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
-from kb_assets.pipeline import planning, runs
+from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+from kb_assets.launch.runs import run_plans
+from kb_assets.launch.store_changes import migrate, purge
+from kb_assets.lib.scratch import clean_scratch
+from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.pipeline.progress import Watcher, watching
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog.connection import connect_retries
-from kb_assets.stores.scratch import clean_scratch
 from kb_assets.stores.vectors import published_collection
 
 
@@ -102,11 +103,7 @@ def register(
         add_partitions(instance, keys)
         gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
-            if defs is None:
-                from kb_assets.definitions import make_definitions  # loads every asset: import on use
-
-                defs = make_definitions(settings)
-            report.deleted = [purged["documentId"] for purged in launch.purge(defs, instance, gone)]
+            report.deleted = [purged["documentId"] for purged in purge(defs or definitions(settings), instance, gone)]
     return report, changes.to_run, keys, len(found.files)
 
 
@@ -143,51 +140,30 @@ def _ingest(
     documents: Watcher | None = None,
 ) -> IngestReport:
     """``ingest`` while holding the knowledge base's ingest lock."""
-    from kb_assets.definitions import make_definitions  # loads every asset: import on use
-
     catalog = stores.catalog
     instance = dagster_instance(settings)
-    abandoned = launch.fail_abandoned_runs(instance)
+    abandoned = fail_abandoned_runs(instance)
     clean_scratch(settings.scratch_root)
-    defs = make_definitions(settings)
+    defs = definitions(settings)
     report, to_run, _, files = register(paths, knowledge_base_id, stores, instance, settings, defs)
     report.abandoned_runs = abandoned
 
     retried = report.failing if retry_failed else []
     docs = list(catalog.get_documents([*to_run, *report.unchanged, *retried]).values())
     due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
-    workers = max(1, settings.concurrent_runs)
-    stale = planning.stale_documents(
-        docs,
-        settings.step_versions(),
-        {c["name"]: c["model"] for c in catalog.collections()},
-        migrating=due is not None,
-    )
+    stale = planning.stale_under(docs, settings, catalog, migrating=due is not None)
     stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
     unchanged = set(report.unchanged)
     report.stale = [
         {"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items() if key in unchanged
     ]
-    stale_docs = [doc for doc in docs if doc.document_id in stale]
-    keys = planning.partition_keys(stale_docs, settings.partitioning)
+    keys = planning.partition_keys([doc for doc in docs if doc.document_id in stale], settings.partitioning)
     with catalog.registration_lock():
         add_partitions(instance, keys)
     ordered = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
-    if planning.bucket_count(settings.partitioning) is None:
-        batch = max(1, min(settings.run_batch_size, -(-len(stale) // workers)))  # at least one range a run
-        plans = planning.plan_runs(docs, stale, ordered, batch, retry_failed=retry_failed)
-    else:  # a bucket runs from its documents' earliest stale step, on those documents only
-        batch = max(1, min(settings.run_batch_size, -(-len(keys) // workers)))
-        plans = planning.plan_bucket_runs(
-            docs,
-            stale,
-            settings.partitioning,
-            ordered,
-            batch,
-            retry_failed,
-            max_documents=settings.bucket_run_documents,
-        )
-        planning.claim_documents(plans, catalog)
+    plans = planning.plan_document_runs(
+        docs, stale, ordered, settings, catalog, retry_failed, runs_at_once=max(1, settings.concurrent_runs)
+    )
     progress(
         f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
         f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
@@ -199,10 +175,10 @@ def _ingest(
         )
     )
     with watching(catalog, [doc.document_id for plan in plans for doc in plan.documents], documents):
-        report.run_ids = runs.run_plans(settings, defs, instance, catalog, plans, progress)
+        report.run_ids = run_plans(settings, defs, instance, catalog, plans, progress)
 
     if due and settings.auto_migrate:
-        report.migration = launch.migrate(defs, settings, stores, instance, due, progress)
+        report.migration = migrate(defs, stores, instance, due, progress)
         report.run_ids += report.migration.pop("runIds")
     elif due:
         report.warnings.append(

@@ -1,0 +1,54 @@
+"""The Dagster instance the command line shares with ``dagster dev``, the definitions of one
+configuration, and the runs a killed process left behind.
+
+Every run the launch layer starts carries the launching process's token (``kb/process``): the next
+command marks runs that a killed process left ``STARTED`` as failed (``fail_abandoned_runs``; runs the
+daemon launched are its run monitoring's).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import dagster as dg
+
+from kb_assets.definitions import make_definitions
+from kb_assets.lib.processes import process_alive
+from kb_assets.settings import Settings
+
+PROCESS_TAG = "kb/process"
+
+
+def dagster_instance(settings: Settings) -> dg.DagsterInstance:
+    """The instance at ``settings.dagster_home``, shared with ``dagster dev`` (SQLite unless its
+    dagster.yaml says otherwise)."""
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("telemetry:\n  enabled: false\n")
+    return dg.DagsterInstance.from_config(str(home))
+
+
+@lru_cache(maxsize=8)
+def definitions(settings: Settings) -> dg.Definitions:
+    """The definitions of these settings, built once per process (they load every asset)."""
+    return make_definitions(settings)
+
+
+def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the runs that a process of this host started and that are still STARTED (or STARTING)
+    although that process is gone (killed: no handler ran); returns their run ids."""
+    failed = []
+    for run in instance.get_runs(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
+    ):
+        token = run.tags.get(PROCESS_TAG)
+        if token and process_alive(token) is False:
+            instance.report_run_failed(
+                run,
+                message=f"the process that ran this run ({token}) is gone (killed?); "
+                "marked failed by the next kb-assets command",
+            )
+            failed.append(run.run_id)
+    return failed
