@@ -18,7 +18,13 @@ $(BIN)/kb-assets: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-install: $(BIN)/kb-assets
+# the embedded vector engine: milvus-lite 2.5.1's binary, unpacked from its PyPI wheel under the venv
+# (kb_assets/services/milvus_engine.py: the wheel itself cannot be installed beside pymilvus)
+ENGINE := $(VENV)/milvus-lite-2.5.1/lib/milvus
+$(ENGINE): $(BIN)/kb-assets
+	$(BIN)/python -m kb_assets.services.milvus_engine install
+
+install: $(BIN)/kb-assets $(ENGINE)
 
 demo: install
 	$(BIN)/kb-assets ingest examples/corpus --kb handbook

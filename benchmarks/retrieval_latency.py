@@ -58,14 +58,25 @@ def build(client, catalog, size: int, dimension: int, rng: np.random.Generator, 
     """The collection of ``size`` synthetic chunks (published under its own alias) and its catalog rows."""
     from kb_assets.lib.lexical import chunk_terms
     from kb_assets.stores.entities import clear, count_entities, insert
-    from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, flush, publish
+    from kb_assets.stores.vectors import SCHEMA_VERSION, EmbeddingSpec, ensure_collection, flush, publish
 
     spec = EmbeddingSpec(
         model="all-MiniLM-L6-v2", dimension=dimension, languages=("en",), short_name=f"synthetic{size // 1000}k"
     )
     alias = f"bench_{size // 1000}k"
     collection = ensure_collection(client, spec)
-    publish(client, alias, collection)
+    with catalog.connect() as conn:
+        catalog.record_collection(
+            conn,
+            name=collection,
+            alias=alias,
+            schema_version=SCHEMA_VERSION,
+            model=spec.model,
+            dimension=spec.dimension,
+            languages=list(spec.languages),
+            state="building",
+        )
+    publish(client, catalog, alias, collection)
     if count_entities(client, collection) == size:
         print(f"  {collection}: {size} chunks already there")
         return alias
@@ -219,9 +230,9 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
 
     from kb_assets.retrieval.query import query_terms
     from kb_assets.stores.vector_search import search_bm25, search_dense
-    from kb_assets.stores.vectors import alias_target, in_filter, pages_filter
+    from kb_assets.stores.vectors import in_filter, pages_filter, published_collection
 
-    collection = alias_target(client, alias)
+    collection = published_collection(client, searcher.catalog, alias)
     KB = kb_names(size)[0]
     kb_filter = in_filter("knowledge_base_id", [KB])
     vectors = {q: model.encode([q])[0].tolist() for q in queries}

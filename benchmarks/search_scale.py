@@ -232,11 +232,11 @@ def main() -> None:
     from kb_assets.service.api import make_searcher, one_thread_per_query
     from kb_assets.settings import Settings
     from kb_assets.stores import Stores
-    from kb_assets.stores.vectors import alias_target, load
+    from kb_assets.stores.vectors import load, published_collection
 
     settings = one_thread_per_query(Settings.from_env())
     stores = Stores(settings)
-    collection = alias_target(stores.milvus, settings.alias)
+    collection = published_collection(stores.milvus, stores.catalog, settings.alias)
     load(stores.milvus, collection)
     asked = questions(args.questions)
     figures = []

@@ -32,7 +32,7 @@ def collections(settings, action, as_json):
             raise click.ClickException(str(error)) from None
         if not as_json:
             click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
-    current = published_collection(client, settings.alias)
+    current = published_collection(client, stores.catalog, settings.alias)
     data = {
         "alias": settings.alias,
         "published": current,
@@ -73,9 +73,9 @@ def migrate(settings, as_json):
     instance = dagster_instance(settings)
     fail_abandoned_runs(instance)
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
-    due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+    due = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model)
     if due is None:
-        data = {"status": "unchanged", "published": published_collection(stores.milvus, settings.alias)}
+        data = {"status": "unchanged", "published": published_collection(stores.milvus, stores.catalog, settings.alias)}
     else:
         data = run_migration(definitions(settings), stores, instance, due, progress)
 

@@ -36,7 +36,7 @@ def docs(settings, knowledge_base_ids, as_json):
     catalog = stores.catalog
     known_knowledge_bases(catalog, knowledge_base_ids)
     documents = catalog.list_documents(list(knowledge_base_ids) or None)
-    migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
+    migrating = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model) is not None
     stale = stale_documents(
         documents, step_versions(settings), {c["name"]: c["model"] for c in catalog.collections()}, migrating
     )

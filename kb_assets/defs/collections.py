@@ -86,7 +86,7 @@ def collection_alias(context: dg.AssetExecutionContext, stores: dg.ResourceParam
     the previous collection is retired and kept for rollback (``kb-assets collections rollback``)."""
     cat, client = stores.catalog, stores.milvus
     collection = stores.embedding_spec().collection_name()
-    before = published_collection(client, stores.alias)
+    before = published_collection(client, cat, stores.alias)
     if before == collection:
         return dg.MaterializeResult(metadata={"alias": stores.alias, "published": collection, "swap": "none needed"})
     record = context.instance.get_latest_materialization_event(dg.AssetKey("collection_candidate"))

@@ -316,7 +316,7 @@ def publication_target(stores: Stores) -> tuple[MilvusClient, str, tuple[str, Em
             languages=list(spec.languages),
             state="building",
         )
-    serving = published_collection(client, stores.alias)
+    serving = published_collection(client, cat, stores.alias)
     also = (
         (serving, stores.model(collection_spec(client, serving)["model"]))
         if serving not in (None, collection)

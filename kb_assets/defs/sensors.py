@@ -86,7 +86,7 @@ def plan_watched_folders(settings: Settings, stores: Stores, instance: dg.Dagste
         readable_partition_keys(catalog, instance)
     existing = instance.get_dynamic_partitions(DOCUMENTS_PARTITIONS)
     known = set(existing)
-    migrating = migration_due(stores.milvus, settings.alias, settings.embedding_model) is not None
+    migrating = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model) is not None
     buckets = planning.bucket_count(settings.partitioning) is not None  # runs of changed documents only
     plan = WatchPlan()
     for knowledge_base_id, source in settings.watched_folders():
@@ -166,7 +166,7 @@ def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition
         collection from the lake, then validates it and swaps the alias (publish_collection)."""
         if not settings.auto_migrate:
             return dg.SkipReason("KB_AUTO_MIGRATE=0: run kb-assets migrate to migrate")
-        due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+        due = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model)
         if due is None:
             return dg.SkipReason("the published collection has the configured embedding spec")
         running = context.instance.get_runs(

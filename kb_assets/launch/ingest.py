@@ -150,7 +150,7 @@ def _ingest(
 
     retried = report.failing if retry_failed else []
     docs = list(catalog.get_documents([*to_run, *report.unchanged, *retried]).values())
-    due = migration_due(stores.milvus, settings.alias, settings.embedding_model)
+    due = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model)
     stale = planning.stale_under(docs, settings, catalog, migrating=due is not None)
     stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
     unchanged = set(report.unchanged)
@@ -209,5 +209,8 @@ def _ingest(
                     "servesLastGoodVersion": doc.serves_last_good_version,
                 }
             )
-    report.published = {"alias": settings.alias, "collection": published_collection(stores.milvus, settings.alias)}
+    report.published = {
+        "alias": settings.alias,
+        "collection": published_collection(stores.milvus, stores.catalog, settings.alias),
+    }
     return report

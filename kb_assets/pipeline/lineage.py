@@ -17,6 +17,7 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 from kb_assets.stores.entities import chunk_document
+from kb_assets.stores.vectors import published_collection
 
 if TYPE_CHECKING:
     import polars as pl
@@ -57,7 +58,8 @@ def locate_document(
     document_id = catalog.chunk_document(chunk_id, kbs)
     if document_id is None and client is not None:
         try:
-            document_id = chunk_document(client, alias, chunk_id, kbs)
+            collection = published_collection(client, catalog, alias)
+            document_id = chunk_document(client, collection, chunk_id, kbs) if collection else None
         except Exception:  # nothing published or Milvus down: the catalog has answered
             document_id = None
     if document_id is None:

@@ -1,11 +1,12 @@
 """Embedding-spec migration without downtime: the collection of the configured spec is filled beside the
-published one from the lake (no re-parse), validated, and published by an atomic alias swap; the
-previous collection is retired and kept for rollback.
+published one from the lake (no re-parse), validated, and published by an atomic swap (the alias on a
+Milvus server, the catalog on the embedded engine: ``stores.vectors.publish``); the previous collection
+is retired and kept for rollback.
 
 The steps are Dagster runs (``launch/store_changes.py``, ``defs/sensors.py``): the backfill re-materializes
 ``embeddings`` and ``milvus_collection`` for every document that serves a version (vectors of unchanged
 embedding inputs are reused when the model is the same); ``collection_candidate`` validates with a
-blocking check (``validate``); ``collection_alias`` swaps the alias (``swap``). Until the swap,
+blocking check (``validate``); ``collection_alias`` swaps what is published (``swap``). Until the swap,
 changed documents are written into both collections (``steps.publish_document``).
 
 Validation: every carried document has exactly its published version's chunk rows as entities and the
@@ -30,7 +31,7 @@ from kb_assets.stores.vectors import (
     load,
     publish,
     published_collection,
-    unpublish,
+    retire,
 )
 
 GOLDEN_QUERIES = 60
@@ -59,10 +60,10 @@ def migration_documents(
     return picked
 
 
-def migration_due(client: MilvusClient, alias: str, model_id: str) -> dict | None:
+def migration_due(client: MilvusClient, catalog: Catalog, alias: str, model_id: str) -> dict | None:
     """What the published collection holds against the configured spec, when they differ (None when they
     agree or nothing is published yet: the first ingest publishes its own collection)."""
-    current = published_collection(client, alias)
+    current = published_collection(client, catalog, alias)
     if current is None:
         return None
     spec = collection_spec(client, current)
@@ -72,7 +73,7 @@ def migration_due(client: MilvusClient, alias: str, model_id: str) -> dict | Non
         "published": current,
         "publishedModel": spec["model"],
         "configuredModel": model_id,
-        "reason": f"the alias {alias} publishes {current} ({spec['model']}, schema "
+        "reason": f"{alias} publishes {current} ({spec['model']}, schema "
         f"{spec.get('schemaVersion')}); the configuration asks for {model_id}, schema {SCHEMA_VERSION}",
     }
 
@@ -103,16 +104,12 @@ def document_hit_rate(searcher: Searcher, queries: list[tuple[str, str, str]]) -
 def candidate_hit_rate(
     client: MilvusClient, catalog: Catalog, collection: str, load_model, queries: list[tuple[str, str, str]]
 ) -> float:
-    """The hit rate of a collection searched the way the service will search it: through an alias
-    (a temporary one, dropped afterwards)."""
-    alias = f"{collection}__candidate"
-    publish(client, alias, collection)
-    searcher = Searcher(client, catalog, alias, load_model)
+    """The hit rate of a collection searched the way the service will search it."""
+    searcher = Searcher(client, catalog, f"{collection}__candidate", load_model, collection=collection)
     try:
         return document_hit_rate(searcher, queries)
     finally:
         searcher.close()
-        unpublish(client, alias)
 
 
 def carried_documents(catalog: Catalog, client: MilvusClient, collection: str) -> tuple[list, list, list[str]]:
@@ -139,7 +136,7 @@ def validate(
     catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, alias: str, dimension: int, load_model
 ) -> dict:
     """The candidate collection against the published one: entity counts, dimension, golden queries."""
-    current = published_collection(client, alias)
+    current = published_collection(client, catalog, alias)
     carried, not_carried, problems = carried_documents(catalog, client, collection)
     expected = sum(doc.chunk_count for doc in carried)
     entities = count_entities(client, collection)
@@ -178,13 +175,13 @@ def validate(
 
 
 def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) -> dict:
-    """Publish the (validated) collection through the alias, atomically; the previous one is retired and
-    kept for rollback. Failed documents whose last good version was not carried over stop serving."""
-    previous = published_collection(client, alias)
+    """Publish the (validated) collection, atomically; the previous one is retired and kept for rollback.
+    Failed documents whose last good version was not carried over stop serving."""
+    previous = published_collection(client, catalog, alias)
     _, not_carried, _ = carried_documents(catalog, client, collection)
     dropped = {doc.document_id for doc in not_carried}
     load(client, collection)
-    publish(client, alias, collection)  # alter_alias: atomic, searches never see a gap
+    publish(client, catalog, alias, collection)  # atomic: searches never see a gap
     entities = count_entities(client, collection)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, collection, "published", entity_count=entities)
@@ -197,6 +194,8 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
                 catalog.update_document(conn, doc.document_id, published_version=None, collection_name=None)
             else:
                 catalog.update_document(conn, doc.document_id, collection_name=collection)
+    if previous and previous != collection:
+        retire(client, previous)
     return {
         "previous": previous,
         "published": collection,
@@ -207,7 +206,7 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
 
 def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
     """Re-publish the most recently retired collection that still exists."""
-    current = published_collection(client, alias)
+    current = published_collection(client, catalog, alias)
     retired = [
         c
         for c in catalog.collections()
@@ -217,9 +216,11 @@ def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
         raise LookupError("no retired collection to roll back to")
     previous = max(retired, key=lambda c: c["published_at"] or c["created_at"])["name"]
     load(client, previous)
-    publish(client, alias, previous)
+    publish(client, catalog, alias, previous)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, previous, "published")
         if current:
             catalog.set_collection_state(conn, current, "retired")
+    if current:
+        retire(client, current)
     return {"published": previous, "previous": current}

@@ -74,7 +74,7 @@ def verify(
             text = "BM25 statistics kept without the chunks' page ranges (located pages searched in Milvus)"
         problem(doc.document_id, text, repair)
 
-    collection = published_collection(client, alias)
+    collection = published_collection(client, catalog, alias)
     documents = {d.document_id: d for d in catalog.list_documents()}
     published_rows = 0
     with lake.batch():  # what repair deletes from the lake: one file a table

@@ -46,14 +46,15 @@ from kb_assets.retrieval.strategies import rank_function
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.entities import not_loaded, stored_vectors
-from kb_assets.stores.vectors import alias_target, collection_spec, in_filter, load
+from kb_assets.stores.vectors import collection_spec, in_filter, load, published_collection
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
 
 
 class Searcher:
-    """Searches the collection the alias publishes, with the model recorded for that collection."""
+    """Searches the collection the alias publishes (``collection``: that one instead, e.g. a migration's
+    candidate), with the model recorded for that collection."""
 
     def __init__(
         self,
@@ -63,11 +64,13 @@ class Searcher:
         load_model: Callable[[str], EmbeddingModel],
         config: SearchConfig | None = None,
         owns_catalog: bool = False,
+        collection: str | None = None,
     ):
         self.client = client
         self.catalog = catalog
         self.owns_catalog = owns_catalog  # close() then closes the catalog's pooled connections too
         self.alias = alias
+        self.collection = collection
         self.load_model = load_model  # model id -> EmbeddingModel (cached by the caller)
         self.config = config or SearchConfig()
         # Milvus and Postgres calls of one search run here; every job is a leaf (waits on nothing in the pool)
@@ -305,9 +308,11 @@ class Searcher:
                 return cached[1], cached[2]
         timeout = self.config.milvus_timeout_s
         try:
-            collection = alias_target(self.client, self.alias, timeout)
+            collection = self.collection or published_collection(self.client, self.catalog, self.alias, timeout)
         except Exception as error:
             raise RuntimeError(f"nothing is published under the alias {self.alias!r} ({short(error)})") from None
+        if collection is None:
+            raise RuntimeError(f"nothing is published under the alias {self.alias!r}")
         spec = collection_spec(self.client, collection, timeout)
         if collection != self._loaded:  # after a Milvus restart collections are not loaded
             load(self.client, collection, timeout)

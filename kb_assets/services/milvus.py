@@ -1,21 +1,28 @@
-"""A Milvus Lite gRPC server that the code starts itself, with all its state under ``home``
-(milvus-lite's server with its writes serialized: ``milvus_lite_server``).
+"""The embedded Milvus engine that the code starts itself, with all its state under ``home``: Milvus
+Lite 2.5.1's C++ core under its supervisor (``milvus_engine``).
 
 Layout under ``home``::
 
     milvus.lock     flock held while starting or stopping
-    milvus/         the data dir (Milvus Lite allows one process per data dir)
-    milvus.json     {"pid": ..., "port": ...} of the running server (pid null once stopped; the
+    milvus/         the data folder: ``milvus.db`` (SQLite: schemas, indexes, every row) and the
+                    engine's lock ``.milvus.db.lock`` (held by the supervisor: one engine a data file)
+    milvus.json     {"pid": ..., "port": ...} of the running supervisor (pid null once stopped; the
                     port is reused at the next start when still free)
-    milvus.log      the server's stdout and stderr
+    milvus.log      the supervisor's and the engine's output
 
-After a restart collections are not loaded: callers call ``load_collection()`` before searching.
+A ``milvus/`` folder in Milvus Lite 3.x's layout (what kb-assets ran before) is moved aside to
+``milvus-lite-3.2.2/`` at the first start, untouched; the published collection is rebuilt from the lake
+(``stores.restore``), and the old folder can be deleted once that is done.
+
+A collection is loaded by its first search after a start (every row read back into memory: ~4 s at
+40,000 chunks, ~30 s at 200,000); ``load_collection`` does the same ahead of time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -28,7 +35,9 @@ from pymilvus import MilvusClient
 
 from kb_assets.services.local import free_port, locked, log_tail, port_free
 
+log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60
+LEGACY_DIR = "milvus-lite-3.2.2"  # where Milvus Lite 3.x's data folder is moved
 STOP_TIMEOUT_S = 10
 # pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
 # 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts. pymilvus
@@ -49,9 +58,12 @@ def milvus_client(uri: str, timeout: float | None = 30) -> MilvusClient:
 
 
 def ensure_milvus(home: Path) -> str:
-    """Start (or reuse) the Milvus Lite server for ``home/"milvus"``; return ``http://127.0.0.1:PORT``.
+    """Start (or reuse) the embedded engine for ``home/"milvus"``; return ``http://127.0.0.1:PORT``.
     Idempotent and safe across processes."""
+    from kb_assets.services.milvus_engine import engine_binary  # (not at import: the supervisor runs as -m)
+
     home = Path(home).absolute()
+    engine_binary()  # missing: say how to install it before anything is started or moved
     with locked(home / "milvus.lock"):
         state = _running(home)
         if state is not None:
@@ -61,6 +73,7 @@ def ensure_milvus(home: Path) -> str:
                 return uri
             except MilvusExited:
                 pass  # it was dying (a kill -9 takes a while to finish): start a new one below
+        _move_legacy_data(home)
         port = _choose_port(home / "milvus.json")
         pid = _spawn(home, port)
         (home / "milvus.json").write_text(json.dumps({"pid": pid, "port": port}) + "\n")
@@ -87,6 +100,8 @@ def stop_milvus(home: Path) -> bool:
 
 def milvus_status(home: Path) -> dict:
     """Describe the server for ``home`` without starting or locking anything."""
+    from kb_assets.services.milvus_engine import ENGINE_VERSION
+
     home = Path(home).absolute()
     state = _running(home)
     return {
@@ -94,30 +109,45 @@ def milvus_status(home: Path) -> dict:
         "uri": _uri(state["port"]) if state else None,
         "port": state["port"] if state else None,
         "pid": state["pid"] if state else None,
+        "engine": f"milvus-lite {ENGINE_VERSION}",
         "dataDir": str(home / "milvus"),
         "log": str(home / "milvus.log"),
     }
+
+
+def legacy_data(home: Path) -> Path:
+    """Where Milvus Lite 3.x's data folder of ``home`` is kept once the engine replaced it."""
+    return Path(home).absolute() / LEGACY_DIR
+
+
+def _move_legacy_data(home: Path) -> None:
+    """Milvus Lite 3.x's data folder (``collections/``, ``aliases.json``) is not the engine's: move it
+    aside, untouched, so the engine starts on an empty folder (the collection is rebuilt from the lake)."""
+    data = home / "milvus"
+    if not ((data / "collections").is_dir() or (data / "aliases.json").exists()):
+        return
+    target = legacy_data(home)
+    if target.exists():
+        target = target.with_name(f"{LEGACY_DIR}.{int(time.time())}")
+    data.rename(target)
+    log.warning(
+        "%s held Milvus Lite 3.x data: moved to %s; the published collection is rebuilt from the lake "
+        "(nothing is re-embedded); delete that folder once search answers again",
+        data,
+        target,
+    )
 
 
 # ---------------------------------------------------------------- process
 
 
 def _spawn(home: Path, port: int) -> int:
-    """Start the server detached (own session), logging to ``home/milvus.log``; return its pid."""
+    """Start the engine's supervisor detached (own session: the engine is in its process group),
+    logging to ``home/milvus.log``; return the supervisor's pid."""
     data = home / "milvus"
     data.mkdir(parents=True, exist_ok=True)
-    # milvus-lite's server with its writes serialized, on this interpreter, whatever is on PATH
-    cmd = [
-        sys.executable,
-        "-m",
-        "kb_assets.services.milvus_lite_server",
-        "--data-dir",
-        str(data),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
+    db = data / "milvus.db"
+    cmd = [sys.executable, "-m", "kb_assets.services.milvus_engine", "serve", "--db", str(db), "--port", str(port)]
     with open(home / "milvus.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=home, start_new_session=True
@@ -136,14 +166,14 @@ def _running(home: Path) -> dict | None:
 
 
 def _alive(pid: int, needle: str) -> bool:
-    """True when ``pid`` runs and (where /proc exists) is a milvus-lite whose command holds ``needle``."""
+    """True when ``pid`` runs and (where /proc exists) is an engine supervisor whose command holds ``needle``."""
     if _gone(pid):
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except FileNotFoundError:
         return not Path("/proc/self").exists()
-    return ("milvus_lite" in cmdline or "milvus-lite" in cmdline) and needle in cmdline
+    return "kb_assets.services.milvus_engine" in cmdline and needle in cmdline
 
 
 def _gone(pid: int) -> bool:
@@ -181,7 +211,7 @@ def _terminate(pid: int) -> None:
                 _reap(pid)  # it may have turned zombie after the first waitpid
                 return
             time.sleep(0.05)
-    raise RuntimeError(f"milvus-lite (pid {pid}) survived SIGKILL")
+    raise RuntimeError(f"the Milvus engine (pid {pid}) survived SIGKILL")
 
 
 def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -192,10 +222,11 @@ def _wait_ready(uri: str, pid: int, log: Path, timeout_s: float = START_TIMEOUT_
         if error is None:
             return
         if _gone(pid):
-            raise MilvusExited(f"milvus-lite (pid {pid}) exited before serving {uri}" + log_tail(log))
+            raise MilvusExited(f"the Milvus engine (pid {pid}) exited before serving {uri}" + log_tail(log))
         if time.monotonic() > deadline:
             raise RuntimeError(
-                f"milvus-lite (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: {error}" + log_tail(log)
+                f"the Milvus engine (pid {pid}) does not answer on {uri} after {timeout_s:.0f} s: {error}"
+                + log_tail(log)
             )
         time.sleep(0.2)
 
@@ -227,13 +258,17 @@ def _uri(port: int) -> str:
 # ---------------------------------------------------------------- helpers
 
 
-def _choose_port(state_file: Path) -> int:
-    """The port remembered in ``state_file`` when still free, else a random free one below the
+def _choose_port(state_file: Path, wait_s: float = 3.0) -> int:
+    """The port remembered in ``state_file`` when free (an engine whose supervisor was killed exits
+    within ~1.5 s and frees it: waited for up to ``wait_s``), else a random free one below the
     ephemeral range."""
     try:
         port = int(json.loads(state_file.read_text())["port"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
-        port = None
-    if port is not None and port_free(port):
-        return port
-    return free_port()
+        return free_port()
+    deadline = time.monotonic() + wait_s
+    while not port_free(port):
+        if time.monotonic() > deadline:
+            return free_port()
+        time.sleep(0.1)
+    return port

@@ -46,6 +46,23 @@ def open_milvus(home: Path, uri: str | None) -> MilvusClient:
     return milvus_client(uri or ensure_milvus(home))
 
 
+_RESTORED: set[tuple[Path, str]] = set()  # (home, alias) checked by this process
+
+
+def restore_once(stores: Stores, client: MilvusClient) -> None:
+    """``restore.restore_published`` once per process and home, under a lock shared with other processes."""
+    key = (stores.settings.home.absolute(), stores.alias)
+    if key in _RESTORED:
+        return
+    from kb_assets.services.local import locked
+    from kb_assets.stores.restore import missing_published, restore_published
+
+    if missing_published(stores.catalog, client, stores.alias) is not None:
+        with locked(key[0] / "milvus-restore.lock"):
+            restore_published(stores.catalog, stores.lake, client, stores.alias)
+    _RESTORED.add(key)
+
+
 class Stores:
     """Every store of one configuration; each is opened on first use."""
 
@@ -70,7 +87,12 @@ class Stores:
 
     @cached_property
     def milvus(self) -> MilvusClient:
-        return open_milvus(self.settings.home, self.settings.milvus_uri)
+        """A client of Milvus; on the embedded engine, the published collection is rebuilt from the lake
+        first when the engine lacks it (``restore.py``: a Milvus Lite 3.x ``KB_HOME``, lost data)."""
+        client = open_milvus(self.settings.home, self.settings.milvus_uri)
+        if self.settings.milvus_uri is None:
+            restore_once(self, client)
+        return client
 
     def model(self, model_id: str | None = None) -> EmbeddingModel:
         """The embedding model (default: the configured KB_EMBEDDING_MODEL) on the configured encoder,

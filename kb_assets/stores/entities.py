@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 from kb_assets.stores.vectors import INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, in_filter, milvus_string
 
 T = TypeVar("T")
+# The most rows one Milvus query returns (its limit must be 1..16,384; the embedded engine cuts a query
+# without a limit at 16,383 rows, silently): larger reads go in windows of chunk_index (``query_all``).
+QUERY_LIMIT = 16384
 
 
 def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]:
@@ -60,6 +63,26 @@ def delete_loaded(client: MilvusClient, collection: str, flt: str) -> None:
     when_loaded(client, collection, lambda: client.delete(collection, filter=flt))
 
 
+def query_all(client: MilvusClient, collection: str, flt: str, output_fields: list[str]) -> list[dict]:
+    """Every entity the filter selects, however many: one query when they fit ``QUERY_LIMIT``, else the
+    filter read again in halves of the ``chunk_index`` range until each half fits."""
+
+    def window(low: int, high: int) -> list[dict]:
+        bounded = f"chunk_index >= {low} and chunk_index < {high}" + (f" and ({flt})" if flt else "")
+        rows = query_loaded(client, collection, filter=bounded, output_fields=output_fields, limit=QUERY_LIMIT)
+        if len(rows) < QUERY_LIMIT:
+            return rows
+        if high - low == 1:
+            raise RuntimeError(f"more than {QUERY_LIMIT} entities of {collection} share one chunk_index ({flt})")
+        middle = (low + high) // 2
+        return window(low, middle) + window(middle, high)
+
+    rows = query_loaded(client, collection, filter=flt, output_fields=output_fields, limit=QUERY_LIMIT)
+    if len(rows) < QUERY_LIMIT:
+        return rows
+    return window(0, 2**31 - 1)
+
+
 def document_filter(document_id: str) -> str:
     """The entities of one document."""
     return f"document_id == {milvus_string(document_id)}"
@@ -70,7 +93,7 @@ def stored_entities(
 ) -> dict[str, dict]:
     """The documents' entities in the collection, by chunk id (one query for them all)."""
     fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
-    rows = query_loaded(client, collection, filter=in_filter("document_id", document_ids), output_fields=fields)
+    rows = query_all(client, collection, in_filter("document_id", document_ids), fields)
     return {row["chunk_id"]: row for row in rows}
 
 
@@ -175,7 +198,7 @@ def grouped_entity_counts(
 
 def version_counts(client: MilvusClient, collection: str, document_id: str) -> dict[str, int]:
     """How many entities of each document version the collection holds for the document."""
-    rows = query_loaded(client, collection, filter=document_filter(document_id), output_fields=["document_version"])
+    rows = query_all(client, collection, document_filter(document_id), ["document_version"])
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["document_version"]] = counts.get(row["document_version"], 0) + 1
@@ -221,7 +244,7 @@ def document_ids(
 ) -> set[str]:
     """The documents that have entities in the collection (among the first ``limit`` entities read),
     less those ``excluding`` names."""
-    flt = f"not ({in_filter('document_id', excluding)})" if excluding else ""
+    flt = in_filter("document_id", excluding, negated=True) if excluding else ""
     rows = query_loaded(client, collection, filter=flt, output_fields=["document_id"], limit=limit)
     return {row["document_id"] for row in rows}
 

@@ -1,10 +1,25 @@
-"""The vector index: collections, the alias and filters (entities.py: one document's entities;
-vector_search.py: searches). Every Milvus call of kb-assets goes through these three modules.
+"""The vector index: collections, their publication and filters (entities.py: one document's entities;
+vector_search.py: searches). Every Milvus call of kb-assets goes through these three modules, and this
+one alone knows which Milvus engine answers (``Engine``) and what differs between them.
 
-Versioned collections of chunks, published through one alias. One collection holds every knowledge
-base (``knowledge_base_id`` is the partition key); its name is derived from the schema version and the
-embedding spec, and the spec is stored as a collection property. Filters are built only from
-escaped literals (``milvus_string``), never from request text.
+Versioned collections of chunks, one of them published under an alias. One collection holds every
+knowledge base; its name is derived from the schema version and the embedding spec, and the spec is
+stored with it. Filters are built only from escaped literals (``milvus_string``), never from request
+text.
+
+The engines (``engine``, asked once per client):
+
+- a Milvus server (standalone or distributed; Milvus Lite 3.x answers the same API): the alias
+  publishes (``alter_alias`` swaps atomically), ``knowledge_base_id`` is the partition key, the spec is a
+  collection property, the dense index is ``KB_MILVUS_DENSE_INDEX``;
+- the embedded engine, Milvus Lite 2.5.1's C++ core (``services.milvus_engine``): it has no aliases, so
+  the catalog names the published collection (``collection_versions.state``, swapped in one Postgres
+  transaction); it refuses every filter once a partition key follows the primary key, so
+  ``knowledge_base_id`` is a plain field (one in-memory segment: a key would prune nothing); it keeps no
+  collection properties, so the spec is read from the schema's description (written on every engine);
+  of its indexes only FLAT stays exact past 100,000 rows (IVF_FLAT and AUTOINDEX then switch to an
+  index of the engine's own that ignores their parameters: recall@50 0.13 measured), so its dense
+  index is FLAT; a retired collection is released (its rows leave memory; a search loads it again).
 
 Every function takes the ``MilvusClient`` first; ``timeout`` (seconds, None: the client's) bounds the
 call where the retrieval service needs a deadline.
@@ -15,13 +30,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 if TYPE_CHECKING:
-    pass
+    from kb_assets.stores.catalog import Catalog
 
 SCHEMA_VERSION = 1
 # One analyzer for every language: jieba segments Chinese and keeps English words; lowercase makes
@@ -43,17 +60,58 @@ SCALAR_FIELDS = {
 }
 INT_FIELDS = ("page_index", "page_end", "chunk_index")
 SPEC_PROPERTY = "kb_assets.embedding_spec"
-# The dense index of a new collection (KB_MILVUS_DENSE_INDEX), COSINE: HNSW keeps each vector and its
-# graph links in memory (~1.7 KB at 384-d); HNSW_SQ and IVF_SQ8 keep 8-bit codes (~4x less, a little
-# recall lost); DISKANN keeps the graph and vectors on the query node's SSD (Milvus distributed with
-# queryNode.disk enabled; Milvus Lite accepts it but never builds it).
+# The dense index of a new collection on a server (KB_MILVUS_DENSE_INDEX), COSINE: HNSW keeps each vector
+# and its graph links in memory (~1.7 KB at 384-d); HNSW_SQ and IVF_SQ8 keep 8-bit codes (~4x less, a
+# little recall lost); DISKANN keeps the graph and vectors on the query node's SSD (Milvus distributed
+# with queryNode.disk enabled); FLAT is an exact scan (the embedded engine's).
 DENSE_INDEXES = {
+    "flat": ("FLAT", {}),
     "hnsw": ("HNSW", {"M": 16, "efConstruction": 200}),
     "hnsw_sq": ("HNSW_SQ", {"M": 16, "efConstruction": 200, "sq_type": "SQ8"}),
     "ivf_sq8": ("IVF_SQ8", {"nlist": 1024}),
     "diskann": ("DISKANN", {}),
 }
 OUTPUT_FIELDS = ["chunk_id", *SCALAR_FIELDS, *INT_FIELDS, "content"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What kb-assets uses that differs between the Milvus engines it runs on."""
+
+    name: str
+    aliases: bool  # the alias publishes; else the catalog names the published collection
+    properties: bool  # the spec is also a collection property; else the schema description alone holds it
+    partition_key: bool  # knowledge_base_id is the partition key; else a plain field
+    dense_index: str | None  # the one dense index it gets; None: KB_MILVUS_DENSE_INDEX
+    release_retired: bool  # a retired collection is released (its rows held in memory otherwise)
+
+
+SERVER = Engine(
+    "Milvus server", aliases=True, properties=True, partition_key=True, dense_index=None, release_retired=False
+)
+EMBEDDED = Engine(
+    "embedded Milvus Lite 2.5.1",
+    aliases=False,
+    properties=False,
+    partition_key=False,
+    dense_index="flat",
+    release_retired=True,
+)
+_ENGINES: weakref.WeakKeyDictionary[MilvusClient, Engine] = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
+
+
+def engine(client: MilvusClient, timeout: float | None = None) -> Engine:
+    """The engine behind the client (one call per client): the embedded engine reports no build (a Milvus
+    server its version tags, Milvus Lite 3.x ``milvus_lite``)."""
+    with _ENGINES_LOCK:
+        known = _ENGINES.get(client)
+    if known is None:
+        built = client.get_server_version(detail=True, timeout=timeout).get("version")
+        known = SERVER if built else EMBEDDED
+        with _ENGINES_LOCK:
+            _ENGINES[client] = known
+    return known
 
 
 @dataclass(frozen=True)
@@ -78,10 +136,13 @@ def milvus_safe_name(name: str) -> str:
 
 
 def build_schema(client: MilvusClient, spec: EmbeddingSpec):
-    schema = client.create_schema(auto_id=False, description="kb-assets chunks")
+    schema = client.create_schema(auto_id=False, description=json.dumps(spec_record(spec)))
     schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=64)
+    partition_key = engine(client).partition_key
     for name, length in SCALAR_FIELDS.items():
-        schema.add_field(name, DataType.VARCHAR, max_length=length, is_partition_key=(name == "knowledge_base_id"))
+        schema.add_field(
+            name, DataType.VARCHAR, max_length=length, is_partition_key=partition_key and name == "knowledge_base_id"
+        )
     for name in INT_FIELDS:
         schema.add_field(name, DataType.INT32)
     schema.add_field(
@@ -104,58 +165,73 @@ def build_schema(client: MilvusClient, spec: EmbeddingSpec):
     return schema
 
 
-def ensure_collection(client: MilvusClient, spec: EmbeddingSpec, dense_index: str = "hnsw") -> str:
-    """Create the collection of a spec if missing (dense ``DENSE_INDEXES[dense_index]``/COSINE, sparse
-    BM25) and load it. An existing collection keeps the index it was built with."""
-    name = spec.collection_name()
+def spec_record(spec: EmbeddingSpec) -> dict:
+    """What is stored with a collection of the spec (``collection_spec`` reads it back)."""
+    return {
+        "model": spec.model,
+        "dimension": spec.dimension,
+        "languages": list(spec.languages),
+        "schemaVersion": SCHEMA_VERSION,
+    }
+
+
+def ensure_collection(
+    client: MilvusClient, spec: EmbeddingSpec, dense_index: str = "hnsw", name: str | None = None
+) -> str:
+    """Create the collection of a spec (``name``: under that name, not the spec's) if missing (dense
+    ``DENSE_INDEXES[dense_index]``/COSINE, or the engine's own dense index; sparse BM25) and load it. An
+    existing collection keeps the index it was built with; one whose create failed halfway (a refused
+    index leaves the collection without it) gets its missing indexes."""
+    name = name or spec.collection_name()
+    found = engine(client)
+    index_type, params = DENSE_INDEXES[found.dense_index or dense_index]
+    indexes = {"dense": (index_type, "COSINE", params), "sparse": ("SPARSE_INVERTED_INDEX", "BM25", {})}
+    if client.has_collection(name):
+        indexes = {field: index for field, index in indexes.items() if field not in client.list_indexes(name)}
+    index_params = client.prepare_index_params()
+    for field, (kind, metric, index_options) in indexes.items():
+        index_params.add_index(field, index_type=kind, metric_type=metric, params=index_options)
     if not client.has_collection(name):
-        index_type, params = DENSE_INDEXES[dense_index]
-        index_params = client.prepare_index_params()
-        index_params.add_index("dense", index_type=index_type, metric_type="COSINE", params=params)
-        index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         client.create_collection(name, schema=build_schema(client, spec), index_params=index_params)
-        # Milvus Lite keeps no schema description; collection properties persist
-        client.alter_collection_properties(
-            name,
-            properties={
-                SPEC_PROPERTY: json.dumps(
-                    {
-                        "model": spec.model,
-                        "dimension": spec.dimension,
-                        "languages": list(spec.languages),
-                        "schemaVersion": SCHEMA_VERSION,
-                    }
-                )
-            },
-        )
+        if found.properties:  # Milvus Lite 3.x keeps no schema description; its properties persist
+            client.alter_collection_properties(name, properties={SPEC_PROPERTY: json.dumps(spec_record(spec))})
+    elif indexes:
+        client.create_index(name, index_params)
     client.load_collection(name)
     return name
 
 
-def published_collection(client: MilvusClient, alias: str) -> str | None:
-    """The collection the alias points to, or None when nothing is published."""
-    if alias not in client.list_aliases().get("aliases", []):
+def published_collection(
+    client: MilvusClient, catalog: Catalog, alias: str, timeout: float | None = None
+) -> str | None:
+    """The collection published under the alias, or None when nothing is: the alias's target on a
+    server, the catalog's published collection on the embedded engine."""
+    if not engine(client, timeout).aliases:
+        return catalog.published_collection(alias)
+    if alias not in client.list_aliases(timeout=timeout).get("aliases", []):
         return None
-    return alias_target(client, alias)
-
-
-def alias_target(client: MilvusClient, alias: str, timeout: float | None = None) -> str:
-    """The collection the alias points to; raises when there is no such alias (one call, for search)."""
     return client.describe_alias(alias, timeout=timeout)["collection_name"]
 
 
-def publish(client: MilvusClient, alias: str, collection: str) -> None:
-    """Point the alias at a collection (atomic alter when it already exists)."""
-    current = published_collection(client, alias)
+def publish(client: MilvusClient, catalog: Catalog, alias: str, collection: str) -> None:
+    """Publish a collection under the alias, atomically: ``alter_alias`` on a server (the catalog's
+    states are the caller's to record), one catalog transaction on the embedded engine (the collection
+    must be recorded)."""
+    if not engine(client).aliases:
+        catalog.publish_collection(alias, collection)
+        return
+    current = published_collection(client, catalog, alias)
     if current is None:
         client.create_alias(collection, alias)
     elif current != collection:
         client.alter_alias(collection, alias)
 
 
-def unpublish(client: MilvusClient, alias: str) -> None:
-    """Drop the alias; the collection it pointed to stays."""
-    client.drop_alias(alias)
+def retire(client: MilvusClient, collection: str) -> None:
+    """A collection that stopped being published: kept for rollback, and out of memory where the engine
+    holds every row in it."""
+    if engine(client).release_retired and client.has_collection(collection):
+        client.release_collection(collection)
 
 
 def collection_exists(client: MilvusClient, collection: str) -> bool:
@@ -173,11 +249,19 @@ def flush(client: MilvusClient, collection: str) -> None:
 
 
 def collection_spec(client: MilvusClient, collection: str, timeout: float | None = None) -> dict:
-    """The embedding spec stored with a collection (model, dimension, languages, schemaVersion)."""
-    properties = client.describe_collection(collection, timeout=timeout).get("properties") or {}
-    if SPEC_PROPERTY not in properties:
-        raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY})")
-    return json.loads(properties[SPEC_PROPERTY])
+    """The embedding spec stored with a collection (model, dimension, languages, schemaVersion): its
+    property where the engine keeps properties, else its schema description."""
+    described = client.describe_collection(collection, timeout=timeout)
+    properties = described.get("properties") or {}
+    if SPEC_PROPERTY in properties:
+        return json.loads(properties[SPEC_PROPERTY])
+    try:
+        spec = json.loads(described.get("description") or "")
+    except ValueError:
+        spec = None
+    if not isinstance(spec, dict) or "model" not in spec:
+        raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY} or its description)")
+    return spec
 
 
 def milvus_string(value: str) -> str:
@@ -192,10 +276,12 @@ def milvus_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def in_filter(field: str, values: list[str]) -> str:
+def in_filter(field: str, values: list[str], negated: bool = False) -> str:
+    """The entities whose field is one of the values (``negated``: none of them; ``not in``, as every
+    engine parses it: the embedded one refuses ``not (... in ...)``)."""
     if field not in SCALAR_FIELDS and field != "chunk_id":
         raise ValueError(f"not a filterable field: {field}")
-    return f"{field} in [{', '.join(milvus_string(v) for v in values)}]"
+    return f"{field} {'not in' if negated else 'in'} [{', '.join(milvus_string(v) for v in values)}]"
 
 
 def pages_filter(ranges: dict[str, list[tuple[int, int]]]) -> str:

@@ -372,11 +372,11 @@ def publish_if_unpublished(client: MilvusClient, catalog: Catalog, alias: str, c
     embedding spec), publishing waits for ``kb-assets migrate``, which validates before it swaps.
     Returns the collection the alias now serves when that is ``collection``, else None.
     """
-    current = published_collection(client, alias)
+    current = published_collection(client, catalog, alias)
     if current not in (None, collection):
         return None
     if current is None:
-        publish(client, alias, collection)
+        publish(client, catalog, alias, collection)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, collection, "published", entity_count=count_entities(client, collection))
     return collection

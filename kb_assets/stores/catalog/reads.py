@@ -224,6 +224,18 @@ class CatalogReads(CatalogConnection):
     def collection(self, name: str) -> dict | None:
         return next((c for c in self.collections() if c["name"] == name), None)
 
+    def published_collection(self, alias: str) -> str | None:
+        """The collection recorded as published under the alias (on an engine without aliases, what
+        search reads: ``stores.vectors.published_collection``)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT name FROM collection_versions WHERE alias = %s AND state = 'published' "
+                "ORDER BY published_at DESC NULLS LAST LIMIT 1",
+                (alias,),
+            )
+            row = cur.fetchone()
+            return row[0] if row else None
+
     # sizing ------------------------------------------------------------------------------------
     def table_sizes(self) -> dict[str, tuple[int, int]]:
         """Rows and bytes on disk (with indexes and TOAST) of each table of the schema."""

@@ -321,6 +321,23 @@ class CatalogWrites(CatalogTerms):
                 (name, alias, schema_version, model, dimension, languages, state),
             )
 
+    def publish_collection(self, alias: str, name: str) -> None:
+        """Record the collection as the one published under the alias, and the one it replaces as retired,
+        in one transaction (an engine without aliases publishes this way)."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM collection_versions WHERE name = %s FOR UPDATE", (name,))
+            if cur.fetchone() is None:
+                raise LookupError(f"collection {name} is not recorded in collection_versions: nothing to publish")
+            cur.execute(
+                "UPDATE collection_versions SET state = 'retired' "
+                "WHERE alias = %s AND state = 'published' AND name <> %s",
+                (alias, name),
+            )
+            cur.execute(
+                "UPDATE collection_versions SET alias = %s, state = 'published', published_at = now() WHERE name = %s",
+                (alias, name),
+            )
+
     def set_collection_state(self, conn, name: str, state: str, entity_count: int | None = None) -> None:
         with conn.cursor() as cur:
             cur.execute(
