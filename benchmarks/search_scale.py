@@ -121,13 +121,12 @@ def copy_catalog(catalog, documents: dict[str, str], chunks: dict[str, str], rou
 
 
 def original_entities(client, collection: str, documents: list[str]) -> list[dict]:
+    from kb_assets.stores.entities import query_all
     from kb_assets.stores.vectors import OUTPUT_FIELDS, in_filter
 
     entities = []
     for document_id in documents:
-        entities += client.query(
-            collection, filter=in_filter("document_id", [document_id]), output_fields=OUTPUT_FIELDS + ["dense"]
-        )
+        entities += query_all(client, collection, in_filter("document_id", [document_id]), OUTPUT_FIELDS + ["dense"])
     return entities
 
 

@@ -110,8 +110,8 @@ def searcher(settings, handbook):
 
 @pytest.fixture(scope="session")
 def frozen_milvus_client(kb_home):
-    """A client of a real Milvus Lite server that stopped answering (SIGSTOP): every call runs into its
-    timeout, deterministically, however loaded the machine is."""
+    """A client of a real embedded Milvus engine that stopped answering (SIGSTOP to its supervisor and the
+    engine): every call runs into its timeout, deterministically, however loaded the machine is."""
     import signal
 
     from kb_assets.services import ensure_milvus, milvus_client, milvus_status, stop_milvus
@@ -119,11 +119,11 @@ def frozen_milvus_client(kb_home):
     home = kb_home / "frozen-milvus"
     client = milvus_client(ensure_milvus(home), timeout=10)
     pid = milvus_status(home)["pid"]
-    os.kill(pid, signal.SIGSTOP)
+    os.killpg(pid, signal.SIGSTOP)
     try:
         yield client
     finally:
-        os.kill(pid, signal.SIGCONT)
+        os.killpg(pid, signal.SIGCONT)
         client.close()
         stop_milvus(home)
 

@@ -24,7 +24,6 @@ from kb_assets.stores.vectors import (
     INT_FIELDS,
     OUTPUT_FIELDS,
     SCALAR_FIELDS,
-    SPEC_PROPERTY,
     collection_spec,
 )
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
@@ -45,13 +44,16 @@ def kb_searcher(settings, corpus):
 
 
 def _variant(searcher: Searcher, **changes) -> Searcher:
-    """A searcher on the same client, catalog and alias with other settings."""
+    """A searcher on the same client, catalog and alias with other settings (``collection``: searching that
+    collection instead of the published one)."""
+    collection = changes.pop("collection", None)
     return Searcher(
         searcher.client,
         searcher.catalog,
-        changes.pop("alias", searcher.alias),
+        searcher.alias,
         searcher.load_model,
         replace(searcher.config, **changes),
+        collection=collection,
     )
 
 
@@ -204,12 +206,15 @@ def test_chunk_search_that_finds_nothing_falls_back_to_pages_unless_min_score_is
     assert explicit.results == []
 
 
-def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: int, bm25: bool) -> None:
-    """A copy of alpha's chunks in a collection whose dense or BM25 search really fails."""
-    rows = client.query(source, filter='knowledge_base_id == "alpha"', output_fields=[*OUTPUT_FIELDS, "dense"])
+def _clone_collection(client, source: str, name: str, *, dense_dim: int, bm25: bool, spec: dict | None = None) -> None:
+    """A copy of alpha's chunks in a collection whose dense or BM25 search really fails (``spec``: the
+    embedding spec it records, default the source's)."""
+    rows = client.query(
+        source, filter='knowledge_base_id == "alpha"', output_fields=[*OUTPUT_FIELDS, "dense"], limit=16384
+    )
     if client.has_collection(name):
         client.drop_collection(name)
-    schema = client.create_schema(auto_id=False)
+    schema = client.create_schema(auto_id=False, description=json.dumps(spec or collection_spec(client, source)))
     schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=64)
     for field, length in SCALAR_FIELDS.items():
         schema.add_field(field, DataType.VARCHAR, max_length=length)
@@ -237,22 +242,17 @@ def _clone_collection(client, source: str, name: str, alias: str, *, dense_dim: 
         )
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     client.create_collection(name, schema=schema, index_params=index)
-    client.alter_collection_properties(name, properties={SPEC_PROPERTY: json.dumps(collection_spec(client, source))})
     if dense_dim != len(rows[0]["dense"]):
         rows = [{**r, "dense": [0.5] * dense_dim} for r in rows]
     client.insert(name, rows)
     client.flush(name)
     client.load_collection(name)
-    if alias in client.list_aliases().get("aliases", []):
-        client.alter_alias(name, alias)
-    else:
-        client.create_alias(name, alias)
 
 
 def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, milvus_client):
     collection, _ = kb_searcher.published()
-    _clone_collection(milvus_client, collection, "test_broken_dense", "kb_test_broken_dense", dense_dim=8, bm25=True)
-    response = _variant(kb_searcher, alias="kb_test_broken_dense").search(
+    _clone_collection(milvus_client, collection, "test_broken_dense", dense_dim=8, bm25=True)
+    response = _variant(kb_searcher, collection="test_broken_dense").search(
         SearchRequest("How long are backups kept?", ["alpha"], limit=5, strategy="hybrid")
     )
     assert response.results and any(w.startswith("dense search unavailable") for w in response.warnings)
@@ -264,9 +264,9 @@ def test_dense_search_failure_degrades_to_bm25_only_with_a_warning(kb_searcher, 
 
 def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb_searcher, milvus_client):
     collection, _ = kb_searcher.published()
-    _clone_collection(milvus_client, collection, "test_no_bm25", "kb_test_no_bm25", dense_dim=384, bm25=False)
+    _clone_collection(milvus_client, collection, "test_no_bm25", dense_dim=384, bm25=False)
     query = "How long are backups kept?"
-    response = _variant(kb_searcher, alias="kb_test_no_bm25").search(SearchRequest(query, ["alpha"], limit=5))
+    response = _variant(kb_searcher, collection="test_no_bm25").search(SearchRequest(query, ["alpha"], limit=5))
     assert response.results
     assert any(w.startswith("BM25 search unavailable") and "keyword overlap" in w for w in response.warnings)
     for row in response.results:
@@ -278,9 +278,9 @@ def test_bm25_failure_makes_keyword_overlap_the_lexical_signal_with_a_warning(kb
 
 def test_a_released_collection_is_loaded_again_before_searching(kb_searcher, milvus_client):
     collection, _ = kb_searcher.published()
-    _clone_collection(milvus_client, collection, "test_released", "kb_test_released", dense_dim=384, bm25=True)
+    _clone_collection(milvus_client, collection, "test_released", dense_dim=384, bm25=True)
     milvus_client.release_collection("test_released")  # as after a Milvus restart
-    searcher = _variant(kb_searcher, alias="kb_test_released")
+    searcher = _variant(kb_searcher, collection="test_released")
     request = SearchRequest("How long are backups kept?", ["alpha"], limit=3, strategy="hybrid")
     response = searcher.search(request)
     assert response.results[0]["retrievalSource"] == "hybrid", response.warnings
@@ -334,11 +334,9 @@ def test_a_model_that_reads_chinese_gets_the_whole_query_and_bm25_still_gets_the
     kb_searcher, milvus_client
 ):
     collection, spec = kb_searcher.published()
-    _clone_collection(milvus_client, collection, "test_reads_zh", "kb_test_reads_zh", dense_dim=384, bm25=True)
-    milvus_client.alter_collection_properties(
-        "test_reads_zh", properties={SPEC_PROPERTY: json.dumps({**spec, "languages": ["en", "zh"]})}
-    )
-    searcher = _variant(kb_searcher, alias="kb_test_reads_zh")
+    spec = {**spec, "languages": ["en", "zh"]}
+    _clone_collection(milvus_client, collection, "test_reads_zh", dense_dim=384, bm25=True, spec=spec)
+    searcher = _variant(kb_searcher, collection="test_reads_zh")
     response = SearchResponse(strategy="hybrid")
     query = searcher.prepare(SearchRequest("数据备份保留多少天", ["alpha"], limit=5), response)
     assert (query.dense_text, query.share) == ("数据备份保留多少天", 1.0) and not response.warnings
@@ -466,7 +464,7 @@ def test_search_embeds_the_query_with_the_model_recorded_for_the_published_colle
 
     searcher = Searcher(kb_searcher.client, kb_searcher.catalog, settings.alias, loader, kb_searcher.config)
     searcher.search(SearchRequest("on-call rotation", ["alpha"]))
-    collection = milvus_client.describe_alias(settings.alias)["collection_name"]
+    collection, _ = searcher.published()
     assert asked == [collection_spec(milvus_client, collection)["model"]]
 
 

@@ -1,4 +1,4 @@
-"""Real embedded Postgres and Milvus Lite servers started under a temporary KB_HOME (no mocks)."""
+"""Real embedded Postgres and Milvus engine servers started under a temporary KB_HOME (no mocks)."""
 
 import contextlib
 import json
@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg2
@@ -210,8 +211,9 @@ def test_stop_milvus_stops_it_and_a_restart_keeps_uri_and_collections(home):
 
 
 def test_writers_at_once_lose_nothing_when_milvus_is_killed(home):
-    """milvus-lite's own server interleaves concurrent inserts in its WAL: after a kill -9 it came back
-    with 1-30 of these 1,200 rows (measured); ours serializes writes and keeps them all."""
+    """Milvus Lite 3.x's own server interleaved concurrent inserts in its WAL: after a kill -9 it came back
+    with 1-30 of these 1,200 rows (measured). The engine commits every write to its SQLite file before it
+    answers: all of them come back after its supervisor is killed (the engine then exits by itself)."""
     import random
     import threading
 
@@ -240,11 +242,11 @@ def test_writers_at_once_lose_nothing_when_milvus_is_killed(home):
 
 def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
     """A kill -9 takes a while to finish: ensure_milvus saw the dying server alive, reused it and
-    failed with "exited before serving" (CI, stop 20). Here a stand-in with the server's command line
+    failed with "exited before serving" (CI, stop 20). Here a stand-in with the supervisor's command line
     is recorded as the server and exits while ensure_milvus waits for it to answer."""
     data = home / "milvus"
     data.mkdir()
-    dying = _stand_in("kb_assets.services.milvus_lite_server", "--data-dir", str(data))
+    dying = _stand_in("milvus_engine.py", "serve", "--db", str(data / "milvus.db"))
     (home / "milvus.json").write_text(json.dumps({"pid": dying.pid, "port": free_port()}) + "\n")
     assert milvus_status(home)["pid"] == dying.pid  # taken for the running server
 
@@ -256,15 +258,17 @@ def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
 
 
 def test_a_collection_asked_for_at_once_after_a_start_is_opened_once(home):
-    """Concurrent first calls into a collection each opened it in milvus-lite (6 threads, 6 in-memory
-    copies of one data dir: a delete made through one was lost); the server kb-assets runs opens it once."""
+    """Concurrent first calls into a collection each opened it in milvus-lite 3.x (6 threads, 6 in-memory
+    copies of one data dir: a delete made through one was lost); the server kb-assets serves it with
+    (the server profile's tests) opens it once."""
     import threading
 
     from kb_assets.services.milvus_lite_server import OneOpeningMilvusLite
+    from kb_assets_tests.milvus_servers import lite3_server
 
-    milvus_client(ensure_milvus(home)).create_collection("opened", dimension=4)
-    stop_milvus(home)
-    with OneOpeningMilvusLite(str(home / "milvus")) as db:
+    with lite3_server(home / "lite3") as server:
+        milvus_client(server.uri).create_collection("opened", dimension=4)
+    with OneOpeningMilvusLite(str(home / "lite3")) as db:
         start, opened = threading.Barrier(6), []
 
         def open_it():
@@ -277,6 +281,60 @@ def test_a_collection_asked_for_at_once_after_a_start_is_opened_once(home):
         for thread in threads:
             thread.join(timeout=60)
         assert len(opened) == 6 and len({id(collection) for collection in opened}) == 1
+
+
+def test_a_second_engine_on_the_same_data_is_refused_and_the_engine_dies_with_its_supervisor(home):
+    """The engine's binary takes no lock of its own (two served one file at once, measured): its supervisor
+    holds one, and is its lifeline: killed with SIGKILL, its engine exits by itself within ~1.5 s."""
+    from kb_assets.services.milvus import SUPERVISOR
+
+    ensure_milvus(home)
+    supervisor = milvus_status(home)["pid"]
+    db = home / "milvus" / "milvus.db"
+    second = subprocess.run(
+        [sys.executable, str(REPO / "kb_assets" / "services" / SUPERVISOR), "serve", "--db", str(db)]
+        + ["--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1 and "in use by another engine" in second.stderr
+
+    engine = int(Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()[0])
+    assert Path(f"/proc/{engine}/exe").resolve().name == "milvus"
+    os.kill(supervisor, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{engine}").exists() and "Z" not in _state(engine) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{engine}").exists() or "Z" in _state(engine)
+    assert milvus_client(ensure_milvus(home)).list_collections() == []  # a new engine on the same data
+
+
+def _state(pid: int) -> str:
+    try:
+        return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State"))
+    except (FileNotFoundError, StopIteration):
+        return "Z"
+
+
+def test_milvus_lite_3_data_and_its_running_server_give_way_to_the_engine(home):
+    """A KB_HOME of before the engine: Milvus Lite 3.x's server runs on ``milvus/`` (as kb-assets started
+    it). ensure_milvus stops that server, moves its folder aside untouched, and starts the engine."""
+    from kb_assets.services.milvus import LEGACY_DIR
+    from kb_assets_tests.milvus_servers import lite3_server
+
+    with lite3_server(home / "milvus") as old:
+        milvus_client(old.uri).create_collection("before", dimension=4)
+        port = int(old.uri.rsplit(":", 1)[1])
+        (home / "milvus.json").write_text(json.dumps({"pid": old.pid, "port": port}) + "\n")
+        assert milvus_status(home)["pid"] == old.pid
+
+        uri = ensure_milvus(home)
+        assert old.wait(30) is not None  # stopped, not left serving beside the engine
+    assert (home / LEGACY_DIR / "collections" / "before").is_dir()
+    assert (home / "milvus" / "milvus.db").exists() and not (home / "milvus" / "collections").exists()
+    assert milvus_client(uri).list_collections() == []
+    assert milvus_status(home)["engine"] == "milvus-lite 2.5.1"
 
 
 # ---------------------------------------------------------------- both

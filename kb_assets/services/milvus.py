@@ -34,10 +34,12 @@ from pathlib import Path
 from pymilvus import MilvusClient
 
 from kb_assets.services.local import free_port, locked, log_tail, port_free
+from kb_assets.services.milvus_engine import ENGINE_VERSION, engine_binary
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60
 LEGACY_DIR = "milvus-lite-3.2.2"  # where Milvus Lite 3.x's data folder is moved
+SUPERVISOR = "milvus_engine.py"  # run by its path: the supervisor imports nothing of kb_assets
 STOP_TIMEOUT_S = 10
 # pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
 # 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts. pymilvus
@@ -60,12 +62,13 @@ def milvus_client(uri: str, timeout: float | None = 30) -> MilvusClient:
 def ensure_milvus(home: Path) -> str:
     """Start (or reuse) the embedded engine for ``home/"milvus"``; return ``http://127.0.0.1:PORT``.
     Idempotent and safe across processes."""
-    from kb_assets.services.milvus_engine import engine_binary  # (not at import: the supervisor runs as -m)
-
     home = Path(home).absolute()
     engine_binary()  # missing: say how to install it before anything is started or moved
     with locked(home / "milvus.lock"):
         state = _running(home)
+        if state is not None and state["legacy"]:  # Milvus Lite 3.x's server of before: stopped, then moved
+            _terminate(state["pid"])
+            state = None
         if state is not None:
             uri = _uri(state["port"])
             try:
@@ -100,8 +103,6 @@ def stop_milvus(home: Path) -> bool:
 
 def milvus_status(home: Path) -> dict:
     """Describe the server for ``home`` without starting or locking anything."""
-    from kb_assets.services.milvus_engine import ENGINE_VERSION
-
     home = Path(home).absolute()
     state = _running(home)
     return {
@@ -121,10 +122,10 @@ def legacy_data(home: Path) -> Path:
 
 
 def _move_legacy_data(home: Path) -> None:
-    """Milvus Lite 3.x's data folder (``collections/``, ``aliases.json``) is not the engine's: move it
-    aside, untouched, so the engine starts on an empty folder (the collection is rebuilt from the lake)."""
+    """Milvus Lite 3.x's data folder (``collections/``, ``LOCK``, ``aliases.json``) is not the engine's: move
+    it aside, untouched, so the engine starts on an empty folder (the collection is rebuilt from the lake)."""
     data = home / "milvus"
-    if not ((data / "collections").is_dir() or (data / "aliases.json").exists()):
+    if (data / "milvus.db").exists() or not any((data / name).exists() for name in ("collections", "LOCK")):
         return
     target = legacy_data(home)
     if target.exists():
@@ -147,7 +148,7 @@ def _spawn(home: Path, port: int) -> int:
     data = home / "milvus"
     data.mkdir(parents=True, exist_ok=True)
     db = data / "milvus.db"
-    cmd = [sys.executable, "-m", "kb_assets.services.milvus_engine", "serve", "--db", str(db), "--port", str(port)]
+    cmd = [sys.executable, str(Path(__file__).with_name(SUPERVISOR)), "serve", "--db", str(db), "--port", str(port)]
     with open(home / "milvus.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=home, start_new_session=True
@@ -156,24 +157,28 @@ def _spawn(home: Path, port: int) -> int:
 
 
 def _running(home: Path) -> dict | None:
-    """The ``{"pid", "port"}`` from ``milvus.json`` when that server process is alive, else None."""
+    """The ``{"pid", "port", "legacy"}`` from ``milvus.json`` when that server process is alive, else None
+    (``legacy``: Milvus Lite 3.x's server, which kb-assets ran before the engine)."""
     try:
         state = json.loads((home / "milvus.json").read_text())
         pid, port = int(state["pid"]), int(state["port"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
-    return {"pid": pid, "port": port} if _alive(pid, str(home / "milvus")) else None
+    command = _command(pid, str(home / "milvus"))
+    return None if command is None else {"pid": pid, "port": port, "legacy": SUPERVISOR not in command}
 
 
-def _alive(pid: int, needle: str) -> bool:
-    """True when ``pid`` runs and (where /proc exists) is an engine supervisor whose command holds ``needle``."""
+def _command(pid: int, needle: str) -> str | None:
+    """The command line of ``pid`` when it runs and (where /proc exists) is the engine's supervisor (or
+    Milvus Lite 3.x's server) and holds ``needle``; else None."""
     if _gone(pid):
-        return False
+        return None
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except FileNotFoundError:
-        return not Path("/proc/self").exists()
-    return "kb_assets.services.milvus_engine" in cmdline and needle in cmdline
+        return None if Path("/proc/self").exists() else SUPERVISOR  # no /proc: trust kill
+    known = SUPERVISOR in cmdline or "milvus_lite" in cmdline or "milvus-lite" in cmdline
+    return cmdline if known and needle in cmdline else None
 
 
 def _gone(pid: int) -> bool:

@@ -7,8 +7,9 @@ pinned pymilvus (same distribution name as milvus-lite 3.x, and its Python part 
 the wheel with pip and unpacks its ``milvus_lite/lib/`` under the virtualenv (``ENGINE_DIR``):
 ``make install`` runs it, or ``python -m kb_assets.services.milvus_engine install``.
 
-``supervise`` (``python -m kb_assets.services.milvus_engine serve --db FILE --port P``) is the process
-``services.milvus`` starts. The binary takes no lock of its own, so the supervisor:
+``supervise`` (``python .../milvus_engine.py serve --db FILE --port P``: run by its path, it imports
+nothing but the standard library) is the process ``services.milvus`` starts. The binary takes no lock of
+its own, so the supervisor:
 
 - takes an exclusive, non-blocking ``lockf`` on ``.FILE.lock`` beside the data file: a second engine
   on the same data is refused;

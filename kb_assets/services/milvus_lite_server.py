@@ -1,4 +1,9 @@
-"""The Milvus Lite server kb-assets starts: milvus-lite's own gRPC server, with its writes serialized.
+"""Milvus Lite 3.x as a Milvus server: milvus-lite's own gRPC server, with its writes serialized.
+
+kb-assets embedded it before the C++ engine (``milvus_engine``); it no longer starts it. It stays as a
+server that answers the whole Milvus server API (aliases, collection properties, partition keys) without
+Docker: the server profile's tests run on it (``KB_MILVUS_URI``), ``benchmarks/engines.py`` measures it
+beside the engine, and it reads a ``KB_HOME``'s data folder of before the upgrade (``milvus-lite-3.2.2/``).
 
 milvus-lite 3.2.2 answers every gRPC call on a thread pool, but its engine is not safe for concurrent
 callers in two places (read in its source, reproduced here):
