@@ -205,12 +205,15 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
 
 
 def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
-    """Re-publish the most recently retired collection that still exists."""
+    """Re-publish the most recently retired collection of the alias that still exists."""
     current = published_collection(client, catalog, alias)
     retired = [
         c
         for c in catalog.collections()
-        if c["state"] == "retired" and c["name"] != current and collection_exists(client, c["name"])
+        if c["state"] == "retired"
+        and c["alias"] == alias
+        and c["name"] != current
+        and collection_exists(client, c["name"])
     ]
     if not retired:
         raise LookupError("no retired collection to roll back to")

@@ -1,0 +1,206 @@
+"""The vector index on each Milvus engine kb-assets runs on (``stores/vectors.py`` is the one adapter): the
+embedded engine (Milvus Lite 2.5.1's C++ core, under KB_HOME) and a Milvus server (Milvus Lite 3.2.2 served
+as one: aliases, collection properties, partition keys). The same calls publish, swap and roll back, read the
+spec back, filter by knowledge base and pages, repair a half-made collection; on real engines."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kb_assets.pipeline import migration
+from kb_assets.pipeline.steps.publish import publish_if_unpublished
+from kb_assets.services import milvus_client as connect
+from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.entities import (
+    QUERY_LIMIT,
+    count_entities,
+    document_ids,
+    insert,
+    stored_entities,
+    version_counts,
+)
+from kb_assets.stores.vectors import (
+    EMBEDDED,
+    INT_FIELDS,
+    SCALAR_FIELDS,
+    SCHEMA_VERSION,
+    SERVER,
+    EmbeddingSpec,
+    build_schema,
+    collection_spec,
+    engine,
+    ensure_collection,
+    in_filter,
+    pages_filter,
+    published_collection,
+    spec_record,
+)
+from kb_assets_tests.databases import database_on
+from kb_assets_tests.milvus_servers import lite3_server
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with lite3_server(tmp_path_factory.mktemp("milvus-server") / "data") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def own_catalog(catalog):
+    """A catalog database of its own: the collections recorded here never reach the session's."""
+    own = Catalog(database_on(catalog.dsn, "engines_test", fresh=True))
+    own.ensure_schema()
+    return own
+
+
+@pytest.fixture(params=["embedded", "server"])
+def client(request, milvus_client, server):
+    return milvus_client if request.param == "embedded" else connect(server.uri)
+
+
+def _spec(name: str) -> EmbeddingSpec:
+    return EmbeddingSpec(
+        model="test-engines", dimension=8, languages=("en",), short_name=f"{name}_{uuid.uuid4().hex[:6]}"
+    )
+
+
+def _entity(chunk: int, document: str = "doc-1", kb: str = "kb-a", page: int = 0, version: str = "v1") -> dict:
+    entity = {name: "" for name in SCALAR_FIELDS} | {name: 0 for name in INT_FIELDS}
+    entity.update(
+        chunk_id=f"{document}-{chunk}",
+        document_id=document,
+        document_version=version,
+        knowledge_base_id=kb,
+        content=f"chunk {chunk} of {document} about pumps",
+        page_index=page,
+        page_end=page,
+        chunk_index=chunk,
+        dense=[1.0, chunk / 10] + [0.1] * 6,
+    )
+    return entity
+
+
+def _recorded(catalog: Catalog, client, spec: EmbeddingSpec, alias: str) -> str:
+    """The spec's collection, created with a few entities and recorded as building (as an ingest does)."""
+    name = ensure_collection(client, spec, "hnsw")
+    insert(client, name, [_entity(i) for i in range(3)])
+    with catalog.connect() as conn:
+        catalog.record_collection(
+            conn,
+            name=name,
+            alias=alias,
+            schema_version=SCHEMA_VERSION,
+            model=spec.model,
+            dimension=spec.dimension,
+            languages=list(spec.languages),
+            state="building",
+        )
+    return name
+
+
+def test_each_engine_is_told_apart_by_what_it_reports(milvus_client, server):
+    assert engine(milvus_client) is EMBEDDED and not EMBEDDED.aliases
+    assert engine(connect(server.uri)) is SERVER and SERVER.aliases
+
+
+def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(client, own_catalog):
+    alias = f"kb_test_{uuid.uuid4().hex[:8]}"
+    first = _recorded(own_catalog, client, _spec("first"), alias)
+    second = _recorded(own_catalog, client, _spec("second"), alias)
+    try:
+        assert published_collection(client, own_catalog, alias) is None
+        assert publish_if_unpublished(client, own_catalog, alias, first) == first
+        assert published_collection(client, own_catalog, alias) == first
+
+        swapped = migration.swap(own_catalog, client, alias, second)
+        assert (swapped["previous"], swapped["published"]) == (first, second)
+        assert published_collection(client, own_catalog, alias) == second
+        states = {c["name"]: c["state"] for c in own_catalog.collections()}
+        assert (states[first], states[second]) == ("retired", "published")
+        if engine(client).aliases:  # a server: the alias moved, atomically
+            assert client.describe_alias(alias)["collection_name"] == second
+        else:  # the embedded engine: the catalog names it; the retired one left memory, its rows kept
+            assert str(client.get_load_state(first)["state"]) == "NotLoad"
+            assert count_entities(client, first) == 3
+
+        rolled = migration.rollback(own_catalog, client, alias)
+        assert (rolled["previous"], rolled["published"]) == (second, first)
+        assert published_collection(client, own_catalog, alias) == first
+        assert {c["name"]: c["state"] for c in own_catalog.collections()}[second] == "retired"
+    finally:
+        if engine(client).aliases and alias in client.list_aliases().get("aliases", []):
+            client.drop_alias(alias)
+        for name in (first, second):
+            client.drop_collection(name)
+
+
+def test_the_spec_filters_and_scope_hold_on_each_engine(client):
+    spec = _spec("scope")
+    name = ensure_collection(client, spec, "hnsw")
+    try:
+        insert(
+            client,
+            name,
+            [_entity(i, "doc-1", "kb-a", page=i) for i in range(4)]
+            + [_entity(i, 'doc-"q\\uo"-中文', "kb-b", page=i) for i in range(3)],
+        )
+        assert collection_spec(client, name) == spec_record(spec)
+        fields = {f["name"]: f for f in client.describe_collection(name)["fields"]}
+        assert bool(fields["knowledge_base_id"].get("is_partition_key")) is engine(client).partition_key
+
+        def chunks(flt: str) -> list[str]:
+            return sorted(r["chunk_id"] for r in client.query(name, filter=flt, output_fields=["chunk_id"], limit=100))
+
+        assert chunks(in_filter("knowledge_base_id", ["kb-b"])) == [f'doc-"q\\uo"-中文-{i}' for i in range(3)]
+        assert chunks(pages_filter({"doc-1": [(1, 2)]})) == ["doc-1-1", "doc-1-2"]
+        assert document_ids(client, name, excluding=["doc-1"]) == {'doc-"q\\uo"-中文'}  # ``not in``
+        hits = client.search(
+            name, [_entity(2)["dense"]], anns_field="dense", limit=2, filter=in_filter("knowledge_base_id", ["kb-a"])
+        )
+        assert hits[0][0].id == "doc-1-2"
+        words = client.search(
+            name, ["pumps"], anns_field="sparse", limit=10, filter=in_filter("knowledge_base_id", ["kb-b"])
+        )
+        assert len(words[0]) == 3
+    finally:
+        client.drop_collection(name)
+
+
+def test_a_collection_whose_create_failed_halfway_gets_its_indexes(client):
+    """A refused index left the collection without it, and a second ensure_collection took it as made."""
+    spec = _spec("halfway")
+    name = spec.collection_name()
+    client.create_collection(name, schema=build_schema(client, spec))  # no index at all
+    try:
+        assert ensure_collection(client, spec, "hnsw") == name
+        assert {"dense", "sparse"} <= set(client.list_indexes(name))
+        dense = client.describe_index(name, "dense")["index_type"]
+        assert dense == ("HNSW" if engine(client).dense_index is None else "FLAT")
+        insert(client, name, [_entity(1)])
+        assert count_entities(client, name) == 1
+    finally:
+        client.drop_collection(name)
+
+
+def test_reads_past_the_query_limit_return_every_entity(milvus_client):
+    """The embedded engine cuts a query without a limit at 16,383 rows, silently; reads of a document's
+    entities go in windows of chunk_index past the limit."""
+    name = ensure_collection(milvus_client, _spec("many"), "hnsw")
+    try:
+        rows = [_entity(i, "doc-big", version="v1" if i % 3 else "v2") for i in range(QUERY_LIMIT + 200)]
+        rows += [_entity(i, "doc-small") for i in range(5)]
+        for start in range(0, len(rows), 2000):
+            insert(milvus_client, name, rows[start : start + 2000])
+        assert len(stored_entities(milvus_client, name, ["doc-big", "doc-small"], with_vectors=False)) == len(rows)
+        big = version_counts(milvus_client, name, "doc-big")
+        assert big == {
+            "v1": sum(1 for r in rows[: QUERY_LIMIT + 200] if r["document_version"] == "v1"),
+            "v2": big["v2"],
+        }
+        assert sum(big.values()) == QUERY_LIMIT + 200
+    finally:
+        milvus_client.drop_collection(name)
