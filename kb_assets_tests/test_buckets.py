@@ -170,14 +170,14 @@ def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
     folder = tmp_path / "migrate"
     write_notes(folder, 4)
     assert not ingest([folder], "buckets-migrate", buckets).failures
-    before = published_collection(milvus_client, settings.alias)
+    before = published_collection(milvus_client, catalog, settings.alias)
     new = replace(buckets, embedding_model="all-MiniLM-L6-v2@256")
 
     report = ingest([folder], "buckets-migrate", new)  # the spec changed: backfill, validate, swap
     try:
         migration = report.migration
         assert migration["status"] == "published", migration.get("problems")
-        assert published_collection(milvus_client, settings.alias) == migration["collection"] != before
+        assert published_collection(milvus_client, catalog, settings.alias) == migration["collection"] != before
         assert migration["entities"] == migration["chunkRows"]
         instance = dagster_instance(settings)
         backfills = [instance.get_run_by_id(r) for r in report.run_ids]

@@ -170,7 +170,7 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
     (folder / "boilers.md").write_text(GOOD)
     assert not ingest([folder], "strays", settings).failures
     (doc,) = catalog.list_documents(["strays"])
-    collection = published_collection(milvus_client, settings.alias)
+    collection = published_collection(milvus_client, catalog, settings.alias)
     # what a run killed during its Milvus upsert leaves: part of the new version's entities
     (entity,) = chunk_entities(lake.read("chunks", doc.document_id), lake.read("embeddings", doc.document_id))[:1]
     milvus_client.upsert(

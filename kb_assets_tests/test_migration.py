@@ -35,7 +35,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     note = folder / "parking.md"
     note.write_text("# Parking\n\nVisitors park on level two of the east garage and sign in at the desk.\n")
     assert not ingest([folder], "edits", settings).failures
-    before = published_collection(milvus_client, settings.alias)
+    before = published_collection(milvus_client, catalog, settings.alias)
     before_count = count_entities(milvus_client, before)
     new = replace(settings, embedding_model="all-MiniLM-L6-v2@256")
     instance = dagster_instance(settings)
@@ -53,7 +53,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
         assert job.execute_in_process(
             instance=instance, tags=request.tags, asset_selection=request.asset_selection, run_config=QUIET_RUN_CONFIG
         ).success
-    assert published_collection(milvus_client, settings.alias) == before  # validated and swapped later
+    assert published_collection(milvus_client, catalog, settings.alias) == before  # validated and swapped later
 
     note.write_text("# Parking\n\nVisitors park on level five of the west garage and sign in at the desk.\n")
     edited = ingest([folder], "edits", replace(new, auto_migrate=False))  # written into both collections
@@ -83,7 +83,9 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     migration = report.migration
     assert migration["status"] == "published", migration
     assert (
-        migration["collection"] == "kb_chunks__minilm_l6__d256__v1" == published_collection(milvus_client, "kb_chunks")
+        migration["collection"]
+        == "kb_chunks__minilm_l6__d256__v1"
+        == published_collection(milvus_client, catalog, "kb_chunks")
     )
     assert migration["entities"] == migration["chunkRows"] >= before_count
     assert migration["quality"]["published"] >= 0.8  # chunk search, not the page fallback, was measured
@@ -105,7 +107,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     rolled = rollback(catalog, milvus_client, settings.alias)
 
     assert rolled == {"published": before, "previous": migration["collection"]}
-    assert published_collection(milvus_client, "kb_chunks") == before
+    assert published_collection(milvus_client, catalog, "kb_chunks") == before
     states = {c["name"]: c["state"] for c in catalog.collections()}
     assert states[before] == "published" and states[migration["collection"]] == "retired"
 

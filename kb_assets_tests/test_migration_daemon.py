@@ -78,7 +78,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         "# Badges\n\nLost badges are replaced by the security office on the ground floor.\n"
     )
     assert not ingest([folder], "daemon-notes", settings).failures
-    before = published_collection(milvus_client, settings.alias)
+    before = published_collection(milvus_client, catalog, settings.alias)
     assert {c["name"]: c["model"] for c in catalog.collections()}[before] != SPEC
     instance = dagster_instance(settings)  # the session's: it knows every document's partition
     started = datetime.now(UTC)
@@ -107,7 +107,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
     try:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline and daemon.poll() is None:
-            published = published_collection(milvus_client, settings.alias)
+            published = published_collection(milvus_client, catalog, settings.alias)
             if published != before:
                 break
             time.sleep(3)
@@ -136,7 +136,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
         stop_log_tails(settings.dagster_home)
         log.close()
         instance.wipe_daemon_heartbeats()  # no later ingest takes the stopped daemon for a live one
-        if published_collection(milvus_client, settings.alias) != before:
+        if published_collection(milvus_client, catalog, settings.alias) != before:
             rollback(catalog, milvus_client, settings.alias)
             converge(settings)  # every backfilled document re-encodes from the lake for the published spec
-    assert published_collection(milvus_client, settings.alias) == before
+    assert published_collection(milvus_client, catalog, settings.alias) == before

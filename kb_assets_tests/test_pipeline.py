@@ -60,7 +60,7 @@ def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, 
 
 
 def test_milvus_holds_exactly_one_entity_per_chunk_row(handbook, catalog, lake, milvus_client, settings):
-    collection = published_collection(milvus_client, settings.alias)
+    collection = published_collection(milvus_client, catalog, settings.alias)
     assert collection == handbook.published["collection"]
     chunk_rows = sum(lake.read("chunks", d.document_id).height for d in _docs(catalog).values())
     assert chunk_rows > 0

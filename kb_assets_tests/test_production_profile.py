@@ -1,9 +1,10 @@
 """The production profile end to end, as a deployment runs it: `kb-assets ingest` in a fresh process
 whose only configuration is the environment: a Postgres server over TCP for the catalog and for
 Dagster's storage (plain postgresql:// URLs, deploy/single-host/dagster.yaml in DAGSTER_HOME), SeaweedFS
-S3 for the object store and the lake, a Milvus server URI (a `milvus-lite server`: no newer Milvus server
-installs without Docker). Rows, objects, lake files, entities and Dagster runs land where the profile
-says, and nothing under KB_HOME."""
+S3 for the object store and the lake, a Milvus server URI (Milvus Lite 3.2.2 served as a Milvus server:
+aliases, collection properties, partition keys; no newer Milvus server installs without Docker). Rows,
+objects, lake files, entities and Dagster runs land where the profile says, the alias publishes, and
+nothing is under KB_HOME."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def kb_assets(*args: str, env: dict) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def production(catalog, tmp_path_factory):
     """The servers of the profile and the environment of a process that uses them."""
-    from kb_assets.services import ensure_milvus, stop_milvus
+    from kb_assets_tests.milvus_servers import lite3_server
 
     root = tmp_path_factory.mktemp("production")
     root.chmod(0o755)
@@ -70,8 +71,7 @@ def production(catalog, tmp_path_factory):
     docs.mkdir()
     for name in FILES:
         shutil.copy(EXAMPLE_CORPUS / name, docs / name)
-    milvus_home = root / "milvus-server"
-    with SeaweedS3(root / "seaweed", bucket="kb-production") as s3:
+    with lite3_server(root / "milvus-server") as milvus, SeaweedS3(root / "seaweed", bucket="kb-production") as s3:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DAGSTER_", "AWS_"))}
         env.update(s3.env())
         env.update(
@@ -84,20 +84,18 @@ def production(catalog, tmp_path_factory):
                 "DAGSTER_POSTGRES_URL": dagster_url,
                 "KB_OBJECT_STORE_URL": f"s3://{s3.bucket}/objects",
                 "KB_LAKE_URL": f"s3://{s3.bucket}/lake",
-                "KB_MILVUS_URI": ensure_milvus(milvus_home),
+                "KB_MILVUS_URI": milvus.uri,
                 "DAGSTER_DISABLE_TELEMETRY": "1",
             }
         )
-        try:
-            yield env, s3, docs, root
-        finally:
-            stop_milvus(milvus_home)
+        yield env, s3, docs, root
 
 
 def test_the_production_profile_writes_every_store_where_it_says_and_nothing_under_kb_home(production, catalog):
     from kb_assets.services import milvus_client
+    from kb_assets.stores.catalog import Catalog
     from kb_assets.stores.entities import count_entities
-    from kb_assets.stores.vectors import published_collection
+    from kb_assets.stores.vectors import SERVER, engine, published_collection
 
     env, s3, docs, root = production
 
@@ -135,8 +133,9 @@ def test_the_production_profile_writes_every_store_where_it_says_and_nothing_und
     # entities: on the Milvus server of KB_MILVUS_URI, one per chunk row, published under the alias
     client = milvus_client(env["KB_MILVUS_URI"])
     try:
-        collection = published_collection(client, "kb_chunks")
-        assert collection == report["published"]["collection"]
+        assert engine(client) is SERVER
+        collection = published_collection(client, Catalog(env["KB_POSTGRES_URL"]), "kb_chunks")
+        assert collection == report["published"]["collection"] == client.describe_alias("kb_chunks")["collection_name"]
         assert count_entities(client, collection) == chunks > 0
     finally:
         client.close()

@@ -89,7 +89,7 @@ class Searcher:
         self._published = self._loaded = None
 
     def warm_up(self) -> list[str]:
-        """Load what the first query would otherwise wait for (the model, jieba); best effort.
+        """Load what the first query would otherwise wait for (the collection, the model, jieba); best effort.
 
         Returns what could not be warmed (e.g. nothing published yet): searches then report it.
         """
@@ -98,6 +98,9 @@ class Searcher:
         if self.config.language_policy == "translate":
             english_words("预热")
         try:
+            collection = self.collection or published_collection(self.client, self.catalog, self.alias)
+            if collection:  # without a deadline: the embedded engine reads every row into memory first
+                load(self.client, collection)
             _, spec = self.published()
             self.load_model(spec["model"]).encode_queries(["warm up"])
         except Exception as error:

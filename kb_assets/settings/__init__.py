@@ -45,8 +45,9 @@ __all__ = [
 
 ENCODERS = ("onnx", "torch")  # KB_ENCODER: onnxruntime (exported once into KB_CACHE_DIR) or torch
 
-# KB_MILVUS_DENSE_INDEX: the dense index of new collections (kb_assets/stores/vectors.py builds each)
-DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann")
+# KB_MILVUS_DENSE_INDEX: the dense index of new collections on a Milvus server (kb_assets/stores/vectors.py
+# builds each; the embedded engine always uses FLAT, the one index of its that stays exact)
+DENSE_INDEXES = ("hnsw", "hnsw_sq", "ivf_sq8", "diskann", "flat")
 
 # environment variables that hold secrets: the stores resource takes them as dg.EnvVar, so the UI never shows them
 SECRET_VARIABLES = (
@@ -80,7 +81,7 @@ class Settings:
     concurrent_runs: int = 1  # KB_CONCURRENT_RUNS: runs an ingest executes at once
     partitioning: str = "documents"  # KB_PARTITIONING: documents (one partition each) | buckets:N
     alias: str = "kb_chunks"  # KB_MILVUS_ALIAS
-    milvus_dense_index: str = "hnsw"  # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann (new collections)
+    milvus_dense_index: str = "hnsw"  # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann | flat (servers)
     run_batch_size: int = 50  # KB_RUN_BATCH_SIZE: documents per Dagster run (under buckets:N, buckets)
     bucket_run_documents: int = 1000  # KB_BUCKET_RUN_DOCUMENTS: under buckets:N, documents a run holds at most
     api_keys: str = ""  # KB_API_KEYS: "key1=kbA,kbB;key2=*"
