@@ -2,7 +2,7 @@
 then the default search through the searcher ``kb-assets serve`` builds, index recall, memory and disk.
 
     .venv/bin/python benchmarks/engines.py --home DIR --chunks 40000[,500000] [--engines embedded,lite-3.2.2]
-        [--questions 90] [--concurrency 1,4] [--restart] [--json OUT]
+        [--questions 90] [--concurrency 1,4] [--restart] [--grow-only] [--json OUT]
 
 ``--home``: a copy of a dev-corpus home (``benchmarks/dev_corpus.py``) with no kb-assets process on it, grown
 in place. Engines:
@@ -59,7 +59,7 @@ class Engine:
     """One engine: its client, its process tree, its data folder."""
 
     def __init__(self, name: str, home: Path):
-        from kb_assets.services import milvus_client, milvus_status
+        from kb_assets.services import milvus_status
         from kb_assets.services.local import free_port
 
         self.name, self.home = name, home
@@ -81,8 +81,7 @@ class Engine:
                 start_new_session=True,
             )
             self.pid = lambda: self.process.pid
-            self.client = milvus_client(f"http://127.0.0.1:{port}")
-            wait_ready(self.client)
+            self.client = connected(f"http://127.0.0.1:{port}")
         else:
             raise SystemExit(f"unknown engine {name}")
 
@@ -111,12 +110,16 @@ class Engine:
             self.process.wait(60)
 
 
-def wait_ready(client, timeout_s: float = 600) -> None:
+def connected(uri: str, timeout_s: float = 600):
+    """A client of the server at ``uri`` once it answers (a client made before fails at once)."""
+    from kb_assets.services import milvus_client
+
     deadline = time.monotonic() + timeout_s
     while True:
         try:
+            client = milvus_client(uri)
             client.list_collections()
-            return
+            return client
         except Exception:
             if time.monotonic() > deadline:
                 raise
@@ -274,6 +277,9 @@ def main() -> None:
     parser.add_argument("--recall-questions", type=int, default=60)
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--restart", action="store_true")
+    parser.add_argument(
+        "--grow-only", action="store_true", help="grow to the sizes, measure nothing (long builds in pieces)"
+    )
     parser.add_argument("--json", help="append the figures to this JSON file")
     args = parser.parse_args()
     home = Path(args.home).resolve()
@@ -299,6 +305,8 @@ def main() -> None:
     try:
         for target in [int(n) for n in args.chunks.split(",")]:
             grown = grow(engines, catalog, collection, target)
+            if args.grow_only:
+                continue
             multiplicity = 1 + rounds_done(catalog) // max(len(originals(catalog)), 1)
             for engine in engines:
                 row = {

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kb_assets.services.milvus_engine import ENGINE_DIR
 from kb_assets_tests.databases import database_on
 
 pytestmark = pytest.mark.services
@@ -42,7 +43,9 @@ def _run(cmd, cwd: Path, timeout: float = 600, env: dict | None = None) -> subpr
 def wheel_python(tmp_path_factory) -> Path:
     """A fresh virtualenv holding the project's wheel. Its dependencies come from the project's
     environment through a .pth file (the same pinned packages; reinstalling torch and docling would
-    only cost minutes), and that environment's editable install of kb_assets is not visible there."""
+    only cost minutes), and so does the embedded Milvus engine (a link where ``milvus_engine install``
+    unpacks it: ``make install`` runs that); that environment's editable install of kb_assets is not
+    visible there."""
     root = tmp_path_factory.mktemp("wheel")
     _run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", REPO],
@@ -56,6 +59,7 @@ def wheel_python(tmp_path_factory) -> Path:
         _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).stdout.strip()
     )
     (purelib / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (root / "venv" / ENGINE_DIR.name).symlink_to(ENGINE_DIR)
     _run(
         [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel],
         cwd=root,

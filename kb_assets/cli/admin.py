@@ -19,7 +19,7 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 def collections(settings, action, as_json):
     """Collection versions (name, model, dimension, state, count, published); `rollback` re-publishes
     the previous version."""
-    from kb_assets.stores.vectors import published_collection
+    from kb_assets.stores.vectors import engine, published_collection
 
     stores = stores_of(settings)
     client = stores.milvus
@@ -35,6 +35,7 @@ def collections(settings, action, as_json):
     current = published_collection(client, stores.catalog, settings.alias)
     data = {
         "alias": settings.alias,
+        "engine": engine(client).name,
         "published": current,
         "collections": [
             {
@@ -51,6 +52,7 @@ def collections(settings, action, as_json):
     }
 
     def render(d):
+        click.echo(f"{d['engine']}: {d['published'] or 'nothing'} published as {d['alias']}")
         for c in d["collections"]:
             mark = "*" if c["published"] else " "
             click.echo(f"{mark} {c['name']}  {c['model']} d{c['dimension']}  {c['state']}  {c['count']} entities")
@@ -156,6 +158,7 @@ def services(settings, action, as_json):
         for name in ("postgres", "milvus"):
             status = d[name]
             state = "external" if "external" in status else ("running" if status.get("running") else "stopped")
-            click.echo(f"{name}: {state} {status.get('dsn') or status.get('uri') or status.get('external') or ''}")
+            where = status.get("dsn") or status.get("uri") or status.get("external") or ""
+            click.echo(f"{name}: {state} {where}" + (f" ({status['engine']})" if status.get("engine") else ""))
 
     emit(data, as_json, render)
