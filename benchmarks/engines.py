@@ -81,7 +81,11 @@ class Engine:
                 start_new_session=True,
             )
             self.pid = lambda: self.process.pid
-            self.client = connected(f"http://127.0.0.1:{port}")
+            try:
+                self.client = connected(f"http://127.0.0.1:{port}", self.process)
+            except BaseException:
+                self.stop()
+                raise
         else:
             raise SystemExit(f"unknown engine {name}")
 
@@ -110,7 +114,7 @@ class Engine:
             self.process.wait(60)
 
 
-def connected(uri: str, timeout_s: float = 600):
+def connected(uri: str, process: subprocess.Popen, timeout_s: float = 600):
     """A client of the server at ``uri`` once it answers (a client made before fails at once)."""
     from kb_assets.services import milvus_client
 
@@ -121,7 +125,7 @@ def connected(uri: str, timeout_s: float = 600):
             client.list_collections()
             return client
         except Exception:
-            if time.monotonic() > deadline:
+            if process.poll() is not None or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
 
@@ -248,6 +252,7 @@ def measure(engine: Engine, others: list[Engine], collection: str, asked, args, 
         rows["diskMB"] = round(engine.disk_mb())
         if args.restart:
             engine.restart()
+            searcher.client = engine.client  # the old engine comes back on another port
             searcher.forget_published()
             began = time.perf_counter()
             response = searcher.search(_request(asked[0]))
