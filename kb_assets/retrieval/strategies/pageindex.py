@@ -47,6 +47,7 @@ from kb_assets.retrieval.located import located_chunks
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
+from kb_assets.retrieval.routing import MAX_DOCUMENTS, Routing, expanded, routed_pages, routing
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.settings import SearchConfig
 from kb_assets.structure.statements import named_statements, statement_family
@@ -59,6 +60,13 @@ T = TypeVar("T")
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
+    route = routing(request.query) if searcher.config.analysis else None
+    nodes = None
+    if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
+        query.bm25_text = expanded(query.bm25_text or query.text, route.words)
+        nodes = searcher.pool.submit(
+            _timed, searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents
+        )
     locating = searcher.pool.submit(
         _timed,
         searcher.catalog.locate_pages,
@@ -81,9 +89,12 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         response.warnings.append(
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
-    if located:
-        found = found.merge(located_chunks(searcher, request, response, query, located))
-    else:
+    searched = located
+    if route is not None and nodes is not None:
+        searched = located + routed_extra(response, route, nodes, located)
+    if searched:
+        found = found.merge(located_chunks(searcher, request, response, query, searched))
+    if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     rows = searcher.score(response, query, found)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
@@ -100,6 +111,11 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     relevance = {key: _value(chunks[0]) + weight * locate_score.get(key, 0.0) for key, chunks in by_page.items()}
     if statements is not None:
         add_named_statement(searcher, response, statements, named, by_page, relevance)
+    if route is not None and route.pages:
+        for key in route.pages.keys() & relevance.keys():
+            relevance[key] += config.analysis * route.pages[key]
+            for row in by_page[key]:
+                row["scores"]["analysis"] = round(config.analysis * route.pages[key], 6)
     terms = question_terms(request.query, query.translations)
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
         add_page_coverage(searcher, response, terms, by_page, relevance)
@@ -109,6 +125,27 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     return assemble(
         by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")}, searcher.config.chunks_per_page
     )[: request.limit]
+
+
+def routed_extra(
+    response: SearchResponse,
+    route: Routing,
+    nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
+    located: list[dict],
+) -> list[dict]:
+    """The pages the question's analyses route to (``routing.py``; ``route.pages`` set in place) that were not
+    located, as located pages of score 0 (their chunks are read as the located pages' are)."""
+    try:
+        read, took = nodes.result()
+    except Exception as error:
+        response.warnings.append(
+            f"pageindex: reading the analyses' nodes failed ({type(error).__name__}: {short(error)})"
+        )
+        return []
+    response.timings_ms["locate"] = round(response.timings_ms.get("locate", 0.0) + took, 1)
+    route.pages = routed_pages(read, route.weights)
+    have = {(page["document_id"], page["page_index"]) for page in located}
+    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages.keys() - have)]
 
 
 def add_page_coverage(
