@@ -71,6 +71,11 @@ def load_set(split: str) -> tuple[list[dict], dict[str, dict]]:
         rows = [json.loads(line) for line in TEST2.read_text().splitlines() if line.strip()]
         return [{**q, "type": q["question_type"]} for q in rows], truth
     questions = [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line.strip()]
+    if split == "all":  # issue 44's development set: both splits of issue 32, and the written analysts' questions
+        questions += [json.loads(line) for line in (HERE / "analyst_questions.jsonl").read_text().splitlines() if line]
+    fb_types = json.loads((HERE / "financebench_types.json").read_text())
+    for q in questions:  # FinanceBench's question type (the written ones: "written <type>")
+        q.setdefault("question_type", fb_types.get(q.get("financebench_id"), f"written {q['type']}"))
     issuers = json.loads((HERE / "split.json").read_text())
     wanted = set(issuers["dev_issuers"]) if split == "dev" else set(issuers["test_issuers"])
     if split == "all":
@@ -304,21 +309,23 @@ def score(questions: list[dict], truth: dict[str, dict], args) -> None:
             started = time.perf_counter()
             results = search(question["question"])
             ms = (time.perf_counter() - started) * 1000
-            row = {**measure(question, results), "ms": ms, "type": question["type"]}
+            row = {**measure(question, results), "ms": ms, "type": question["type"], "kind": question["question_type"]}
             runs[strategy].append(row)
             if dump:
                 top = [{"doc": doc_of(r), "page": r["pageIndex"], "score": r.get("score")} for r in results[:5]]
                 dump.write(json.dumps({"strategy": strategy, "id": question["id"], **row, "top": top}) + "\n")
     print(
-        f"\n{'strategy':10} {'questions':22} {'n':>4} {'hit@1':>6} {'hit@5':>6} {'MRR':>6} {'filing@5':>8} "
+        f"\n{'strategy':10} {'questions':32} {'n':>4} {'hit@1':>6} {'hit@5':>6} {'MRR':>6} {'filing@5':>8} "
         f"{'passage@5':>9} {'p50 ms':>7} {'p95 ms':>7}"
     )
     for strategy, rows in runs.items():
         groups = {"all": rows, **{t: [r for r in rows if r["type"] == t] for t in sorted({r["type"] for r in rows})}}
+        if args.split != "test2":  # FinanceBench's kinds beside the set's own types
+            groups |= {f"kind {k}": [r for r in rows if r["kind"] == k] for k in sorted({r["kind"] for r in rows})}
         for name, group in groups.items():
             s = summary(group)
             print(
-                f"{strategy:10} {name:22} {s['n']:4} {s['hit@1']:6.2f} {s['hit@5']:6.2f} {s['mrr']:6.2f} "
+                f"{strategy:10} {name:32} {s['n']:4} {s['hit@1']:6.2f} {s['hit@5']:6.2f} {s['mrr']:6.2f} "
                 f"{s['filing@5']:8.2f} {s['passage@5']:9.2f} {s['p50']:7.0f} {s['p95']:7.0f}"
             )
     print("\n".join(metadata_accuracy(catalog, truth, misses=args.split != "test2")))
@@ -331,6 +338,8 @@ def main() -> None:
     parser.add_argument("--home", help="KB_HOME (default /work/kb-filings-<split>); reused when it exists")
     parser.add_argument("--split", choices=("dev", "test", "all", "test2"), default="dev")
     parser.add_argument("--filings", type=int, help="filings in the knowledge base (default 25; test2: all 32)")
+    parser.add_argument("--with", dest="extra", default="", help="more filings in the knowledge base: doc-NNN,...")
+    parser.add_argument("--only", help="ingest only the staged files START:END (in sorted order), to cut a long ingest")
     parser.add_argument("--strategies", default="pageindex,hybrid,bm25")
     parser.add_argument("--no-ingest", action="store_true", help="score the knowledge base as it is")
     parser.add_argument("--ingest-only", action="store_true", help="build the knowledge base, score nothing")
@@ -353,11 +362,13 @@ def main() -> None:
 
     questions, truth = load_set(args.split)
     docs = choose_filings(questions, data, args.filings or (10**6 if args.split == "test2" else 25))
+    docs = sorted(set(docs) | {guard(doc) for doc in args.extra.split(",") if doc})
     pages = sum(page_count(data, doc) for doc in docs)
     print(f"split {args.split}: {len(docs)} filings ({pages} pages) of {len({q['issuer'] for q in questions})} issuers")
     paths = stage_files(data, docs, home)
     if not args.no_ingest:
-        build(paths, Settings.from_env())
+        start, _, end = (args.only or ":").partition(":")
+        build(paths[int(start or 0) : int(end) if end else None], Settings.from_env())
     if args.ingest_only:
         return
     scored = [q for q in questions if q["doc"] in docs]
