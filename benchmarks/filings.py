@@ -288,6 +288,12 @@ def score(questions: list[dict], truth: dict[str, dict], args) -> None:
     settings = one_thread_per_query(Settings.from_env())
     searcher = make_searcher(settings, config_overrides(args.set, settings.search))
     searcher.warm_up()
+    try:
+        from kb_assets.retrieval import search_version
+
+        print(f"search version {search_version()}")
+    except ImportError:  # the code before issue 44 had none (measuring the baseline on the same knowledge base)
+        print("search version: none (before issue 44)")
     catalog = Stores(settings).catalog
     runs: dict[str, list[dict]] = defaultdict(list)
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None

@@ -34,7 +34,9 @@ def test_questions_that_name_no_analysis_are_not_routed():
 
 def test_titles_name_their_topics_and_statements():
     assert topics_of("Note 7 – Debt") == {"debt"}
-    assert "market for equity" in topics_of("Item 5. Market for Registrant's Common Equity, Related Stockholder Matters")
+    assert "market for equity" in topics_of(
+        "Item 5. Market for Registrant's Common Equity, Related Stockholder Matters"
+    )
     assert "segments" in topics_of("Note 11 – Segment Information and Geographic Data")
     assert node_sources("n28", "CONSOLIDATED BALANCE SHEETS") == {"balance sheet"}
     assert node_sources("statement-35", "Consolidated Statements of Cash Flows") == {"cash flows"}
@@ -71,7 +73,10 @@ def test_every_analysis_reaches_a_statement_or_section_node_of_a_generated_filin
     "question, page",
     [
         ("Does Initech have positive working capital based on FY2023 data?", "balance sheet"),
-        ("Which debt securities are registered to trade on a national securities exchange under Initech's name?", "cover"),
+        (
+            "Which debt securities are registered to trade on a national securities exchange under Initech's name?",
+            "cover",
+        ),
         ("Among operations, investing, and financing activities, which brought in the most cash flow?", "cash flows"),
         ("What are major acquisitions that Initech has done in FY2023 and FY2022?", "acquisitions"),
         ("Has Initech paid dividends to common shareholders in FY2023?", "market"),
@@ -112,8 +117,14 @@ def filing_searcher(settings, filing):
     "question, page",
     [
         ("Does Initech Corporation have positive working capital based on FY2023 data?", "balance sheet"),
-        ("Which debt securities are registered to trade on a national securities exchange under Initech's name?", "cover"),
-        ("Among operations, investing, and financing activities, which brought in the most cash for Initech?", "cash flows"),
+        (
+            "Which debt securities are registered to trade on a national securities exchange under Initech's name?",
+            "cover",
+        ),
+        (
+            "Among operations, investing, and financing activities, which brought in the most cash for Initech?",
+            "cash flows",
+        ),
     ],
 )
 def test_search_ranks_the_routed_page_first_with_its_analysis_score(filing_searcher, filing, question, page):

@@ -20,6 +20,7 @@ from kb_assets.structure.statements import TITLE
 
 NODE_PREFIX = "section-"
 MAX_SECTION_PAGES = 4
+MAX_ITEMS = 4  # a page naming more items lists them (a table of contents the tree did not mark)
 HEADING_CHARS = 120  # a line longer than this is a sentence, not a heading
 # topic -> the words of a section title that name it (case-insensitive; a title may name several)
 TOPICS: dict[str, str] = {
@@ -54,7 +55,7 @@ TOPICS: dict[str, str] = {
     "earnings per share": r"earnings per share|(?:net )?(?:income|earnings) per (?:common )?share",
     "commitments": r"commitments|guarantees|contingenc",
     "pensions": r"pensions?|retirement|postretirement|benefit plans",
-    "equity": r"(?:share|stock)holders.? equity|capital stock|share capital|\bequity\b",
+    "equity": r"(?:share|stock)holders.? equity|capital stock|share capital|^equity$|changes in equity",
     "fair value": r"fair value|financial instruments|derivatives?|hedg",
     "market risk": r"\bitem\s*7a\b|market risk",
     "subsequent events": r"subsequent events?",
@@ -68,6 +69,7 @@ SECTION_LINE = re.compile(
     r"^\s*(?:NOTE|Note)\s+\d{1,2}[A-Z]?\s*[.:\-\u2013\u2014]?\s+\S.{0,100}$|^\s*(?:ITEM|Item)\s+\d{1,2}[A-C]?\s*[.:\-\u2013\u2014]\s*\S.{0,110}$",
     re.M,
 )
+ITEM_NAMED = re.compile(r"\bitem\s+\d{1,2}[A-C]?\b", re.I)
 REGISTERED = re.compile(r"securities\s+registered\s+pursuant\s+to\s+section\s+12\s*\(\s*b\s*\)", re.I)
 STATEMENT = re.compile(r"\W{0,3}" + TITLE.pattern, re.I)  # a statement's title: its own node (statements.py)
 CONTENTS_LINE = re.compile(r"(?:\.{2,}|\s)\d{1,3}\s*$")  # "Item 7. Management's Discussion ..... 23"
@@ -80,13 +82,18 @@ def topics_of(title: str) -> set[str]:
 
 
 def _headings(page: dict) -> list[str]:
-    """A page's section headings: its heading blocks that name a topic, and its lines that start a note or an item."""
+    """A page's section headings: its heading blocks that name a topic, and its lines that start a note or an item
+    (none on a page that names more than ``MAX_ITEMS`` items)."""
+    text = page.get("text") or ""
+    if len(ITEM_NAMED.findall(text)) > MAX_ITEMS:
+        return []
+    items = [" ".join(m.group(0).split()) for m in SECTION_LINE.finditer(text)]
     found = [
         " ".join(block["text"].split())
         for block in page.get("blocks") or []
         if block.get("kind") == "heading" and 2 < len(block["text"].strip()) <= HEADING_CHARS
     ]
-    found += [" ".join(m.group(0).split()) for m in SECTION_LINE.finditer(page.get("text") or "")]
+    found += items
     return [h for h in dict.fromkeys(found) if topics_of(h) and not CONTENTS_LINE.search(h) and not STATEMENT.match(h)]
 
 
