@@ -132,3 +132,18 @@ def test_search_ranks_the_routed_page_first_with_its_analysis_score(filing_searc
     first = response.results[0]
     assert Path(first["sourceUri"]).name == filing and first["pageIndex"] == PAGES[page], response.results
     assert first["scores"]["analysis"] > 0
+
+
+@pytest.mark.services
+def test_the_page_scorer_orders_a_filings_pages_and_its_missing_file_is_a_warning(
+    filing_searcher, filing, tmp_path, monkeypatch
+):
+    from kb_assets.retrieval import page_scorer
+
+    question = "Does Initech Corporation have positive working capital based on FY2023 data?"
+    scored = filing_searcher.search(SearchRequest(question, [KB], 5))
+    assert "pageScore" in scored.results[0]["scores"] and not any("page scorer" in w for w in scored.warnings)
+    monkeypatch.setattr(page_scorer, "SCORER_FILE", tmp_path / "page_scorer.json")  # a deployment without the file
+    summed = filing_searcher.search(SearchRequest(question, [KB], 5))
+    assert summed.results and all("pageScore" not in r["scores"] for r in summed.results)
+    assert any("page scorer page_scorer.json not used" in w for w in summed.warnings), summed.warnings

@@ -244,10 +244,14 @@ def test_a_results_content_and_context_stay_within_the_budget():
     content = prose[:390]
     rows = [{"documentId": "d", "pageIndex": 0, "content": content}]
     passages(rows, {("d", 0): prose}, question_terms("How long are backups kept?"), 800, table_budget=2000)
-    assert rows[0]["context"] and len(rows[0]["context"]) + len(content) <= 800  # prose: 800 together
-    big = [{"documentId": "d", "pageIndex": 0, "content": "x " * 500}]
+    assert rows[0]["context"] and len(rows[0]["context"]) <= 800  # prose: a context of 800, the chunk inside it
+    assert content in rows[0]["context"] and len(rows[0]["context"]) + len(content) <= 2000
+    long = [{"documentId": "d", "pageIndex": 0, "content": prose[:1500]}]
+    passages(long, {("d", 0): prose}, ["backups"], 800, table_budget=2000)
+    assert 0 < len(long[0]["context"]) <= 500  # what the ceiling leaves
+    big = [{"documentId": "d", "pageIndex": 0, "content": "x " * 1500}]
     passages(big, {("d", 0): prose}, ["backups"], 800, table_budget=2000)
-    assert big[0]["context"] == ""  # a chunk that fills the budget leaves no room for a context
+    assert big[0]["context"] == "" and len(big[0]["content"]) <= 2000  # a chunk past the ceiling is cut to it
 
 
 def test_a_table_of_words_is_not_a_statement():

@@ -293,20 +293,21 @@ def passages(
     table_budget: int = 0,
 ) -> None:
     """Set each result row's ``context`` (in place), rows in rank order; terms weighted by their rarity
-    among the rows' pages, a page's later rows showing what its earlier ones did not. ``budget`` bounds a
-    result's ``content`` and ``context`` together (the context gets what the content leaves); for a table chunk
-    or a chunk on a page that is mostly table, ``table_budget`` does (when larger), and the context is the
-    page's head (title, units, column periods) and the rows around the one that matched (a statement's line
-    item is asked with its period)."""
+    among the rows' pages, a page's later rows showing what its earlier ones did not. A context holds at most
+    ``budget`` characters (prose); for a table chunk or a chunk on a page that is mostly table, ``table_budget``
+    (when larger) bounds its ``content`` and ``context`` together, and the context is the page's head (title, units,
+    column periods) and the rows around the one that matched (a statement's line item is asked with its period).
+    No result's content + context passes the larger of the two (a longer content is cut to it, with no context)."""
     weights = rarity([occurrences(terms, text) for text in page_texts.values()])
     shown: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for row in rows:
         key = (row["documentId"], row["pageIndex"])
         page = page_texts.get(key) or ""
         table = table_budget > budget and (is_table(row["content"]) or is_table(page))  # off (0): nothing parsed
-        room = (table_budget if table else budget) - len(row["content"])
-        if room <= 0:
-            row["context"] = ""
+        ceiling = max(budget, table_budget)  # no result's content + context passes it
+        room = min(ceiling - len(row["content"]), budget if not table else ceiling)
+        if room <= 0:  # a chunk larger than the ceiling (a rule-based table piece): itself, cut, is the passage
+            row["content"], row["context"] = row["content"][: ceiling - 1].rstrip() + "…", ""
             continue
         if table and is_table(page):
             row["context"], span = table_passage(page, row["content"], terms, room, weights, shown.get(key, []))

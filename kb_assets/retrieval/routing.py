@@ -30,8 +30,14 @@ from kb_assets.structure.statements import TITLE, named_statements, statement_fa
 from kb_assets.structure.topics import topics_of
 
 MAX_DOCUMENTS = 20
+WHY_SHARE = 0.25
+# a question asking what caused something: its answer is a discussion of the figures, not their statement
+WHY = re.compile(r"\b(?:why|what (?:drove|caused|explains?|led)|explain|reasons?|driv(?:en|ers?|ing)|credit)\b", re.I)
 NODE_PAGES = 3  # pages of a node that are routed to
 CONTINUED = 0.6  # a section's later pages, against its first
+BROAD_SHARE = 0.5  # the routing value of a broad section (a discussion of results, segments, revenue, liquidity)
+BROAD = {"results", "segments", "revenue", "liquidity", "mdna", "business", "risk factors"}  # many pages, many headings
+EXACT = {"balance sheet", "income", "cash flows", "equity", "comprehensive income", "cover"}
 
 
 @dataclass
@@ -40,16 +46,21 @@ class Routing:
     weights: dict[str, float]  # source -> weight
     words: list[str]  # the line items added to the question's BM25 words
     pages: dict[tuple[str, int], float] = field(default_factory=dict)  # (document_id, page) -> routing value
+    exact: set[tuple[str, int]] = field(default_factory=set)  # the pages routed to as a statement or the cover
+    titles: tuple[str, ...] = ()  # the words of the routed nodes' titles (which of their chunks are read)
 
 
 def routing(question: str) -> Routing | None:
     """The analyses a question asks for, their sources' weights and the line items to look for (None: none).
     A statement the question names ("... in its income statement") is the first source of the analyses that
-    read it."""
+    read it; a question that asks why (``WHY``: its answer is a discussion, not the figures) has every source
+    at ``WHY_SHARE``."""
     asked = analyses_asked(question)
     if not asked:
         return None
     weights = source_weights(asked)
+    if WHY.search(question):
+        weights = {source: weight * WHY_SHARE for source, weight in weights.items()}
     for family in named_statements(question) & weights.keys():
         weights[family] = 1.0
     return Routing(asked, weights, expansion(asked, question))
@@ -70,10 +81,14 @@ def node_sources(node_id: str, title: str) -> set[str]:
 def routed_pages(
     nodes: list[tuple[str, str, str, int, int]], weights: dict[str, float]
 ) -> dict[tuple[str, int], float]:
-    """(document_id, page) -> routing value of the pages of the nodes that are sources of the asked analyses."""
+    """(document_id, page) -> routing value of the pages of the nodes that are sources of the asked analyses: the
+    source's weight, x ``BROAD_SHARE`` for a broad section (results, segments, revenue, liquidity: a filing has
+    many such headings, and the question's own words find the page among them better), x ``CONTINUED`` on a
+    section's later pages."""
     pages: dict[tuple[str, int], float] = {}
     for document_id, node_id, title, start, end in nodes:
-        value = max((weights[s] for s in node_sources(node_id, title) if s in weights), default=0.0)
+        found = [(weights[s], s in BROAD) for s in node_sources(node_id, title) if s in weights]
+        value = max((weight * (BROAD_SHARE if broad else 1.0) for weight, broad in found), default=0.0)
         if not value:
             continue
         statement = node_id.startswith(STATEMENT_PREFIX)
@@ -81,6 +96,21 @@ def routed_pages(
             share = value if statement or page == start else value * CONTINUED
             pages[(document_id, page)] = max(pages.get((document_id, page), 0.0), share)
     return pages
+
+
+def title_words(nodes: list[tuple[str, str, str, int, int]], weights: dict[str, float]) -> tuple[str, ...]:
+    """The words of the titles of the nodes that are sources ("note 3 acquisition and divestitures"): a routed page's
+    heading chunk holds them where it holds no word of the question."""
+    from kb_assets.lib.lexical import query_terms
+
+    titles = {title for _, node_id, title, _, _ in nodes if node_sources(node_id, title) & weights.keys()}
+    return tuple(dict.fromkeys(term for title in sorted(titles) for term in query_terms(title) if len(term) > 2))
+
+
+def exact_pages(nodes: list[tuple[str, str, str, int, int]], weights: dict[str, float]) -> set[tuple[str, int]]:
+    """The pages routed to as a statement or the cover (the scorer weighs them apart from a section's)."""
+    exact = {s: w for s, w in weights.items() if s in EXACT}
+    return set(routed_pages(nodes, exact)) if exact else set()
 
 
 def expanded(bm25_text: str, words: list[str]) -> str:

@@ -44,10 +44,20 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.located import located_chunks
+from kb_assets.retrieval.page_scorer import order_pages
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
-from kb_assets.retrieval.routing import MAX_DOCUMENTS, Routing, expanded, routed_pages, routing
+from kb_assets.retrieval.routing import (
+    MAX_DOCUMENTS,
+    WHY,
+    Routing,
+    exact_pages,
+    expanded,
+    routed_pages,
+    routing,
+    title_words,
+)
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.settings import SearchConfig
 from kb_assets.structure.statements import named_statements, statement_family
@@ -56,6 +66,7 @@ if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
 T = TypeVar("T")
+ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two a page)
 
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
@@ -89,11 +100,12 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         response.warnings.append(
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
-    searched = located
-    if route is not None and nodes is not None:
-        searched = located + routed_extra(response, route, nodes, located)
-    if searched:
-        found = found.merge(located_chunks(searcher, request, response, query, searched))
+    if located:
+        found = found.merge(located_chunks(searcher, request, response, query, located))
+    if route is not None and nodes is not None and (routed := routed_list(response, route, nodes)):
+        # the routed pages' own best chunks: the located pages' would crowd out a statement's rows
+        limit = min(ROUTED_CHUNKS, 2 * len(routed))
+        found = found.merge(located_chunks(searcher, request, response, query, routed, limit, route.titles))
     if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     rows = searcher.score(response, query, found)
@@ -116,9 +128,20 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
             relevance[key] += config.analysis * route.pages[key]
             for row in by_page[key]:
                 row["scores"]["analysis"] = round(config.analysis * route.pages[key], 6)
+                if key in route.exact:
+                    row["scores"]["analysisStatement"] = row["scores"]["analysis"]
     terms = question_terms(request.query, query.translations)
+    texts: dict[tuple[str, int], str] = {}
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
-        add_page_coverage(searcher, response, terms, by_page, relevance)
+        texts = add_page_coverage(searcher, response, terms, by_page, relevance)
+    if config.page_scorer:
+        question = {
+            "asked": route is not None,
+            "named_question": bool(named),
+            "long": len(terms) >= 8,
+            "why": bool(WHY.search(request.query)),
+        }
+        order_pages(searcher, request, response, by_page, relevance, locate_score, question, texts)
     started = time.perf_counter()
     toc = searcher.page_facts(list(by_page), response)
     response.add_ms("pageFacts", started)
@@ -127,14 +150,13 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     )[: request.limit]
 
 
-def routed_extra(
+def routed_list(
     response: SearchResponse,
     route: Routing,
     nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
-    located: list[dict],
 ) -> list[dict]:
-    """The pages the question's analyses route to (``routing.py``; ``route.pages`` set in place) that were not
-    located, as located pages of score 0 (their chunks are read as the located pages' are)."""
+    """The pages the question's analyses route to (``routing.py``; ``route.pages`` and ``route.exact`` set in place),
+    as located pages of score 0 (their chunks are read as the located pages' are)."""
     try:
         read, took = nodes.result()
     except Exception as error:
@@ -144,8 +166,9 @@ def routed_extra(
         return []
     response.timings_ms["locate"] = round(response.timings_ms.get("locate", 0.0) + took, 1)
     route.pages = routed_pages(read, route.weights)
-    have = {(page["document_id"], page["page_index"]) for page in located}
-    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages.keys() - have)]
+    route.exact = exact_pages(read, route.weights)
+    route.titles = title_words(read, route.weights)
+    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
 
 
 def add_page_coverage(
@@ -154,10 +177,10 @@ def add_page_coverage(
     terms: list,
     by_page: dict[tuple[str, int], list[dict]],
     relevance: dict[tuple[str, int], float],
-) -> None:
+) -> dict[tuple[str, int], str]:
     """Add ``page_coverage`` x the page's ``pageCoverage`` to the relevance of the ``page_coverage_pages``
     best pages (in place): the weighted share of the question's terms that the page's best context window
-    holds, terms weighted by their rarity among those pages (``context.py``)."""
+    holds, terms weighted by their rarity among those pages (``context.py``). Returns the pages' texts."""
     started = time.perf_counter()
     config = searcher.config
     head = sorted(relevance, key=lambda key: -relevance[key])[: config.page_coverage_pages]
@@ -170,6 +193,7 @@ def add_page_coverage(
             row["scores"]["pageCoverage"] = round(share, 6)
         relevance[key] += config.page_coverage * share
     response.add_ms("pageCoverage", started)
+    return texts
 
 
 def add_named_statement(
