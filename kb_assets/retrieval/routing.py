@@ -9,10 +9,15 @@ families, disclosure topics) and line items; here, for ``pageindex``:
 2. the PageIndex nodes of the documents searched whose title is such a source (statement nodes, section nodes
    of ``structure/topics.py``, and the tree's own nodes: "Note 7 – Debt", "Liquidity and Capital Resources")
    give their pages a routing value: the source's weight (1 for an analysis's first source, then 0.6, 0.4,
-   0.3), a section's pages after its first ``CONTINUED`` of it, at most ``NODE_PAGES`` pages a node; those pages
-   are searched like located pages (their chunks holding a question word or a line item are read);
-3. each page's relevance gets ``analysis`` (``SearchConfig.analysis``) x its routing value (``analysis`` in a
-   row's ``scores``).
+   0.3; a statement the question names 1), a broad section's at ``BROAD_SHARE``, a section's pages after its first
+   at ``CONTINUED``, at most ``NODE_PAGES`` pages a node, all at ``WHY_SHARE`` for a question asking why; those
+   pages' best chunks are read like located pages' (``ROUTED_CHUNKS`` in ``strategies/pageindex.py``);
+3. each page's relevance gets ``analysis`` (``SearchConfig.analysis``, 0.5) x its routing value (``analysis`` in a
+   row's ``scores``, ``analysisStatement`` where it routes to a statement or the cover).
+
+Development filings (docs/retrieval-log.md, section 9): analysts' questions hit@1 / hit@5 0.28 / 0.63 -> 0.78 /
+0.98; every section at its source's weight cost explanations (0.67 -> 0.58 hit@1 on 20 filings); broad sections
+at 0.5 and why-questions at 0.25 leave them at 0.58 / 0.93 against 0.60 / 0.91 before (37 filings).
 
 The nodes are read beside the locating (one Postgres query), only when the question asks for an analysis and
 its scope names at most ``MAX_DOCUMENTS`` documents (a question naming its company and year names one or two);
@@ -24,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kb_assets.lib.lexical import query_terms
 from kb_assets.structure.analyses import Analysis, analyses_asked, expansion, source_weights
 from kb_assets.structure.statements import NODE_PREFIX as STATEMENT_PREFIX
 from kb_assets.structure.statements import TITLE, named_statements, statement_family
@@ -101,8 +107,6 @@ def routed_pages(
 def title_words(nodes: list[tuple[str, str, str, int, int]], weights: dict[str, float]) -> tuple[str, ...]:
     """The words of the titles of the nodes that are sources ("note 3 acquisition and divestitures"): a routed page's
     heading chunk holds them where it holds no word of the question."""
-    from kb_assets.lib.lexical import query_terms
-
     titles = {title for _, node_id, title, _, _ in nodes if node_sources(node_id, title) & weights.keys()}
     return tuple(dict.fromkeys(term for title in sorted(titles) for term in query_terms(title) if len(term) > 2))
 
