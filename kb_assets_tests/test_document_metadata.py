@@ -226,6 +226,23 @@ def test_a_document_whose_metadata_does_not_say_is_not_ruled_out_by_a_question_t
     assert cued("Globex's 10-K for 2022", known) == {"globex-2022", "handbook"}
 
 
+def test_a_question_naming_a_quarter_by_its_end_date_or_a_quarterly_report_reaches_the_quarters_document():
+    from kb_assets.retrieval.scope import cued
+
+    def period(year, quarter, end):
+        return {"period": {"fiscal_year": year, "fiscal_quarter": quarter, "end": end}}
+
+    known = {
+        "k2023": {"organisation": "Apple Inc.", "kind": "annual report", **period(2023, None, "2023-09-30")},
+        "q3-2023": {"organisation": "Apple Inc.", "kind": "quarterly report", **period(2023, 3, "2023-07-01")},
+        "k2022": {"organisation": "Apple Inc.", "kind": "annual report", **period(2022, None, "2022-09-24")},
+    }
+    assert cued("Apple's inventories for the three months ended July 1, 2023", known) == {"q3-2023"}
+    assert cued("Apple's 10-Q for 2023: total net sales", known) == {"q3-2023"}  # a quarterly report, not the year
+    assert cued("Apple's net sales in Q3'23", known) == cued("Apple's 3Q23 net sales", known) == {"q3-2023"}
+    assert cued("Apple's FY2023 net sales", known) == {"k2023"}  # a year alone: the full-year report
+
+
 def test_a_question_naming_a_statement_finds_the_statement_page_before_the_discussion_of_its_figures(
     cover_searcher, covers
 ):

@@ -222,6 +222,38 @@ def test_a_statement_pages_context_holds_its_table_rows_and_column_headers():
     assert len(rows[0]["context"]) <= 300
 
 
+def test_a_table_pages_evidence_keeps_its_head_and_the_rows_asked_within_the_budget():
+    # a long statement page: its head (title, units, the periods of its columns), then 80 rows of figures
+    head = "ACME Corp\n\nCONSOLIDATED BALANCE SHEETS\n\n(In millions)\n\nDecember 31, 2023\n\nDecember 31, 2022"
+    labels = [f"Line item number {n}" for n in range(78)] + ["Inventories", "Total current liabilities"]
+    body = "\n".join(f"| {label} |  | {1000 + n:,} | {900 + n:,} |" for n, label in enumerate(labels))
+    page = f"{head}\n\n{body}\n\nSee accompanying notes."
+    assert len(page) > 3000
+    chunk = "| Inventories |  | 1,078 | 978 |\n| Total current liabilities |  | 1,079 | 979 |"
+    terms = question_terms("What were ACME's total current liabilities and inventories at December 31, 2023?")
+    rows = [{"documentId": "d", "pageIndex": 0, "content": chunk}]
+    passages(rows, {("d", 0): page}, terms, 800, table_budget=2000)
+    context = rows[0]["context"]
+    assert context.startswith(head.split("\n")[0]) and "December 31, 2022" in context  # the head, with its periods
+    assert "| Total current liabilities |  | 1,079 | 979 |" in context  # the row asked for
+    assert len(context) + len(chunk) <= 2000
+
+
+def test_a_results_content_and_context_stay_within_the_budget():
+    prose = "Backups are kept for 35 days and then deleted by the nightly job. " * 40
+    content = prose[:390]
+    rows = [{"documentId": "d", "pageIndex": 0, "content": content}]
+    passages(rows, {("d", 0): prose}, question_terms("How long are backups kept?"), 800, table_budget=2000)
+    assert rows[0]["context"] and len(rows[0]["context"]) <= 800  # prose: a context of 800, the chunk inside it
+    assert content in rows[0]["context"] and len(rows[0]["context"]) + len(content) <= 2000
+    long = [{"documentId": "d", "pageIndex": 0, "content": prose[:1500]}]
+    passages(long, {("d", 0): prose}, ["backups"], 800, table_budget=2000)
+    assert 0 < len(long[0]["context"]) <= 500  # what the ceiling leaves
+    big = [{"documentId": "d", "pageIndex": 0, "content": "x " * 1500}]
+    passages(big, {("d", 0): prose}, ["backups"], 800, table_budget=2000)
+    assert big[0]["context"] == "" and len(big[0]["content"]) <= 2000  # a chunk past the ceiling is cut to it
+
+
 def test_a_table_of_words_is_not_a_statement():
     from kb_assets.retrieval.context import is_table
 

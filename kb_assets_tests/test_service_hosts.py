@@ -66,6 +66,14 @@ def test_without_keys_loopback_names_are_answered(settings, searcher, host):
     assert client_of(settings, searcher, host=host).get("/v1/service").status_code == 200
 
 
+def test_the_service_names_its_search_version_with_the_page_scorers():
+    from kb_assets.retrieval import search_version
+    from kb_assets.settings import Settings
+
+    info = client_of(Settings.from_env({}), None).get("/v1/service").json()
+    assert info["searchVersion"] == search_version() and "+scorer:" in info["searchVersion"]
+
+
 def test_health_and_readiness_answer_any_host_and_hold_no_data(settings, searcher):
     client = client_of(settings, searcher, host=EVIL)
     assert client.get("/healthz").json()["status"] == "ok"

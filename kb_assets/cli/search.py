@@ -106,8 +106,11 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
     searcher = make_searcher(settings)
     strategy = strategy or searcher.config.strategy
     searcher.warm_up()
+    from kb_assets.retrieval import search_version
+
     data = {
         "strategy": strategy,
+        "searchVersion": search_version(),
         "scores": score(
             lambda q: searcher.search(SearchRequest(q["query"], [q["kb"]], 10, None, strategy)).results, rows
         ),
@@ -121,7 +124,8 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
         for name in ("scores", "baseline"):
             if name not in d:
                 continue
-            click.echo(f"{'kb-assets ' + d['strategy'] if name == 'scores' else 'naive baseline'}:")
+            label = f"kb-assets {d['strategy']} (search {d['searchVersion']})" if name == "scores" else "naive baseline"
+            click.echo(f"{label}:")
             for kb, s in d[name].items():
                 if s.get("questions"):
                     click.echo(

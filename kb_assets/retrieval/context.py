@@ -245,6 +245,45 @@ def is_table(content: str) -> bool:
     return bool(cells) and sum(bool(FIGURE.match(cell)) for cell in cells) * 2 > len(cells)
 
 
+HEADER_CHARS = 400  # at most this much of a table page's head (its title, units and column periods) is kept
+
+
+def table_header(page_text: str) -> tuple[int, int]:
+    """(start, end) of a table page's head: the lines before its first row of figures (the statement's title,
+    its units, the periods its columns are for), the last ``HEADER_CHARS`` of them when longer."""
+    offset = 0
+    for line in page_text.splitlines(keepends=True):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")[1:] if c.strip()]
+        if line.lstrip().startswith("|") and any(FIGURE.match(c) for c in cells):
+            break
+        offset += len(line)
+    start = max(0, offset - HEADER_CHARS)
+    if start:
+        newline = page_text.find("\n", start, offset)
+        start = newline + 1 if newline >= 0 else start
+    return start, offset
+
+
+def table_passage(
+    page_text: str,
+    content: str,
+    terms: list[Term],
+    budget: int,
+    weights: dict[tuple[str, ...], float] | None = None,
+    shown: Sequence[tuple[int, int]] = (),
+    chunk_weight: float = CHUNK_WEIGHT,
+) -> tuple[str, tuple[int, int]]:
+    """(text, shown span) of a table page for the chunk and the terms: the page's head (``table_header``) and the
+    best window of its rows in what is left of ``budget`` (the head once when the window starts under it)."""
+    head_start, head_end = table_header(page_text)
+    head = page_text[head_start:head_end].strip()
+    text, a, b = window(page_text, content, terms, max(0, budget - len(head) - 3), weights, shown, chunk_weight)
+    if text is not page_text or not head or a <= head_end:  # the chunk is not on the page, or no head to add
+        text, a, b = window(page_text, content, terms, budget, weights, shown, chunk_weight)
+        return text[a:b].strip(), (a, b)
+    return f"{head}\n…\n{text[a:b].strip()}", (a, b)
+
+
 def passages(
     rows: list[dict],
     page_texts: dict[tuple[str, int], str],
@@ -254,18 +293,25 @@ def passages(
     table_budget: int = 0,
 ) -> None:
     """Set each result row's ``context`` (in place), rows in rank order; terms weighted by their rarity
-    among the rows' pages, a page's later rows showing what its earlier ones did not. The context of a
-    table chunk or of a chunk on a page that is mostly table holds up to ``table_budget`` characters (when
-    larger): the rows around the one that matched with the column headers above them (a statement's line
-    item is asked with its period)."""
+    among the rows' pages, a page's later rows showing what its earlier ones did not. A context holds at most
+    ``budget`` characters (prose); for a table chunk or a chunk on a page that is mostly table, ``table_budget``
+    (when larger) bounds its ``content`` and ``context`` together, and the context is the page's head (title, units,
+    column periods) and the rows around the one that matched (a statement's line item is asked with its period).
+    No result's content + context passes the larger of the two (a longer content is cut to it, with no context)."""
     weights = rarity([occurrences(terms, text) for text in page_texts.values()])
     shown: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for row in rows:
         key = (row["documentId"], row["pageIndex"])
         page = page_texts.get(key) or ""
-        size = budget
-        if table_budget > budget and (is_table(row["content"]) or is_table(page)):  # off (0): nothing parsed
-            size = table_budget
-        text, a, b = window(page, row["content"], terms, size, weights, shown.get(key, []), chunk_weight)
-        shown.setdefault(key, []).append((a, b))
-        row["context"] = text[a:b].strip()
+        table = table_budget > budget and (is_table(row["content"]) or is_table(page))  # off (0): nothing parsed
+        ceiling = max(budget, table_budget)  # no result's content + context passes it
+        room = min(ceiling - len(row["content"]), budget if not table else ceiling)
+        if room <= 0:  # a chunk larger than the ceiling (a rule-based table piece): itself, cut, is the passage
+            row["content"], row["context"] = row["content"][: ceiling - 1].rstrip() + "…", ""
+            continue
+        if table and is_table(page):
+            row["context"], span = table_passage(page, row["content"], terms, room, weights, shown.get(key, []))
+        else:
+            text, a, b = window(page, row["content"], terms, room, weights, shown.get(key, []), chunk_weight)
+            row["context"], span = text[a:b].strip(), (a, b)
+        shown.setdefault(key, []).append(span)

@@ -27,15 +27,23 @@ if TYPE_CHECKING:
 
 
 def located_chunks(
-    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query, located: list[dict]
+    searcher: Searcher,
+    request: SearchRequest,
+    response: SearchResponse,
+    query: Query,
+    located: list[dict],
+    limit: int | None = None,
+    extra_terms: tuple[str, ...] = (),
 ) -> Found:
     """The candidates of the located pages ({document_id, page_index} rows), with their BM25 scores (and
-    stored vectors when the model reads the query)."""
+    stored vectors when the model reads the query): the best ``limit`` (``query.limit``) by BM25 over the query's
+    words and ``extra_terms`` (the routed pages' section titles: which chunks are read, not how they score; search
+    scores every candidate by the query's words, ``lexical_scores.py``)."""
     pages = [(page["document_id"], page["page_index"]) for page in located]
     if not searcher.config.kept_bm25_statistics:
         return _searched(searcher, request, query, pages)
     started = time.perf_counter()
-    asked_terms = query_terms(query.bm25_text or query.text)
+    asked_terms = query_terms(query.bm25_text or query.text) + list(extra_terms)
     asked = sorted(set(asked_terms))
     try:
         counts, lacking = searcher.catalog.located_chunk_terms(pages, asked)
@@ -51,7 +59,7 @@ def located_chunks(
         for chunk_id, (_, kb, length, tf) in counts.items()
         if kb in statistics
     }
-    best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: query.limit]
+    best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
     found = Found()
     try:
         entities = entities_by_id(

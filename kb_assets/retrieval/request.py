@@ -30,6 +30,7 @@ STAGES = (
     "fusion",  # hybrid scores of the candidates (stored vectors read for BM25-only hits)
     "rerank",  # pageindex second stage: coverage and proximity
     "pageCoverage",  # pageindex, long questions: the best pages' texts read and scored
+    "pageScore",  # pageindex, filings: the best pages ordered by the trained page scorer (page_scorer.py)
     "pageFacts",  # page images and table-of-contents marks of the results' pages (Postgres)
     "context",  # each result's context passage: its page text read (Postgres) and the window chosen
     "total",
@@ -43,6 +44,7 @@ class SearchResponse:
     strategy: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)  # stage (``STAGES``) -> milliseconds
     last_good: dict = field(default_factory=dict)  # document id -> notice: a newer file failed, an older version serves
+    page_features: list = field(default_factory=list)  # pageindex, filings: ((document id, page), FEATURES) ordered
 
     def as_json(self) -> dict:
         return {

@@ -134,6 +134,12 @@ def cued(query: str, known: dict[str, dict]) -> set[str] | None:
     }
     years, quarters = _years(query), _quarters(query)
     kinds = {kind for kind, pattern in KIND_WORDS.items() if re.search(pattern, query, re.I)}
+    ended = _ended(query, known)  # "the quarter ended July 1, 2023": the documents whose period ends then
+    if ended:
+        quarters |= {q for d in ended if (q := (known[d].get("period") or {}).get("fiscal_quarter"))}
+        years = {y for d in ended if (y := (known[d].get("period") or {}).get("fiscal_year"))} or years
+    if not quarters and kinds == {"quarterly report"}:
+        quarters = {1, 2, 3, 4}  # a quarterly report without its quarter: any quarter of the year, not the year
     if not organisations and not years and not kinds:
         return None
     # a document whose metadata does not say (no organisation, no period, a generic kind) is not one the
@@ -195,6 +201,24 @@ def _years(text: str) -> set[int]:
 
 
 def _quarters(text: str) -> set[int]:
-    found = {int(q) for q in re.findall(r"\bQ([1-4])\b", text, re.I)}
-    found |= {ORDINALS[w.lower()] for w in re.findall(r"\b(first|second|third|fourth)[ -]quarter", text, re.I)}
+    found = {
+        int(q) for q in re.findall(r"\bQ([1-4])(?:\b|'?\d\d\b)|\b([1-4])Q(?:'?\d\d)?\b", text, re.I) for q in q if q
+    }
+    found |= {
+        ORDINALS[w.lower()] for w in re.findall(r"\b(first|second|third|fourth)[ -](?:fiscal[ -])?quarter", text, re.I)
+    }
     return found
+
+
+DATE = re.compile(
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2}),?\s+((?:19|20)\d\d)\b", re.I
+)
+MONTHS = {
+    m: n for n, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)
+}
+
+
+def _ended(query: str, known: dict[str, dict]) -> set[str]:
+    """The documents whose period ends on a date the question names ("three months ended July 1, 2023")."""
+    dates = {f"{y}-{MONTHS[m[:3].lower()]:02d}-{int(d):02d}" for m, d, y in DATE.findall(query)}
+    return {d for d, m in known.items() if (m.get("period") or {}).get("end") in dates} if dates else set()

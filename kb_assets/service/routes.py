@@ -18,6 +18,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN
+from kb_assets.retrieval import search_version
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.auth import Caller
 from kb_assets.service.schemas import DocumentChunks, Documents, KnowledgeBases, ServiceInfo
@@ -77,13 +78,15 @@ def web_router(service, caller: Callable[..., Caller], signed_or_bearer: Callabl
 
     @router.get("/v1/service", response_model=ServiceInfo)
     def info(who: Caller = Depends(caller)):
-        """Search strategies (the registry's), the default, and the Dagster UI runs link to."""
+        """Search strategies (the registry's), the default, the Dagster UI runs link to, and the search's version
+        (the ranking code's and its page scorer's)."""
         settings = service.settings
         return {
             "strategies": list(STRATEGIES),
             "defaultStrategy": settings.search.strategy,
             "dagsterUrl": settings.dagster_url or None,
             "signedUrlSeconds": settings.url_ttl_seconds,
+            "searchVersion": search_version(),
         }
 
     return router

@@ -108,6 +108,7 @@ class Timings(BaseModel):
     fusion: float = Field(description="hybrid scores of the candidates")
     rerank: float = Field(description="pageindex second stage")
     pageCoverage: float = Field(description="pageindex, long questions: the best pages read and scored")
+    pageScore: float = Field(0.0, description="pageindex, filings: the best pages ordered by the trained page scorer")
     pageFacts: float = Field(description="the results' pages: images, table-of-contents marks, texts (Postgres)")
     context: float = Field(description="each result's context passage chosen")
     total: float
@@ -162,6 +163,7 @@ class ServiceInfo(BaseModel):
     defaultStrategy: str
     dagsterUrl: str | None
     signedUrlSeconds: int
+    searchVersion: str = Field(description="the ranking code's version and its page scorer's: 2+scorer:filings-1")
 
 
 class ChunkRow(BaseModel):

@@ -63,6 +63,8 @@ class SearchConfig:
     # lexically (the model does not read it) ...
     locate_weight_read: float = 0.15  # ... and for one the model reads; a query read in part gets a mix
     named_statement: float = 0.3  # pageindex: added to the pages of a statement the question names
+    analysis: float = 0.5  # pageindex: x the routing value of the pages an analyst's question routes to (0: off)
+    page_scorer: bool = True  # pageindex, filings: the trained page scorer orders the best pages (page_scorer.py)
     bm25_content_words: bool = True  # BM25 gets the query's content words only (lexical_query.py)
     kept_bm25_statistics: bool = True  # candidates' BM25 from the statistics kept in Postgres, not Milvus's
     # (lexical_scores.py; False: Milvus's, to compare)
@@ -72,8 +74,8 @@ class SearchConfig:
     page_coverage_terms: int = 8  # context window holds, for questions of at least this many terms, on
     page_coverage_pages: int = 20  # this many best pages (0: off)
     context_chars: int = 800  # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
-    table_context_chars: int = 0  # KB_SEARCH_TABLE_CONTEXT_CHARS: a statement table's ``context`` (rows and
-    # headers; filings: 2000); 0: context_chars, as the house goal of <= 800 characters a result wants
+    table_context_chars: int = 2000  # KB_SEARCH_TABLE_CONTEXT_CHARS: a table page's or chunk's ``content`` +
+    # ``context`` (its head and the rows asked for), and the most any result's may hold (0: context_chars)
     spec_ttl_s: float = 5.0  # how long the alias -> collection + spec answer is reused
 
 

@@ -16,6 +16,9 @@ from kb_assets.structure.summaries import (
     PageSummarizer,
     summarize_document,
 )
+from kb_assets.structure.topics import is_section_node, section_nodes
+
+FILING_KINDS = ("annual report", "quarterly report", "current report", "earnings release")
 
 
 # pageindex_trees -----------------------------------------------------------------------------
@@ -31,8 +34,9 @@ def build_pageindex(
 
     The tree comes from the PDF outline of the stored original (``store``) when it has one, else from
     a printed table of contents, headings or page groups; statement pages get nodes of their own
-    (``structure.statements``). The document's metadata is read from its first pages and PDF information
-    (``structure.metadata``). Summaries are cached by page-text hash; the
+    (``structure.statements``), and so do a filing's sections that hold what analyses read
+    (``structure.topics``: notes, items, the cover's registered securities). The document's metadata is read
+    from its first pages and PDF information (``structure.metadata``). Summaries are cached by page-text hash; the
     optional ``summarizer`` is best-effort (its failure leaves rule-based summaries, never a failure).
     """
     doc_version = version_of(doc)
@@ -49,9 +53,13 @@ def build_pageindex(
         page.update(summary=summary["summary"], keywords=summary["keywords"])
     original = stored_pdf(doc, store)
     tree = build_document_tree(title, pages, read_outline(original) if original else [])
-    tree.nodes += statement_nodes(pages, tree.nodes[0]["node_id"], len(tree.nodes), set(tree.navigation_pages))
-    metadata = read_metadata([p["text"] for p in pages], read_pdf_info(original) if original else {})
     navigation = set(tree.navigation_pages)
+    statements = statement_nodes(pages, tree.nodes[0]["node_id"], len(tree.nodes), navigation)
+    tree.nodes += statements
+    metadata = read_metadata([p["text"] for p in pages], read_pdf_info(original) if original else {})
+    if metadata.get("form") or metadata.get("kind") in FILING_KINDS:  # a filing's notes, items and cover page
+        stops = {node["start_page"] for node in statements}
+        tree.nodes += section_nodes(pages, tree.nodes[0]["node_id"], len(tree.nodes), navigation, stops)
     # chunks read the tree's titles and page ranges and the table-of-contents pages, not the summaries
     same_structure = navigation == toc_before and tree_shape(nodes, doc_version) == tree_shape(tree.nodes, doc_version)
     with catalog.connect() as conn:
@@ -82,13 +90,13 @@ def build_pageindex(
 
 
 def tree_shape(nodes: list[dict], version: str) -> list[tuple] | None:
-    """What chunking reads of a tree (None for a tree of another file version): not its statement nodes."""
+    """What chunking reads of a tree (None for a tree of another file version): not its statement or section nodes."""
     if any(n.get("version", version) != version for n in nodes):
         return None
     return sorted(
         (n["node_id"], n["parent_id"], n["ordinal"], n["title"], n["depth"], n["start_page"], n["end_page"])
         for n in nodes
-        if not is_statement_node(n)
+        if not is_statement_node(n) and not is_section_node(n)
     )
 
 

@@ -44,9 +44,20 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.located import located_chunks
+from kb_assets.retrieval.page_scorer import order_pages
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
+from kb_assets.retrieval.routing import (
+    MAX_DOCUMENTS,
+    WHY,
+    Routing,
+    exact_pages,
+    expanded,
+    routed_pages,
+    routing,
+    title_words,
+)
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.settings import SearchConfig
 from kb_assets.structure.statements import named_statements, statement_family
@@ -55,10 +66,18 @@ if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
 T = TypeVar("T")
+ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two a page)
 
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
+    route = routing(request.query) if searcher.config.analysis else None
+    nodes = None
+    if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
+        query.bm25_text = expanded(query.bm25_text or query.text, route.words)
+        nodes = searcher.pool.submit(
+            _timed, searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents
+        )
     locating = searcher.pool.submit(
         _timed,
         searcher.catalog.locate_pages,
@@ -83,7 +102,11 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         )
     if located:
         found = found.merge(located_chunks(searcher, request, response, query, located))
-    else:
+    if route is not None and nodes is not None and (routed := routed_list(response, route, nodes)):
+        # the routed pages' own best chunks: the located pages' would crowd out a statement's rows
+        limit = min(ROUTED_CHUNKS, 2 * len(routed))
+        found = found.merge(located_chunks(searcher, request, response, query, routed, limit, route.titles))
+    if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     rows = searcher.score(response, query, found)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
@@ -100,9 +123,25 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     relevance = {key: _value(chunks[0]) + weight * locate_score.get(key, 0.0) for key, chunks in by_page.items()}
     if statements is not None:
         add_named_statement(searcher, response, statements, named, by_page, relevance)
+    if route is not None and route.pages:
+        for key in route.pages.keys() & relevance.keys():
+            relevance[key] += config.analysis * route.pages[key]
+            for row in by_page[key]:
+                row["scores"]["analysis"] = round(config.analysis * route.pages[key], 6)
+                if key in route.exact:
+                    row["scores"]["analysisStatement"] = row["scores"]["analysis"]
     terms = question_terms(request.query, query.translations)
+    texts: dict[tuple[str, int], str] = {}
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
-        add_page_coverage(searcher, response, terms, by_page, relevance)
+        texts = add_page_coverage(searcher, response, terms, by_page, relevance)
+    if config.page_scorer:
+        question = {
+            "asked": route is not None,
+            "named_question": bool(named),
+            "long": len(terms) >= 8,
+            "why": bool(WHY.search(request.query)),
+        }
+        order_pages(searcher, request, response, by_page, relevance, locate_score, question, texts)
     started = time.perf_counter()
     toc = searcher.page_facts(list(by_page), response)
     response.add_ms("pageFacts", started)
@@ -111,16 +150,37 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     )[: request.limit]
 
 
+def routed_list(
+    response: SearchResponse,
+    route: Routing,
+    nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
+) -> list[dict]:
+    """The pages the question's analyses route to (``routing.py``; ``route.pages`` and ``route.exact`` set in place),
+    as located pages of score 0 (their chunks are read as the located pages' are)."""
+    try:
+        read, took = nodes.result()
+    except Exception as error:
+        response.warnings.append(
+            f"pageindex: reading the analyses' nodes failed ({type(error).__name__}: {short(error)})"
+        )
+        return []
+    response.timings_ms["locate"] = round(response.timings_ms.get("locate", 0.0) + took, 1)
+    route.pages = routed_pages(read, route.weights)
+    route.exact = exact_pages(read, route.weights)
+    route.titles = title_words(read, route.weights)
+    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
+
+
 def add_page_coverage(
     searcher: Searcher,
     response: SearchResponse,
     terms: list,
     by_page: dict[tuple[str, int], list[dict]],
     relevance: dict[tuple[str, int], float],
-) -> None:
+) -> dict[tuple[str, int], str]:
     """Add ``page_coverage`` x the page's ``pageCoverage`` to the relevance of the ``page_coverage_pages``
     best pages (in place): the weighted share of the question's terms that the page's best context window
-    holds, terms weighted by their rarity among those pages (``context.py``)."""
+    holds, terms weighted by their rarity among those pages (``context.py``). Returns the pages' texts."""
     started = time.perf_counter()
     config = searcher.config
     head = sorted(relevance, key=lambda key: -relevance[key])[: config.page_coverage_pages]
@@ -133,6 +193,7 @@ def add_page_coverage(
             row["scores"]["pageCoverage"] = round(share, 6)
         relevance[key] += config.page_coverage * share
     response.add_ms("pageCoverage", started)
+    return texts
 
 
 def add_named_statement(

@@ -157,6 +157,23 @@ class CatalogSearchReads(CatalogConnection):
             )
             return [(d, title, start, end) for d, title, start, end in cur.fetchall()]
 
+    def evidence_nodes(
+        self, knowledge_base_ids: list[str] | None, document_ids: list[str] | None = None
+    ) -> list[tuple[str, str, str, int, int]]:
+        """(document_id, node_id, title, start_page, end_page) of the PageIndex nodes below the root of the
+        published documents of these knowledge bases (``document_ids``: of these only; None: only the statement
+        and section nodes of every document, ``structure/statements.py`` and ``structure/topics.py``)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT n.document_id, n.node_id, n.title, n.start_page, n.end_page FROM pageindex_nodes n "
+                "JOIN documents d USING (document_id) WHERE d.status = 'published' AND n.depth > 0 "
+                "AND (%(kbs)s::text[] IS NULL OR d.knowledge_base_id = ANY(%(kbs)s)) "
+                "AND (%(docs)s::text[] IS NULL AND (n.node_id LIKE 'statement-%%' OR n.node_id LIKE 'section-%%') "
+                "OR d.document_id = ANY(%(docs)s))",
+                {"kbs": knowledge_base_ids, "docs": document_ids},
+            )
+            return [tuple(row) for row in cur.fetchall()]
+
     def locate_pages(
         self,
         terms: list[str],
