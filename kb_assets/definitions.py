@@ -9,6 +9,7 @@ import dagster as dg
 from kb_assets.defs.assets import ASSETS, versioned
 from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.jobs import JOBS
+from kb_assets.defs.loggers import run_file_logger
 from kb_assets.defs.resources import build_resources
 from kb_assets.defs.schedules import build_incremental_update_schedule
 from kb_assets.defs.sensors import build_collection_migration_sensor, build_watched_folders_sensor
@@ -25,6 +26,8 @@ def make_definitions(settings: Settings) -> dg.Definitions:
         sensors=[build_watched_folders_sensor(settings), build_collection_migration_sensor(settings)],
         schedules=[build_incremental_update_schedule(settings)],
         resources=build_resources(settings),
+        # the console (Dagster's default) for runs from the UI and the daemon; run_file for kb-assets' own
+        loggers={"console": dg.colored_console_logger, "run_file": run_file_logger},
     )
 
 

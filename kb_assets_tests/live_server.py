@@ -10,13 +10,16 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def live_server(app, start_timeout_s: float = 60) -> Iterator[str]:
+def live_server(app, start_timeout_s: float = 60, header_timeout_s: float = 10.0) -> Iterator[str]:
+    """The app served as ``kb-assets serve`` serves it (``service/server.py``)."""
     import uvicorn
+
+    from kb_assets.service.server import server_config
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout_s, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s

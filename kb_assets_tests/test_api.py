@@ -128,7 +128,15 @@ def test_api_keys_scope_every_search_to_their_knowledge_bases(keyed_app):
     assert client.post("/v1/kb/search", json=query, headers={"Authorization": "alpha-key"}).status_code == 401
     alpha = {"Authorization": "Bearer alpha-key"}
     denied = client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": ["alpha", "beta"]}, headers=alpha)
-    assert denied.status_code == 403 and "beta" in denied.json()["detail"]
+    unknown = client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": ["alpha", "nope"]}, headers=alpha)
+    # a name outside the key's scope and one that does not exist look the same: 404 naming what the key reads
+    assert denied.status_code == unknown.status_code == 404
+    assert denied.json()["detail"] == "no knowledge base 'beta': known ones are alpha"
+    assert unknown.json()["detail"] == "no knowledge base 'nope': known ones are alpha"
+    everything_key = {"Authorization": "Bearer all-key"}
+    every = client.post("/v1/kb/search", json={**query, "knowledgeBaseIds": ["nope"]}, headers=everything_key)
+    known = every.json()["detail"].partition("known ones are ")[2].split(", ")
+    assert every.status_code == 404 and {"alpha", "beta"} <= set(known)
     scoped = client.post("/v1/kb/search", json=query, headers=alpha).json()["results"]
     assert scoped and {r["knowledgeBaseId"] for r in scoped} == {"alpha"}
     everything = client.post("/v1/kb/search", json=query, headers={"Authorization": "Bearer all-key"}).json()

@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from kb_assets.lib.processes import orphaned_followers
 from kb_assets.pipeline.versions import step_versions
 from kb_assets.retrieval.search import SearchRequest
 
@@ -239,11 +241,39 @@ def test_killed_ingest_leaves_a_run_the_next_ingest_fails_and_scratch_it_removes
         process.wait()
     assert started and mine, "the ingest finished before it could be killed mid-run"
     (run,) = started
+    time.sleep(1.0)  # what the killed process started and left has been re-parented by now
+    assert orphaned_followers(settings.home) == []  # no compute-log `tail -F` left following the runs
 
     ingest([folder], "killed", settings)
 
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     assert not any(p.exists() for p in mine)
+
+
+def test_the_next_ingest_kills_log_followers_that_a_killed_run_left(tmp_path, settings):
+    """An instance that captures compute logs leaves ``tail -F`` processes when its run is killed (they
+    ignore SIGTERM): the next ingest kills those following the instance's files."""
+    from kb_assets.launch.ingest import ingest
+    from kb_assets.launch.instance import dagster_instance
+
+    followed = Path(dagster_instance(settings).root_directory) / "storage" / "left-behind.out"
+    followed.parent.mkdir(parents=True, exist_ok=True)
+    followed.touch()
+    subprocess.run(["sh", "-c", f"tail -F -c +0 '{followed}' >/dev/null 2>&1 &"], check=True)  # orphaned at once
+    deadline = time.monotonic() + 10
+    while not orphaned_followers(settings.home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (left,) = orphaned_followers(settings.home)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "note.md").write_text("# Reaped\n\nNothing else to say.\n")
+
+    ingest([folder], "reaped", settings)
+
+    deadline = time.monotonic() + 10  # killed (a zombie until init reaps it: no command line then)
+    while left in orphaned_followers(settings.home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert orphaned_followers(settings.home) == []
 
 
 def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_path, settings, catalog):

@@ -79,3 +79,39 @@ def test_a_second_identical_ingest_waits_for_the_first_and_skips_what_it_finishe
     (idle,) = [r for r in reports if not r["runIds"]]
     assert idle["documents"] == {"new": 0, "changed": 0, "unchanged": 4, "deleted": 0, "failed": 0}  # ... once
     assert all(d.status == "published" for d in catalog.list_documents(["twice-waits"]))
+
+
+def test_a_postgres_that_is_shutting_down_is_the_same_one_line_error(tmp_path, kb_home):
+    """A server told to stop while a client still holds a connection refuses new ones ("the database system
+    is shutting down"): the ingest says so in one line, exit 3, and a JSON error."""
+    import signal
+
+    import psycopg2
+
+    from kb_assets.services import ensure_postgres, postgres_status, stop_postgres
+
+    other = kb_home / "shutting-down"
+    dsn = ensure_postgres(other, "wheel")
+    holder = psycopg2.connect(dsn)  # a smart shutdown waits for it
+    try:
+        os.kill(postgres_status(other)["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until it refuses new connections
+            try:
+                psycopg2.connect(dsn, connect_timeout=5).close()
+                time.sleep(0.2)
+            except psycopg2.OperationalError as error:
+                assert "shutting down" in str(error)
+                break
+        (tmp_path / "a.md").write_text("# A\n\nThe depot closes at ten.\n")
+
+        plain = cli("ingest", str(tmp_path), "--kb", "outage", env={"KB_POSTGRES_URL": dsn})
+        as_json = cli("ingest", str(tmp_path), "--kb", "outage", "--json", env={"KB_POSTGRES_URL": dsn})
+    finally:
+        holder.close()
+        stop_postgres(other)
+
+    assert plain.returncode == 3 and "Traceback" not in plain.stderr
+    (line,) = [line for line in plain.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: Postgres is shutting down (") and "KB_POSTGRES_URL" in line
+    assert as_json.returncode == 3 and json.loads(as_json.stdout)["error"]["kind"] == "postgres_unavailable"

@@ -111,11 +111,11 @@ def test_kb_search_text_is_one_short_block_per_result_beside_the_api_answer(serv
     rows = answer["results"]
     assert len(rows) == 10 and text.count("\n\n[") == 9 and text.startswith("[1] ")
 
-    # the structured content is the API's answer, image URLs absolute on KB_PUBLIC_URL
+    # the structured content is the API's answer, image and file URLs absolute on KB_PUBLIC_URL
     rest = httpx.post(
         f"{server}/v1/kb/search", headers={"Authorization": "Bearer reader"}, json={"query": QUESTION}, timeout=120
     ).json()
-    urls = ("pageImageUrl", "figureImageUrl")
+    urls = ("pageImageUrl", "figureImageUrl", "fileUrl")
     assert [{k: v for k, v in r.items() if k not in urls} for r in rows] == [
         {k: v for k, v in r.items() if k not in urls} for r in rest["results"]
     ]
@@ -124,7 +124,7 @@ def test_kb_search_text_is_one_short_block_per_result_beside_the_api_answer(serv
             assert (mine[name] is None) == (theirs[name] is None)
             if mine[name]:
                 assert urlsplit(mine[name]).path == urlsplit(theirs[name]).path
-                assert mine[name].startswith(PUBLIC_URL + "/v1/assets/")
+                assert mine[name].startswith(PUBLIC_URL + ("/v1/documents/" if name == "fileUrl" else "/v1/assets/"))
 
     # compact: the context once (not content and context twice), no JSON, a fraction of the answer's size
     pretty = json.dumps(answer, indent=2)
@@ -181,9 +181,13 @@ def test_a_bad_argument_is_a_tool_error_naming_it_and_its_rule(server, arguments
     assert "pydantic" not in text and "validation error" not in text.lower()
 
 
-def test_a_knowledge_base_outside_the_key_is_a_tool_error_naming_it(server):
+def test_a_knowledge_base_outside_the_key_or_unknown_is_the_same_tool_error(server):
     refused = call(server, "other", "kb_search", {"query": QUESTION, "knowledge_base_ids": ["handbook"]})
-    assert refused.is_error and "may not read ['handbook']" in refused.content[0].text
+    unknown = call(server, "reader", "kb_search", {"query": QUESTION, "knowledge_base_ids": ["nope"]})
+    said = refused.content[0].text  # the SDK puts "Error executing tool kb_search: " before the tool's words
+    assert refused.is_error and "no knowledge base 'handbook': known ones are " in said
+    assert "handbook" not in said.partition("known ones are ")[2]
+    assert unknown.is_error and unknown.content[0].text.endswith("no knowledge base 'nope': known ones are handbook")
 
 
 # -- 401 and the protected-resource metadata ---------------------------------------------------------------

@@ -130,6 +130,24 @@ def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
     assert count_entities(milvus_client, handbook.published["collection"]) == count_before
 
 
+def test_every_step_after_parsing_shows_the_parser_mode_of_the_partition(handbook, settings, catalog):
+    """A degraded parse stays visible downstream: the materialization of each later step of a document
+    says how its pages were parsed."""
+    import dagster as dg
+
+    from kb_assets.launch.instance import dagster_instance
+
+    instance = dagster_instance(settings)
+    pdf = next(d for d in catalog.get_documents(handbook.new).values() if d.source_path.endswith(".pdf"))
+    for step in ("pageindex_trees", "chunks", "embeddings", "milvus_collection", "page_images"):
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(step), asset_partitions=[pdf.partition_key]), limit=1
+        ).records
+        assert records, step
+        mode = records[0].event_log_entry.asset_materialization.metadata["parser_mode"].value
+        assert mode == "docling-native-pdf", (step, mode)
+
+
 def test_ingest_runs_are_batched_dagster_runs_over_document_partitions(handbook, settings, catalog):
     from kb_assets.launch.instance import dagster_instance
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from dataclasses import replace
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -188,6 +189,25 @@ def test_a_body_that_never_arrives_is_answered_408_and_closed_within_the_timeout
     assert b"KB_BODY_TIMEOUT_S" in answer
 
 
+@pytest.mark.parametrize("sent", [b"", b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"])
+def test_headers_that_never_end_are_answered_408_and_closed_within_the_timeout(settings, searcher, sent):
+    """A connection that sends nothing, or a request line and one header and no blank line, is closed."""
+    from kb_assets.service.api import create_app
+
+    timeout_s, margin_s = 1.0, 10.0
+    app = create_app(replace(settings, api_keys=""), searcher)
+    with live_server(app, header_timeout_s=timeout_s) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=timeout_s + margin_s) as raw:
+            raw.sendall(sent)
+            answer = b""
+            while chunk := raw.recv(65536):  # raises socket.timeout past timeout + margin
+                answer += chunk
+        # a request that arrives whole on the same server is answered as before
+        assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
+    assert answer.startswith(b"HTTP/1.1 408") and b"headers did not arrive" in answer, answer[:200]
+
+
 # -- knowledge-base names -----------------------------------------------------------------------------
 def test_the_test_corpora_and_ordinary_names_match_the_pattern():
     from kb_assets_tests.corpora import RETRIEVAL_CORPUS
@@ -239,3 +259,26 @@ def test_ordinary_names_are_accepted_everywhere(settings, searcher, kb_home):
     out = CliRunner().invoke(main, ["docs", "--json", *[a for n in GOOD_NAMES for a in ("--kb", n)]])
     # the names pass the --kb check (a refused one is a usage error, exit 2); these hold no documents yet
     assert out.exit_code == 1 and "no knowledge base" in out.output and "not valid" not in out.output, out.output
+
+
+# -- outages in the service's log ---------------------------------------------------------------------
+def test_a_milvus_outage_is_one_log_line_and_its_end_another_without_tracebacks(
+    settings, handbook, searcher, frozen_searcher, caplog, capfd
+):
+    import logging
+
+    down = client_of(settings, frozen_searcher(searcher))
+    caplog.set_level(logging.DEBUG, logger="kb_assets.retrieval")
+    for _ in range(4):
+        answer = down.post(
+            "/v1/kb/search", json={"query": "How long are backups kept?", "knowledgeBaseIds": ["handbook"]}
+        )
+        assert answer.status_code == 200 and answer.json()["results"]  # the page fallback answers
+    up = client_of(settings, searcher)
+    assert up.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ["handbook"]}).status_code == 200
+
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "Milvus" in r.getMessage()]
+    assert len(warned) == 2, warned
+    assert warned[0].startswith("Milvus is unavailable: ") and warned[1].startswith("Milvus is back after ")
+    assert sum("still unavailable" in r.getMessage() for r in caplog.records) == 3  # the others: debug lines
+    assert "Traceback" not in capfd.readouterr().err  # pymilvus logs none for the failed calls

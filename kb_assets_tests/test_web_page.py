@@ -336,3 +336,53 @@ def test_a_period_filter_shows_only_that_years_report_with_its_metadata(filings_
     browser.find_element(By.ID, "search-button").click()
     wait(browser, lambda d: "names no year" in d.find_element(By.ID, "status").text)
     assert "period" in browser.find_element(By.ID, "status").text
+
+
+def test_a_table_in_a_passage_is_a_table_and_each_card_links_its_original(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "Which team owns the search service in the service catalog?", "handbook")
+    card = next(r for r in results if r.find_elements(By.CSS_SELECTOR, ".passage table"))
+    table = card.find_element(By.CSS_SELECTOR, ".passage table")
+    rows = table.find_elements(By.CSS_SELECTOR, "tr")
+    assert len(rows) >= 2 and all(len(row.find_elements(By.CSS_SELECTOR, "td, th")) >= 2 for row in rows)
+    assert not any(
+        line.strip().startswith("|") for line in card.find_element(By.CSS_SELECTOR, ".passage").text.splitlines()
+    )
+    for result in results:  # every card: the signed original, fetched without a key
+        link = result.find_element(By.XPATH, ".//a[contains(., 'Open the original')]").get_attribute("href")
+        assert "/file?" in link and "&s=" in link
+    fetched = "return fetch(arguments[0]).then(r => r.status)"
+    assert browser.execute_script(fetched, link) == 200
+
+
+def test_the_documents_table_reads_at_400_px_with_the_failure_reason_and_says_how_runs_link(
+    site, browser, tmp_path, settings
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from kb_assets.launch.ingest import ingest
+
+    folder = tmp_path / "narrow"
+    folder.mkdir()
+    (folder / "note.md").write_text("# Narrow\n\nA note that publishes.\n")
+    (folder / "cut.pdf").write_bytes(b"%PDF-1.7\n" + b"0" * 3000)  # a PDF cut short: fails with a reason
+    ingest([folder], "narrow", settings)
+    sign_in(browser, site, "all-key")
+    browser.set_window_size(400, 844)
+    try:
+        browser.find_element(By.ID, "tab-documents").click()
+        Select(browser.find_element(By.ID, "documents-kb")).select_by_value("narrow")
+        rows = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr"))
+        reason = next(r for r in rows if "cut.pdf" in r.text).find_element(By.CSS_SELECTOR, "td.error")
+        assert reason.is_displayed() and "cut.pdf" in reason.text and reason.rect["width"] <= 400
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        assert browser.execute_script(
+            "return [...document.querySelectorAll('.table-wrap')].every(w => w.scrollWidth <= w.clientWidth + 1)"
+        )
+        note = browser.find_element(By.ID, "runs-note")  # no KB_DAGSTER_URL here: the page says what links runs
+        assert note.is_displayed() and "KB_DAGSTER_URL" in note.text
+    finally:
+        browser.set_window_size(1280, 900)

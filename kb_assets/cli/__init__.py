@@ -10,6 +10,7 @@ import click
 
 from kb_assets.cli import admin, documents, ingest, search
 from kb_assets.cli.errors import KbAssetsGroup
+from kb_assets.lib.logs import quiet_libraries
 from kb_assets.settings import Settings
 
 
@@ -20,6 +21,7 @@ from kb_assets.settings import Settings
 def main(ctx: click.Context, debug: bool):
     """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
     ctx.meta["kb_debug"] = debug
+    quiet_libraries(debug)  # pymilvus' per-call tracebacks only under --debug
     try:
         ctx.obj = Settings.from_env()  # the environment, read once for the command
     except ValueError as error:

@@ -111,7 +111,7 @@ def verify(settings, repair, as_json):
 
         instance = dagster_instance(settings)
         fail_abandoned_runs(instance)
-        data = run_repair(definitions(settings), instance)
+        data = run_repair(definitions(settings), instance, settings.runs_log)
     else:
         data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
 
@@ -135,8 +135,10 @@ def verify(settings, repair, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
 def services(settings, action, as_json):
-    """Start, stop or show the embedded Postgres and Milvus Lite server under KB_HOME."""
+    """Start, stop or show the embedded Postgres and Milvus Lite server under KB_HOME (and the warm ingest
+    runner, which `down` stops too)."""
     from kb_assets import services as svc
+    from kb_assets.launch import runner
 
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
@@ -146,12 +148,15 @@ def services(settings, action, as_json):
         if not settings.milvus_uri:
             svc.ensure_milvus(home)
     elif action == "down":
+        runner.stop(settings)  # first: it may be ingesting (it finishes that)
         svc.stop_milvus(home)
         svc.stop_postgres(home)
+    pid = runner.running(settings)
     data = {
         "home": str(home),
         "postgres": {"external": settings.postgres_url} if settings.postgres_url else svc.postgres_status(home),
         "milvus": {"external": settings.milvus_uri} if settings.milvus_uri else svc.milvus_status(home),
+        "ingestRunner": {"running": pid is not None, "pid": pid, "idleSeconds": settings.runner_idle_seconds},
     }
 
     def render(d):
@@ -160,5 +165,7 @@ def services(settings, action, as_json):
             state = "external" if "external" in status else ("running" if status.get("running") else "stopped")
             where = status.get("dsn") or status.get("uri") or status.get("external") or ""
             click.echo(f"{name}: {state} {where}" + (f" ({status['engine']})" if status.get("engine") else ""))
+        warm = d["ingestRunner"]
+        click.echo(f"ingest runner: {'running (pid ' + str(warm['pid']) + ')' if warm['running'] else 'stopped'}")
 
     emit(data, as_json, render)

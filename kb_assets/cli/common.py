@@ -18,6 +18,29 @@ def emit(data, as_json: bool, render) -> None:
         render(data)
 
 
+def log_runs(settings: Settings) -> Path:
+    """Where the runs this command launches, and the libraries' warnings, are logged: the file under
+    KB_HOME (``Settings.runs_log``), not the terminal; ``kb-assets --debug`` echoes them on stderr
+    too. Returns the file's path (the failure lines name it)."""
+    import logging
+
+    path = settings.runs_log
+    root = logging.getLogger()
+    if not any(getattr(h, "kb_runs_log", None) == path for h in root.handlers):  # once a process and file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        handler.kb_runs_log = path  # type: ignore[attr-defined]
+        root.addHandler(handler)  # libraries' warnings (docling, pymilvus): no stray lines on the terminal
+    runs = logging.getLogger("kb_assets.runs")
+    if click.get_current_context().meta.get("kb_debug") and not runs.handlers:
+        echo = logging.StreamHandler()
+        runs.addHandler(echo)  # the runs' Dagster events
+        root.addHandler(echo)
+    return path
+
+
 def stores_of(settings: Settings):
     from kb_assets.stores import Stores
 
@@ -93,15 +116,20 @@ def find_document(catalog, key):
     return doc
 
 
+class UnknownKnowledgeBase(click.ClickException):
+    kind = "unknown_knowledge_base"  # the error object's kind with --json
+
+
 def known_knowledge_bases(catalog, knowledge_base_ids) -> None:
     """Refuse knowledge bases that hold no document, naming those that do (a typo gets an error, not an
-    empty answer)."""
+    empty answer): the API's and the MCP tool's words."""
+    from kb_assets.retrieval.scope import unknown_knowledge_bases
+
     if not knowledge_base_ids:
         return
     known = [row["knowledge_base_id"] for row in catalog.knowledge_base_counts()]
     unknown = sorted(set(knowledge_base_ids) - set(known))
     if unknown:
-        raise click.ClickException(
-            f"no knowledge base {', '.join(map(repr, unknown))}: known ones are {', '.join(known) or 'none yet'} "
-            "(kb-assets ingest PATH --kb NAME makes one)"
+        raise UnknownKnowledgeBase(
+            unknown_knowledge_bases(unknown, known) + " (kb-assets ingest PATH --kb NAME makes one)"
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kb_assets.cli.common import emit, knowledge_base_names, pass_settings, stores_of
+from kb_assets.cli.common import emit, knowledge_base_names, log_runs, pass_settings, stores_of
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
@@ -27,31 +27,50 @@ def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
     failing, not run again, unless --retry-failed. On a terminal, a progress bar shows documents done /
     total, pages/s and the time left."""
     from kb_assets.cli.progress import ingest_progress
-    from kb_assets.launch.ingest import ingest as run_ingest
+    from kb_assets.launch import runner
     from kb_assets.pipeline.identity import OverlappingRoots
 
     sources = [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in paths]
+    log = log_runs(settings)
+    warm = not click.get_current_context().meta.get("kb_debug")  # --debug: here, its events on stderr
     try:
         with ingest_progress(as_json) as (say, documents):
-            report = run_ingest(
-                sources, knowledge_base_id, settings, progress=say, retry_failed=retry_failed, documents=documents
+            data = (
+                runner.ingest_remotely(settings, sources, knowledge_base_id, retry_failed, say, documents)
+                if warm
+                else None
             )
+            if data is None:  # no runner took it: ingest in this process (loading what its runs need)
+                from kb_assets.launch.ingest import ingest as run_ingest
+
+                report = run_ingest(
+                    sources, knowledge_base_id, settings, progress=say, retry_failed=retry_failed, documents=documents
+                )
+                data = {**report.as_json(), "warmRunner": False}
+                if warm:
+                    runner.start(settings)  # the next ingest finds what its runs load loaded
+            else:
+                data["warmRunner"] = True
     except (FileNotFoundError, OverlappingRoots) as error:
         raise click.ClickException(str(error)) from None
-    data = report.as_json()
+    except runner.RunnerError as error:
+        if error.name in ("FileNotFoundError", "OverlappingRoots"):
+            raise click.ClickException(str(error)) from None
+        raise
 
     def render(d):
         counts = d["documents"]
         click.echo(f"ingested into {knowledge_base_id}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        for failure in d["failures"]:
-            still = " (still failing: the file has not changed)" if failure.get("stillFailing") else ""
-            click.echo(f"  FAILED {failure['sourceUri']}: {failure['reason']}{still}")
         click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
         for warning in d["warnings"]:
             click.echo(f"warning: {warning}", err=True)
 
     emit(data, as_json, render)
-    sys.exit(1 if report.failures else 0)
+    for failure in data["failures"]:  # one line each on stderr, also with --json (stdout holds the JSON)
+        still = " (still failing: the file has not changed)" if failure.get("stillFailing") else ""
+        reason = " ".join(str(failure["reason"]).split())
+        click.echo(f"FAILED {failure['sourceUri']}: {reason}{still} (run log: {log})", err=True)
+    sys.exit(1 if data["failures"] else 0)
 
 
 @click.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -36,7 +37,9 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @pass_settings
 def search(settings, query, knowledge_base_ids, limit, min_score, strategy, period, kind, organisation, as_json):
     """Search the published knowledge base(s): the same code path as POST /v1/kb/search. Each result shows
-    its document's organisation, period and kind when they were read from its content."""
+    its document's organisation, period and kind when they were read from its content, and the passage a
+    reader should read (its context: the window of its page chosen for the question), the question's words
+    marked on a terminal."""
     from kb_assets.retrieval.search import SearchRequest
     from kb_assets.service.api import make_searcher, one_thread_per_query
 
@@ -70,10 +73,26 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, peri
             click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
             if described := describe(r.get("documentMetadata")):
                 click.echo(f"   {described}")
-            snippet = " ".join(r["content"].split())
-            click.echo(f"   {snippet[:220]}{'…' if len(snippet) > 220 else ''}")
+            passage = " ".join((r.get("context") or r["content"]).split())
+            click.echo(f"   {marked(passage, query) if sys.stdout.isatty() else passage}")
 
     emit(response.as_json(), as_json, render)
+
+
+def marked(text: str, query: str) -> str:
+    """The text with the question's words in bold (on a terminal), found as search finds them: the page's
+    marks in the command line."""
+    from kb_assets.retrieval.context import occurrences, question_terms
+
+    spans = sorted(span for found in occurrences(question_terms(query), text).values() for span in found)
+    out, at = [], 0
+    for start, end in spans:
+        if end <= at:
+            continue
+        start = max(start, at)
+        out += [text[at:start], click.style(text[start:end], bold=True, underline=True)]
+        at = end
+    return "".join(out) + text[at:]
 
 
 @click.command("eval")
@@ -179,5 +198,7 @@ def serve(settings, host, port):
     import uvicorn
 
     from kb_assets.service.api import create_app, one_thread_per_query
+    from kb_assets.service.server import server_config
 
-    uvicorn.run(create_app(one_thread_per_query(settings)), host=host, port=port)
+    app = create_app(one_thread_per_query(settings))
+    uvicorn.Server(server_config(app, host, port, settings.body_timeout_s)).run()

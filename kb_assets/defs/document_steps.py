@@ -166,13 +166,18 @@ def record_partitions(
     planned, so that they show failed too. Otherwise: per-partition metadata on Dagster's events."""
     run_id, deferred = context.run.run_id, events_deferred(context)
     later = later_assets(context, asset_keys) if deferred else []
-    for key, docs in documents_by_partition(list(context.partition_keys), run_id, catalog, claim_of(context)).items():
+    partitions = documents_by_partition(list(context.partition_keys), run_id, catalog, claim_of(context))
+    parsed = all(STEPS.index(k.to_user_string()) > 1 for k in asset_keys if k.to_user_string() in STEPS)
+    modes = catalog.page_modes([d.document_id for docs in partitions.values() for d in docs]) if parsed else {}
+    for key, docs in partitions.items():
         if not docs:  # a document gone, or a bucket the run's range passes over
             continue
         failed_here = [d for d in docs if d.document_id in failures]
         failed = failed_here or [d for d in docs if d.status == "failed" and d.last_run_id == run_id]
         for asset_key in asset_keys:
             metadata = partition_metadata(context, asset_key, docs, results, failures, planning.is_bucket(key))
+            if found := sorted({m for d in docs if (m := modes.get(d.document_id))}):
+                metadata["parser_mode"] = "; ".join(found)  # the pages' parse, shown by every later step
             if not deferred:
                 context.add_asset_metadata(metadata, asset_key=asset_key, partition_key=key)
             elif not failed:

@@ -28,6 +28,7 @@ NOT_READ_BY_RUNS = frozenset(
     {
         "dagster_home_dir",
         "concurrent_runs",
+        "runner_idle_seconds",
         "run_batch_size",
         "bucket_run_documents",
         "api_keys",

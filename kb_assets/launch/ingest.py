@@ -26,7 +26,12 @@ from pathlib import Path
 import dagster as dg
 
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
-from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+from kb_assets.launch.instance import (
+    dagster_instance,
+    definitions,
+    fail_abandoned_runs,
+    reap_log_followers,
+)
 from kb_assets.launch.runs import run_plans
 from kb_assets.launch.store_changes import migrate, purge
 from kb_assets.lib.scratch import clean_scratch
@@ -103,7 +108,8 @@ def register(
         add_partitions(instance, keys)
         gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
-            report.deleted = [purged["documentId"] for purged in purge(defs or definitions(settings), instance, gone)]
+            purged = purge(defs or definitions(settings), instance, gone, settings.runs_log)
+            report.deleted = [row["documentId"] for row in purged]
     return report, changes.to_run, keys, len(found.files)
 
 
@@ -143,6 +149,7 @@ def _ingest(
     catalog = stores.catalog
     instance = dagster_instance(settings)
     abandoned = fail_abandoned_runs(instance)
+    reap_log_followers(instance)  # what killed runs left behind, as clean_scratch kills their parse workers
     clean_scratch(settings.scratch_root)
     defs = definitions(settings)
     report, to_run, _, files = register(paths, knowledge_base_id, stores, instance, settings, defs)

@@ -9,14 +9,25 @@ daemon launched are its run monitoring's).
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import dagster as dg
 
 from kb_assets.definitions import make_definitions
-from kb_assets.lib.processes import process_alive
+from kb_assets.lib.processes import orphaned_followers, process_alive, reap
 from kb_assets.settings import Settings
 
 PROCESS_TAG = "kb/process"
+# the instance config kb-assets writes into a new DAGSTER_HOME: no telemetry, and no compute-log capture,
+# which starts a `tail -F` (and a watcher process) per run and left tails behind when a run was killed;
+# steps log through Dagster's events (context.log), which the UI and the run log show
+INSTANCE_CONFIG = """telemetry:
+  enabled: false
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+"""
+EARLIER_CONFIG = "telemetry:\n  enabled: false\n"  # what earlier versions wrote: brought up to date
 
 
 def dagster_instance(settings: Settings) -> dg.DagsterInstance:
@@ -25,8 +36,8 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     home = settings.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
+    if not config.exists() or config.read_text() == EARLIER_CONFIG:
+        config.write_text(INSTANCE_CONFIG)
     return dg.DagsterInstance.from_config(str(home))
 
 
@@ -34,6 +45,12 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
 def definitions(settings: Settings) -> dg.Definitions:
     """The definitions of these settings, built once per process (they load every asset)."""
     return make_definitions(settings)
+
+
+def reap_log_followers(instance: dg.DagsterInstance) -> list[int]:
+    """Kill the ``tail -F`` processes that killed runs of this instance left following its compute logs
+    (an instance that captures them; kb-assets' own does not, ``INSTANCE_CONFIG``); their pids."""
+    return reap(orphaned_followers(Path(instance.root_directory)))
 
 
 def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:

@@ -38,7 +38,8 @@ from kb_assets.pipeline.versions import selection
 from kb_assets.settings import Settings, dagster_child_environment
 from kb_assets.stores.catalog import Catalog
 
-# step events still go to the instance (the UI shows them); the terminal shows progress lines
+# step events still go to the instance (the UI shows them); the terminal shows progress lines and, with a
+# log file (Settings.runs_log), nothing of Dagster's own: its events (and tracebacks) go to the file
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 DAEMON_HEARTBEAT_S = 120  # a daemon whose last heartbeat is older than this is not running
 QUEUED_RUN_TIMEOUT_S = 6 * 3600  # ingest gives up waiting for a queued run after this long
@@ -51,12 +52,15 @@ def execute(
     tags: dict[str, str],
     asset_selection: tuple[str, ...] | None = None,
     run_config: dict | None = None,
+    log_file: Path | None = None,
 ):
-    """One in-process run, tagged with this process; errors are the run's (never raised here)."""
+    """One in-process run, tagged with this process; errors are the run's (never raised here). Its events
+    go to ``log_file`` (``Settings.runs_log``), else warnings and errors to the console."""
+    logging = {"loggers": {"run_file": {"config": {"path": str(log_file)}}}} if log_file else QUIET_RUN_CONFIG
     return job.execute_in_process(
         instance=instance,
         raise_on_error=False,
-        run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        run_config={**logging, **(run_config or {})},
         tags={**tags, PROCESS_TAG: process_token()},
         asset_selection=[dg.AssetKey(key) for key in asset_selection] if asset_selection else None,
     )
@@ -68,12 +72,13 @@ def run_in_order(
     catalog: Catalog,
     plans: list[RunPlan],
     progress: Progress = lambda message: None,
+    log_file: Path | None = None,
 ) -> list[str]:
     """Execute the planned runs of the document job, one after the other, in this process."""
     job = defs.resolve_job_def("ingest_documents")
     run_ids, done, total = [], 0, sum(len(p.documents) for p in plans)
     for plan in plans:
-        run_ids.append(execute(job, instance, plan.tags(), selection(plan.step)).run_id)
+        run_ids.append(execute(job, instance, plan.tags(), selection(plan.step), log_file=log_file).run_id)
         done += len(plan.documents)
         docs = catalog.get_documents([d.document_id for d in plan.documents]).values()
         progress(
@@ -86,7 +91,8 @@ def run_in_order(
 def run_tagged(settings: Settings, tags: dict[str, str]) -> str:
     """Execute one run in this process (a worker's): the job from the step its tags name; its run id."""
     job = definitions(settings).resolve_job_def("ingest_documents")
-    return execute(job, dagster_instance(settings), tags, selection(tags.get(FROM_STEP_TAG, "raw_files"))).run_id
+    step = tags.get(FROM_STEP_TAG, "raw_files")
+    return execute(job, dagster_instance(settings), tags, selection(step), log_file=settings.runs_log).run_id
 
 
 def has_live_daemon(instance: dg.DagsterInstance) -> bool:
@@ -178,7 +184,7 @@ def run_plans(
     the planned retries."""
     batch = [plan for plan in plans if not plan.alone]
     if settings.concurrent_runs <= 1 or len(batch) <= 1:
-        return run_in_order(defs, instance, catalog, plans, progress)
+        return run_in_order(defs, instance, catalog, plans, progress, settings.runs_log)
     total = sum(len(p.documents) for p in batch)
     finished: list[str] = []
 
@@ -192,4 +198,5 @@ def run_plans(
         )
 
     run_ids = execute_runs([plan.tags() for plan in batch], settings, done)
-    return run_ids + run_in_order(defs, instance, catalog, [p for p in plans if p.alone], progress)
+    alone = [p for p in plans if p.alone]
+    return run_ids + run_in_order(defs, instance, catalog, alone, progress, settings.runs_log)

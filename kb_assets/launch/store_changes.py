@@ -4,6 +4,8 @@ then one ``publish_collection`` run)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 
 from kb_assets.defs.migration import migration_plans
@@ -13,7 +15,9 @@ from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Document
 
 
-def purge(defs: dg.Definitions, instance: dg.DagsterInstance, gone: list[Document]) -> list[dict]:
+def purge(
+    defs: dg.Definitions, instance: dg.DagsterInstance, gone: list[Document], log_file: Path | None = None
+) -> list[dict]:
     """Purge documents whose files are gone, as a ``purge_documents`` run; returns what was removed."""
     if not gone:
         return []
@@ -26,15 +30,16 @@ def purge(defs: dg.Definitions, instance: dg.DagsterInstance, gone: list[Documen
         instance,
         tags,
         run_config={"ops": {"purge": {"config": {"document_ids": [d.document_id for d in gone]}}}},
+        log_file=log_file,
     )
     if not result.success:
         raise RuntimeError(f"the purge run {result.run_id} failed: see it in the Dagster UI")
     return result.output_for_node("purge")
 
 
-def repair(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict:
+def repair(defs: dg.Definitions, instance: dg.DagsterInstance, log_file: Path | None = None) -> dict:
     """``verify --repair`` as a ``repair_stores`` run; returns verify's report."""
-    result = execute(defs.resolve_job_def("repair_stores"), instance, {})
+    result = execute(defs.resolve_job_def("repair_stores"), instance, {}, log_file=log_file)
     if not result.success:
         raise RuntimeError(f"the repair run {result.run_id} failed: see it in the Dagster UI")
     return {**result.output_for_node("repair"), "runId": result.run_id}
@@ -56,11 +61,13 @@ def migrate(
         f"migration to {settings.embedding_model}: {sum(len(p.documents) for p in plans)} documents to "
         f"backfill into the new collection ({due['reason']})"
     )
-    run_ids = run_in_order(defs, instance, stores.catalog, plans, progress)
+    log_file = settings.runs_log
+    run_ids = run_in_order(defs, instance, stores.catalog, plans, progress, log_file)
     result = execute(
         defs.resolve_job_def("publish_collection"),
         instance,
         {MIGRATION_TAG: settings.embedding_model, "kb/store_change": "migration"},
+        log_file=log_file,
     )
     run_ids.append(result.run_id)
     report = {}

@@ -93,3 +93,34 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="kb-parent-watch", daemon=True).start()
+
+
+def orphaned_followers(folder: Path) -> list[int]:
+    """Processes of this host re-parented to init (their starter died) that follow a file under ``folder``
+    with ``tail -F``: what a killed Dagster run's compute-log capture leaves (they outlive it for good)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        name = os.path.basename(command[0].decode(errors="replace")) if command and command[0] else ""
+        followed = [Path(arg.decode(errors="replace")) for arg in command[1:] if arg and not arg.startswith(b"-")]
+        if name == "tail" and b"-F" in command and parent == 1 and any(p.is_relative_to(folder) for p in followed):
+            found.append(int(entry.name))
+    return found
+
+
+def reap(pids: list[int]) -> list[int]:
+    """SIGKILL these processes (they may ignore SIGTERM); those that were signalled."""
+    reaped = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            reaped.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return reaped

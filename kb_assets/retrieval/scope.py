@@ -44,6 +44,12 @@ _CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[float, dict[str, dict]]
 _LOCK = threading.Lock()
 
 
+def unknown_knowledge_bases(unknown: list[str], readable: list[str]) -> str:
+    """The refusal of knowledge-base names that hold no document or that the caller may not read (the same
+    words for both, so a name outside a key's scope is not told from one that does not exist)."""
+    return f"no knowledge base {', '.join(map(repr, unknown))}: known ones are {', '.join(readable) or 'none yet'}"
+
+
 def known_metadata(searcher: Any, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
     """{document_id: metadata} of the published documents of these knowledge bases (cached per searcher)."""
     key = tuple(sorted(knowledge_base_ids)) if knowledge_base_ids else ()

@@ -135,7 +135,8 @@ class Searcher:
                     # it): load it again and search again rather than answer this request from pages
                     log.info("collection %s was released; loading it and searching again", loaded)
                     continue
-                log.warning("chunk search failed, answering from pages: %s: %s", type(error).__name__, short(error))
+                # the response says so; the service logs one line an outage (lib/logs.py: Outages)
+                log.debug("chunk search failed, answering from pages: %s: %s", type(error).__name__, short(error))
                 response.warnings.append(
                     f"chunk search failed ({type(error).__name__}: {short(error)}); answered from pages (fallback)"
                 )

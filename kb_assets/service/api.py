@@ -22,11 +22,17 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from kb_assets.lib.logs import Outages
 from kb_assets.retrieval.rows import ASSETS_PATH
 from kb_assets.retrieval.search import Searcher
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
-from kb_assets.service.errors import RETRY_AFTER_S, BodyTimeout, check_knowledge_base_ids, install_error_handlers
+from kb_assets.service.errors import (
+    RETRY_AFTER_S,
+    BodyTimeout,
+    check_knowledge_base_ids,
+    install_error_handlers,
+)
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.settings import SearchConfig, Settings
@@ -84,7 +90,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan)
     app.state.service = service
-    install_error_handlers(app)
+    install_error_handlers(app, service.outages)
     app.add_middleware(BodyTimeout, timeout_s=settings.body_timeout_s)
 
     if not service.keys.enabled:
@@ -140,7 +146,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
             "Postgres": lambda: _postgres_answers(service.searcher.catalog),
             "Milvus": lambda: _milvus_answers(service.searcher),
         }
-        down = [store for store, check in checks.items() if not _answers(store, check)]
+        down = [store for store, check in checks.items() if not _answers(store, check, service.outages)]
         if down:
             return JSONResponse(
                 {"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
@@ -202,11 +208,12 @@ def _milvus_answers(searcher: Searcher) -> None:
     searcher.client.list_collections(timeout=searcher.config.milvus_timeout_s)
 
 
-def _answers(store: str, check) -> bool:
-    """True when ``check()`` returns; else the reason is logged."""
+def _answers(store: str, check, outages: Outages) -> bool:
+    """True when ``check()`` returns; else the outage is logged (its first failure)."""
     try:
         check()
-        return True
     except Exception as error:  # any failure of the store's client means not ready
-        log.warning("readyz: %s unavailable: %s: %s", store, type(error).__name__, " ".join(str(error).split())[:200])
+        outages.failed(store, f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
         return False
+    outages.answered(store)
+    return True

@@ -24,7 +24,7 @@ def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
     """``key1=kbA,kbB;key2=*`` -> {key1: {kbA, kbB}, key2: None (every knowledge base)}. Every knowledge
     base must be a valid name (``kb_assets/lib/names.py``) or ``*``."""
     keys: dict[str, set[str] | None] = {}
-    for item in filter(None, (part.strip() for part in spec.split(";"))):
+    for number, item in enumerate(filter(None, (part.strip() for part in spec.split(";"))), 1):
         key, _, scope = item.partition("=")
         kbs = {kb.strip() for kb in scope.split(",") if kb.strip()}
         if not key.strip() or not kbs:
@@ -34,6 +34,11 @@ def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
                 validate_knowledge_base_id(kb)
             except ValueError as error:
                 raise ValueError(f"KB_API_KEYS: {error}") from None
+        if key.strip() in keys:  # the last entry would silently win; the message never shows a key
+            raise ValueError(
+                f"KB_API_KEYS: the key of entry {number} is given twice: give each key once, with all its "
+                "knowledge bases (KEY=kbA,kbB)"
+            )
         keys[key.strip()] = None if "*" in kbs else kbs
     return keys
 
@@ -61,16 +66,6 @@ class Caller:
 
     def may_read(self, knowledge_base_id: str | None) -> bool:
         return self.scope is None or knowledge_base_id in self.scope
-
-    def knowledge_bases(self, requested: list[str] | None) -> list[str] | None:
-        """The knowledge bases a request searches: those asked for (deduplicated), else every one the
-        caller may read (None: all). PermissionError names those outside the caller's scope."""
-        requested = list(dict.fromkeys(requested)) if requested else None
-        if self.scope is None:
-            return requested
-        if requested and not set(requested) <= self.scope:
-            raise PermissionError(f"this key may not read {sorted(set(requested) - self.scope)}")
-        return requested or sorted(self.scope)
 
 
 ANONYMOUS = Caller("", None)

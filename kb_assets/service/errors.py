@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import Headers
 
+from kb_assets.lib.logs import Outages
 from kb_assets.lib.names import validate_knowledge_base_id
 
 log = logging.getLogger("kb_assets.retrieval")
@@ -111,7 +112,8 @@ class BodyTimeout:
         await self.app(scope, replay, send)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, outages: Outages) -> None:
+    """Error answers of the app; ``outages``: its log of stores going away and coming back."""
     import psycopg2
     import psycopg2.pool
     from fastapi.encoders import jsonable_encoder
@@ -126,7 +128,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return Response(body, status_code=422, media_type="application/json")
 
     def unavailable(store: str, error: BaseException) -> JSONResponse:
-        log.warning("%s unavailable: %s: %s", store, type(error).__name__, _reason(error))
+        outages.failed(store, f"{type(error).__name__}: {_reason(error)}")
         return JSONResponse(
             {"detail": f"{store} unavailable: {_reason(error)}"},
             status_code=503,

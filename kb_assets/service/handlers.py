@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
@@ -18,9 +19,11 @@ from urllib.parse import quote
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
+from kb_assets.lib.logs import Outages
 from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage, chunk_records
 from kb_assets.pipeline.page_images import ensure_page_image, original_of
 from kb_assets.retrieval.rows import asset_url
+from kb_assets.retrieval.scope import unknown_knowledge_bases
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.service.auth import ApiKeys, Caller
 from kb_assets.service.errors import check_id
@@ -32,6 +35,7 @@ from kb_assets.stores.catalog import Document
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 
 log = logging.getLogger("kb_assets.retrieval")
+KNOWN_TTL_S = 10.0  # how long the knowledge bases' names are reused (an unknown name reads them again)
 IMAGE_FOLDERS = ("pages", "figures")
 SANDBOX = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
@@ -42,6 +46,8 @@ class Service:
         self.searcher = searcher
         self.stores = Stores(settings)
         self.keys = ApiKeys(settings.api_keys)
+        self._known: tuple[float, set[str]] | None = None  # (when, knowledge bases holding documents)
+        self.outages = Outages(log)  # the service's log: one line when a store goes away, one when it is back
         self.signer = UrlSigner(settings.url_signing_secret, settings.url_ttl_seconds)
         # the embedded Milvus Lite server is restarted when it dies (an external KB_MILVUS_URI is not ours)
         self.watchdog = (
@@ -75,12 +81,12 @@ class Service:
         strategy: str | None = None,
         filters: dict[str, str | None] | None = None,
     ) -> dict:
-        """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 403 outside the
-        caller's scope, 422 for a request the searcher refuses."""
-        try:
-            kbs = caller.knowledge_bases(knowledge_base_ids)
-        except PermissionError as error:
-            raise HTTPException(403, str(error)) from None
+        """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 404 naming the knowledge
+        bases the caller may read for a name that is not one of them (a name outside the caller's scope
+        looks the same as one that does not exist), 422 for a request the searcher refuses."""
+        self.check_knowledge_bases(caller, knowledge_base_ids or [])
+        kbs = knowledge_base_ids and list(dict.fromkeys(knowledge_base_ids))
+        kbs = kbs or (None if caller.scope is None else sorted(caller.scope))
         request = SearchRequest(
             query=query, knowledge_base_ids=kbs, limit=limit, min_score=min_score, strategy=strategy, filters=filters
         )
@@ -88,10 +94,47 @@ class Service:
             answer = self.searcher.search(request).as_json()
         except ValueError as error:
             raise HTTPException(422, str(error)) from None
-        if self.watchdog is not None and any("chunk search failed" in w for w in answer["warnings"]):
-            self.watchdog.poke()
+        failed = next((w for w in answer["warnings"] if w.startswith("chunk search failed")), None)
+        if failed is None:
+            self.outages.answered("Milvus")
+        else:
+            self.outages.failed(
+                "Milvus", failed.removeprefix("chunk search failed ").removesuffix("; answered from pages (fallback)")
+            )
+            if self.watchdog is not None:
+                self.watchdog.poke()
+        self.outages.answered("Postgres")  # the search read the catalog (else it would have raised)
         self.signer.sign_rows(answer["results"], caller)
+        for row in answer["results"]:  # the card's link to the original (the lineage panel has it too)
+            row["fileUrl"] = self.signer.sign_file(row["documentId"], caller)
         return answer
+
+    def check_knowledge_bases(self, caller: Caller, names: list[str]) -> None:
+        """404 for a name the caller may not read or that holds no document, naming those it may read (the
+        command line's words). The names are read again when one is not known (a new knowledge base); while
+        Postgres does not answer, the search goes on unchecked (it answers from what it can)."""
+        wanted = set(names)
+        if not wanted:
+            return
+        readable = self._readable(caller, fresh=False)
+        if readable is not None and not wanted <= readable:
+            readable = self._readable(caller, fresh=True)  # made since it was read, or really unknown
+        if readable is None or wanted <= readable:
+            return
+        raise HTTPException(404, unknown_knowledge_bases(sorted(wanted - readable), sorted(readable)))
+
+    def _readable(self, caller: Caller, fresh: bool) -> set[str] | None:
+        """The knowledge bases (of documents, deleted ones too) that the caller may read (cached
+        KNOWN_TTL_S), None when Postgres does not answer."""
+        now = time.monotonic()
+        if fresh or self._known is None or now - self._known[0] > KNOWN_TTL_S:
+            try:
+                rows = self.searcher.catalog.knowledge_base_counts()
+            except Exception as error:  # the search itself reports the outage
+                log.debug("knowledge bases not read: %s", error)
+                return None
+            self._known = (now, {row["knowledge_base_id"] for row in rows})
+        return {name for name in self._known[1] if caller.may_read(name)}
 
     # documents, pages, lineage ------------------------------------------------------------------------
     def readable_document(self, document_id: str, caller: Caller):

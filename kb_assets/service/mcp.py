@@ -153,7 +153,7 @@ def base_url(service: Service, request: Request | None) -> str:
 
 def absolute_urls(rows: list[dict[str, Any]], base: str) -> None:
     for row in rows:
-        for name in URL_FIELDS:
+        for name in (*URL_FIELDS, "fileUrl"):
             if isinstance(row.get(name), str) and row[name].startswith("/"):
                 row[name] = base + row[name]
 

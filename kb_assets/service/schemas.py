@@ -81,6 +81,9 @@ class SearchResult(BaseModel):
     retrievalSource: Literal["hybrid", "fallback_pages"]
     pageImageUrl: str | None = Field(None, description="a short-lived signed URL of the page image")
     figureImageUrl: str | None = Field(None, description="a short-lived signed URL of the figure image")
+    fileUrl: str | None = Field(
+        None, description="a short-lived signed URL of the document's original file (inline, its published version)"
+    )
     pageSummary: str | None = None
     documentMetadata: dict | None = Field(
         None, description="title, organisation, kind, period, date and confidences, read from the document's content"

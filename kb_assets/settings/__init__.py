@@ -79,6 +79,8 @@ class Settings:
     embedding_slice: int = 1024  # KB_EMBEDDING_SLICE: chunks encoded between two publications
     max_chunks_per_document: int = 20_000  # KB_MAX_CHUNKS_PER_DOCUMENT: a document with more is refused
     concurrent_runs: int = 1  # KB_CONCURRENT_RUNS: runs an ingest executes at once
+    runner_idle_seconds: int = 600  # KB_RUNNER_IDLE_SECONDS: how long the warm ingest runner waits for the next
+    # ingest before it exits (0: no runner; every ingest loads what its runs need itself)
     partitioning: str = "documents"  # KB_PARTITIONING: documents (one partition each) | buckets:N
     alias: str = "kb_chunks"  # KB_MILVUS_ALIAS
     milvus_dense_index: str = "hnsw"  # KB_MILVUS_DENSE_INDEX: hnsw | hnsw_sq | ivf_sq8 | diskann | flat (servers)
@@ -139,6 +141,7 @@ class Settings:
             embedding_slice=_positive(env, "KB_EMBEDDING_SLICE", cls.embedding_slice),
             max_chunks_per_document=_positive(env, "KB_MAX_CHUNKS_PER_DOCUMENT", cls.max_chunks_per_document),
             concurrent_runs=_positive(env, "KB_CONCURRENT_RUNS", cls.concurrent_runs),
+            runner_idle_seconds=_int(env, "KB_RUNNER_IDLE_SECONDS", cls.runner_idle_seconds),
             partitioning=partitioning_setting(env.get("KB_PARTITIONING") or cls.partitioning),
             alias=env.get("KB_MILVUS_ALIAS") or cls.alias,
             milvus_dense_index=_choice(env, "KB_MILVUS_DENSE_INDEX", DENSE_INDEXES),
@@ -191,6 +194,13 @@ class Settings:
         """The Dagster instance's folder: DAGSTER_HOME, else $KB_HOME/dagster (what ``dagster dev`` at the
         repository root opens too)."""
         return self.dagster_home_dir or self.home / "dagster"
+
+    @property
+    def runs_log(self) -> Path:
+        """The file the runs kb-assets launches log their Dagster events to (and the libraries' warnings):
+        beside the Dagster instance ($KB_HOME/dagster/logs/runs.log by default; the production profile
+        writes nothing under KB_HOME)."""
+        return self.dagster_home / "logs" / "runs.log"
 
     @property
     def scratch_root(self) -> Path:

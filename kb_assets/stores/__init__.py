@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
+from kb_assets.lib.logs import quiet_libraries
 from kb_assets.settings import ParseOptions, Settings
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
 from kb_assets.stores.vectors import EmbeddingSpec
+
+quiet_libraries()  # pymilvus set its loggers' levels as it was imported: one line an outage, not a traceback a call
 
 if TYPE_CHECKING:
     from kb_assets.chunking.contextual import EndpointContextualizer

@@ -153,6 +153,40 @@ function marked(text, query) {
   return out;
 }
 
+// a passage as the page reads it: Markdown table rows ("| a | b |") as a table, the header row first
+// when a "|---|" line follows it, the rest as text; the question's words marked in both
+const TABLE_ROW = /^\|.*\|$/;
+const TABLE_RULE = /^\|[\s:|-]+\|$/;
+
+function passage(text, query) {
+  const out = document.createDocumentFragment();
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length;) {
+    if (!TABLE_ROW.test(lines[i].trim())) {
+      let end = i;
+      while (end < lines.length && !TABLE_ROW.test(lines[end].trim())) end++;
+      out.append(el("span", { className: "prose" }, marked(lines.slice(i, end).join("\n"), query)));
+      i = end;
+      continue;
+    }
+    const rows = [];
+    while (i < lines.length && TABLE_ROW.test(lines[i].trim())) rows.push(lines[i++].trim());
+    out.append(markdownTable(rows, query));
+  }
+  return out;
+}
+
+function markdownTable(rows, query) {
+  const cells = (row) => row.slice(1, -1).split("|").map((cell) => cell.trim());
+  const headed = rows.length > 1 && TABLE_RULE.test(rows[1]);
+  const body = rows.filter((row, index) => !(headed && index === 1) && !TABLE_RULE.test(row));
+  const line = (row, tag) => el("tr", {}, ...cells(row).map((cell) => el(tag, {}, marked(cell, query))));
+  const table = el("table", { className: "passage-table" },
+    headed ? el("thead", {}, line(body[0], "th")) : null,
+    el("tbody", {}, ...(headed ? body.slice(1) : body).map((row) => line(row, "td"))));
+  return el("div", { className: "table-wrap passage-table-wrap" }, table);
+}
+
 // ---------------------------------------------------------------- start
 async function start() {
   const info = await guarded(() => api("/v1/service"));
@@ -223,8 +257,10 @@ function renderResults(answer) {
     const card = el("li", { className: "result" + (fallback ? " fallback" : ""), "data-index": index },
       thumb,
       el("div", { className: "body" }, open, meta,
-        el("p", { className: "passage" }, marked(compact(row.context || row.content), state.query)),
-        el("div", { className: "actions" }, documentButton, scoreDetails(row))));
+        el("div", { className: "passage" }, passage(compact(row.context || row.content), state.query)),
+        el("div", { className: "actions" }, documentButton,
+          row.fileUrl ? el("a", { href: row.fileUrl, target: "_blank", rel: "noopener", className: "small" }, "Open the original") : null,
+          scoreDetails(row))));
     open.addEventListener("click", () => openResult(index));
     card.addEventListener("click", (event) => {
       if (!event.target.closest("button, a, details")) openResult(index);
@@ -317,9 +353,16 @@ function renderFacts(found, row) {
   all.addEventListener("click", () => openDocument(doc.documentId, found.chunkId));
   dl.append(el("dt", {}, "chunks"), el("dd", {}, all));
   for (const run of found.runs) {
-    const cell = run.runId ? (run.url ? el("a", { href: run.url, target: "_blank", rel: "noopener" }, run.runId) : el("code", {}, run.runId)) : "—";
-    runs.append(el("tr", {}, el("td", {}, run.asset), el("td", {}, cell)));
+    runs.append(el("tr", {}, el("td", {}, run.asset), el("td", {}, run.runId ? runLink(run.runId, run.url) : "—")));
   }
+  $("lineage-runs-note").hidden = Boolean(state.dagsterUrl);
+}
+
+// a run id: a link into the Dagster UI when KB_DAGSTER_URL is set, else the id (the page says how to link it)
+function runLink(runId, url, shown) {
+  const text = shown ? runId.slice(0, shown) : runId;
+  return url ? el("a", { href: url, target: "_blank", rel: "noopener", title: runId }, text)
+    : el("code", { title: `${runId} (set KB_DAGSTER_URL to link runs to the Dagster UI)` }, text);
 }
 
 function addFact(dl, name, value) {
@@ -431,13 +474,14 @@ async function loadDocuments() {
   const answer = await guarded(() => api(`/v1/knowledge-bases/${encodeURIComponent(kb)}/documents`));
   if (!answer) return;
   body.replaceChildren(...answer.documents.map((d) => el("tr", { "data-document": d.documentId },
-    el("td", {}, documentLink(d), el("div", { className: "meta" }, d.sourcePath)),
-    el("td", {}, el("span", { className: "badge " + d.status }, d.status)),
-    el("td", {}, d.pages === null ? "—" : String(d.pages)),
-    el("td", {}, d.chunks === null ? "—" : String(d.chunks)),
-    el("td", {}, d.lastRunId ? (d.lastRunUrl ? el("a", { href: d.lastRunUrl, target: "_blank", rel: "noopener" }, d.lastRunId.slice(0, 8)) : el("code", { title: d.lastRunId }, d.lastRunId.slice(0, 8))) : "—",
+    el("td", { "data-label": "document" }, documentLink(d), el("div", { className: "meta" }, d.sourcePath)),
+    el("td", { "data-label": "status" }, el("span", { className: "badge " + d.status }, d.status)),
+    el("td", { "data-label": "pages" }, d.pages === null ? "—" : String(d.pages)),
+    el("td", { "data-label": "chunks" }, d.chunks === null ? "—" : String(d.chunks)),
+    el("td", { "data-label": "last run" }, d.lastRunId ? runLink(d.lastRunId, d.lastRunUrl, 8) : "—",
       d.updatedAt ? el("div", { className: "meta" }, new Date(d.updatedAt).toLocaleString()) : null),
-    el("td", { className: d.error ? "error" : "" }, d.error || ""))));
+    el("td", { className: d.error ? "error" : "", "data-label": "failure" }, d.error || ""))));
+  $("runs-note").hidden = Boolean(state.dagsterUrl);
   say(`${answer.documents.length} documents in ${kb}`);
 }
 

@@ -178,6 +178,17 @@ class CatalogReads(CatalogConnection):
             )
             return [dict(row) for row in cur.fetchall()]
 
+    def page_modes(self, document_ids: list[str]) -> dict[str, str]:
+        """Per document, the parser modes of its pages ("docling-native-pdf, ocr-rapidocr"): what the UI's
+        metadata of every step after parsing shows, so a degraded parse stays visible downstream."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT document_id, string_agg(DISTINCT mode, ', ' ORDER BY mode) FROM pages "
+                "WHERE document_id = ANY(%s) GROUP BY document_id",
+                (list(document_ids),),
+            )
+            return {document_id: modes for document_id, modes in cur.fetchall()}
+
     def read_nodes(self, document_id: str) -> list[dict]:
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute("SELECT * FROM pageindex_nodes WHERE document_id = %s ORDER BY ordinal", (document_id,))
