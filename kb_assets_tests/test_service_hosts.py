@@ -282,3 +282,24 @@ def test_a_milvus_outage_is_one_log_line_and_its_end_another_without_tracebacks(
     assert warned[0].startswith("Milvus is unavailable: ") and warned[1].startswith("Milvus is back after ")
     assert sum("still unavailable" in r.getMessage() for r in caplog.records) == 3  # the others: debug lines
     assert "Traceback" not in capfd.readouterr().err  # pymilvus logs none for the failed calls
+
+
+def test_readiness_names_the_server_profile_once_the_collection_outgrows_the_engines_measured_range(
+    settings, searcher, handbook
+):
+    from kb_assets.stores import vectors
+
+    runs_on = vectors.engine(searcher.client)
+    assert runs_on.measured_chunks == 41_620  # the embedded engine, as docs/decisions.md measured it
+    assert "note" not in client_of(settings, searcher).get("/readyz").json()  # the test collection is small
+    with vectors._ENGINES_LOCK:
+        vectors._ENGINES[searcher.client] = replace(runs_on, measured_chunks=1)  # the range, not the count
+    try:
+        ready = client_of(settings, searcher, host=EVIL).get("/readyz")
+    finally:
+        with vectors._ENGINES_LOCK:
+            vectors._ENGINES[searcher.client] = runs_on
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    note = ready.json()["note"]
+    assert "past the embedded Milvus Lite 2.5.1's measured range (1 chunks)" in note and "KB_MILVUS_URI" in note
+    assert vectors.size_note(vectors.SERVER, 10**9) is None

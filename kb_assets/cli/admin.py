@@ -19,7 +19,8 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 def collections(settings, action, as_json):
     """Collection versions (name, model, dimension, state, count, published); `rollback` re-publishes
     the previous version."""
-    from kb_assets.stores.vectors import engine, published_collection
+    from kb_assets.stores.entities import count_entities
+    from kb_assets.stores.vectors import engine, published_collection, size_note
 
     stores = stores_of(settings)
     client = stores.milvus
@@ -33,9 +34,13 @@ def collections(settings, action, as_json):
         if not as_json:
             click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
     current = published_collection(client, stores.catalog, settings.alias)
+    runs_on = engine(client)
+    published_count = count_entities(client, current) if current else 0
     data = {
         "alias": settings.alias,
-        "engine": engine(client).name,
+        "engine": runs_on.name,
+        "engineMeasuredChunks": runs_on.measured_chunks,
+        "sizeNote": size_note(runs_on, published_count or 0),
         "published": current,
         "collections": [
             {
@@ -53,6 +58,8 @@ def collections(settings, action, as_json):
 
     def render(d):
         click.echo(f"{d['engine']}: {d['published'] or 'nothing'} published as {d['alias']}")
+        if d["sizeNote"]:
+            click.echo(f"note: {d['sizeNote']}")
         for c in d["collections"]:
             mark = "*" if c["published"] else " "
             click.echo(f"{mark} {c['name']}  {c['model']} d{c['dimension']}  {c['state']}  {c['count']} entities")

@@ -38,6 +38,8 @@ from kb_assets.service.schemas import SearchAnswer, SearchBody
 from kb_assets.settings import SearchConfig, Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.entities import count_entities
+from kb_assets.stores.vectors import engine, published_collection, size_note
 
 log = logging.getLogger("kb_assets.retrieval")
 
@@ -153,7 +155,8 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
                 status_code=503,
                 headers={"Retry-After": RETRY_AFTER_S},
             )
-        return {"status": "ready"}
+        note = _size_note(service.searcher)
+        return {"status": "ready", **({"note": note} if note else {})}
 
     @app.post("/v1/kb/search", response_model=SearchAnswer)
     def search(body: SearchBody, who: Caller = Depends(caller)):
@@ -202,6 +205,18 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 def _postgres_answers(catalog: Catalog) -> None:
     with catalog.reader() as conn, conn.cursor() as cur:
         cur.execute("SELECT 1")
+
+
+def _size_note(searcher: Searcher) -> str | None:
+    """Where the published collection has grown past its engine's measured range, what to do (else None)."""
+    runs_on = engine(searcher.client)
+    if runs_on.measured_chunks is None:
+        return None
+    try:
+        collection = published_collection(searcher.client, searcher.catalog, searcher.alias)
+        return size_note(runs_on, count_entities(searcher.client, collection)) if collection else None
+    except Exception:  # readiness answered already; the note is advice
+        return None
 
 
 def _milvus_answers(searcher: Searcher) -> None:

@@ -84,6 +84,7 @@ class Engine:
     partition_key: bool  # knowledge_base_id is the partition key; else a plain field
     dense_index: str | None  # the one dense index it gets; None: KB_MILVUS_DENSE_INDEX
     release_retired: bool  # a retired collection is released (its rows held in memory otherwise)
+    measured_chunks: int | None = None  # the largest collection its search was measured at; None: no limit known
 
 
 SERVER = Engine(
@@ -96,7 +97,20 @@ EMBEDDED = Engine(
     partition_key=False,
     dense_index="flat",
     release_retired=True,
+    measured_chunks=41_620,  # docs/decisions.md, "The embedded vector engine": 131 ms p50 there, 2 cores
 )
+
+
+def size_note(engine: Engine, chunks: int) -> str | None:
+    """What to tell a user whose collection has grown past the range its engine was measured at."""
+    if engine.measured_chunks is None or chunks <= engine.measured_chunks:
+        return None
+    return (
+        f"{chunks:,} chunks is past the {engine.name}'s measured range ({engine.measured_chunks:,} chunks): "
+        "search may slow down; point KB_MILVUS_URI at a Milvus server (deploy/README.md)"
+    )
+
+
 _ENGINES: weakref.WeakKeyDictionary[MilvusClient, Engine] = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
 
