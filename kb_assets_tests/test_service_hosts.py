@@ -303,3 +303,16 @@ def test_readiness_names_the_server_profile_once_the_collection_outgrows_the_eng
     note = ready.json()["note"]
     assert "past the embedded Milvus Lite 2.5.1's measured range (1 chunks)" in note and "KB_MILVUS_URI" in note
     assert vectors.size_note(vectors.SERVER, 10**9) is None
+
+
+def test_collections_report_the_published_size_against_the_engines_measured_range(handbook):
+    import json
+
+    from kb_assets.cli import main
+
+    result = CliRunner().invoke(main, ["collections", "--json"])
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["engineMeasuredChunks"] == 41_620 and report["sizeNote"] is None  # the handbook is small
+    assert any(c["published"] and c["count"] > 0 for c in report["collections"])
