@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets_tests.corpora import EXAMPLE_CORPUS
+from kb_assets_tests.corpora import EXAMPLE_CORPUS, RETRIEVAL_CORPUS
 from kb_assets_tests.databases import database_on
 from kb_assets_tests.milvus_servers import lite3_server
 
@@ -48,8 +48,8 @@ def test_a_milvus_lite_3_home_upgrades_once_with_nothing_re_embedded(catalog, tm
     home = tmp_path / "home"
     docs = tmp_path / "docs"
     docs.mkdir()
-    for name in FILES:
-        (docs / name).write_bytes((EXAMPLE_CORPUS / name).read_bytes())
+    (docs / "architecture.md").write_bytes((EXAMPLE_CORPUS / "architecture.md").read_bytes())
+    (docs / "backups.md").write_text(RETRIEVAL_CORPUS["alpha"]["backups.md"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "DAGSTER_"))}
     env.update(
         PYTHONPATH=str(REPO),
