@@ -38,7 +38,12 @@ def test_located_pages_give_the_chunks_a_filtered_bm25_search_gives(searcher, qu
     searched = _searched(searcher, request, query, [(p["document_id"], p["page_index"]) for p in pages])
     assert kept.bm25_error is None and searched.bm25_error is None
     assert "locatedChunks" in kept.timings and "bm25Search" not in kept.timings  # no Milvus search ran
-    assert set(kept.hits) == set(searched.hits), response.warnings
+    assert set(kept.hits) <= set(searched.hits), response.warnings
+    # the embedded engine's BM25 (jieba) also gives every other chunk of those pages a small, near-constant
+    # score that no question word explains (Milvus Lite 3.x gave them none); the kept counts score them 0
+    floor = min(kept.bm25.values())
+    for chunk_id in set(searched.hits) - set(kept.hits):
+        assert searched.bm25[chunk_id] < floor / 2, (chunk_id, searched.bm25[chunk_id], floor)
     for chunk_id, entity in kept.hits.items():
         assert entity == searched.hits[chunk_id]
         assert kept.bm25[chunk_id] > 0
@@ -60,7 +65,9 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
     try:
         fallback = located_chunks(searcher, request, response, query, pages)
         assert "bm25Search" in fallback.timings  # that document's pages: a Milvus search
-        assert set(fallback.hits) == set(before.hits)
+        assert set(before.hits) <= set(fallback.hits)  # and, on the embedded engine, near-zero others
+        floor = min(before.bm25.values())
+        assert all(fallback.bm25[c] < floor / 2 for c in set(fallback.hits) - set(before.hits))
         report = verify(catalog, lake, milvus_client, settings.alias)
         said = [p["problem"] for p in report["problems"] if p["documentId"] == document_id]
         assert said and all("page ranges" in problem for problem in said), said
