@@ -229,14 +229,18 @@ def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing
 def test_without_postgres_the_candidates_keep_milvus_scores_and_the_response_says_so(lexical_searcher):
     from kb_assets.stores.catalog import Catalog
 
-    unreachable = Catalog("postgresql://kb@127.0.0.1:9/kb", statement_timeout_ms=500)  # nothing listens on 9
     searcher = Searcher(
         lexical_searcher.client,
-        unreachable,
+        lexical_searcher.catalog,
         lexical_searcher.alias,
         lexical_searcher.load_model,
-        replace(lexical_searcher.config, strategy="hybrid"),
+        replace(lexical_searcher.config, strategy="hybrid", spec_ttl_s=0),
     )
+    published = searcher.published()
+    # Postgres goes away: on the embedded engine the alias is a catalog row, and the collection read last
+    # goes on serving
+    searcher.catalog = Catalog("postgresql://kb@127.0.0.1:9/kb", statement_timeout_ms=500)  # nothing listens on 9
+    assert searcher.published() == published
     response = SearchResponse()
     rows = searcher.candidates(SearchRequest(QUERY, [KB], limit=50, strategy="hybrid"), response)
     assert any(w.startswith("document versions unverified") for w in response.warnings), response.warnings

@@ -49,7 +49,7 @@ def test_a_slice_of_notes_shares_its_milvus_calls_and_a_bad_entity_fails_only_it
 
     sentences = [f"Valve {n} is checked every {n + 2} days. " for n in range(4)]
     docs = ingested_notes(tmp_path, "slices", "Note", sentences, settings, catalog)
-    collection = published_collection(milvus_client, settings.alias)
+    collection = published_collection(milvus_client, catalog, settings.alias)
     # written again as a publish after new vectors does: not current at milvus_collection
     stale = [dataclasses.replace(d, step_versions={**d.step_versions, "milvus_collection": ""}) for d in docs]
     original = {d.document_id: lake.read("chunks", d.document_id) for d in docs}
@@ -81,13 +81,15 @@ def test_a_slice_of_notes_shares_its_milvus_calls_and_a_bad_entity_fails_only_it
 
         vectors = lake.read("embeddings", bad.document_id)
         short = [v[:3] if i == 0 else v for i, v in enumerate(vectors["vector"].to_list())]
-        # a vector of the wrong dimension: Milvus refuses the entity, and with it the shared upsert
+        # a vector of the wrong dimension: refused before Milvus sees it (the embedded engine applies a
+        # refused upsert's delete half: the whole batch's stored entities would be gone)
         lake.write(
             "embeddings", bad.document_id, vectors.with_columns(pl.Series("vector", short, dtype=pl.List(pl.Float32)))
         )
-        wrote = write_slice_entities(stale, lake, counting, collection)
+        wrote = write_slice_entities(stale, lake, counting, collection, dimension=384)
 
         assert isinstance(wrote[bad.document_id], Exception)
+        assert str(wrote[bad.document_id]).startswith(f"{bad.source_path}: 1 chunks have vectors of 3 dimensions")
         good = [d for d in docs if d is not bad]
         assert all(not wrote[d.document_id]["skipped"] for d in good)
         for doc in docs:  # the bad document keeps what it had; the others hold their chunks
@@ -110,7 +112,7 @@ def test_entities_of_many_documents_are_counted_a_query_a_group_and_a_surplus_st
 
     sentences = [f"Gauge {n} is read every {n + 3} hours. " for n in range(6)]
     docs = ingested_notes(tmp_path, "counted", "Gauge", sentences, settings, catalog)
-    collection = published_collection(milvus_client, settings.alias)
+    collection = published_collection(milvus_client, catalog, settings.alias)
     expected = {d.document_id: d.chunk_count for d in docs}
     counting = CountingClient(milvus_client)
 

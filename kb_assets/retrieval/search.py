@@ -304,7 +304,9 @@ class Searcher:
         """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``), loaded.
 
         Searches name the collection, not the alias, so a query is embedded with the model of the
-        collection it searches even while the alias is being swapped.
+        collection it searches even while the alias is being swapped. When the alias cannot be read (on
+        the embedded engine it is a catalog row: Postgres is away), the collection last read goes on
+        serving.
         """
         with self._lock:
             cached = self._published
@@ -314,6 +316,9 @@ class Searcher:
         try:
             collection = self.collection or published_collection(self.client, self.catalog, self.alias, timeout)
         except Exception as error:
+            if cached is not None:
+                log.debug("the alias %r is not readable, %s goes on serving: %s", self.alias, cached[1], short(error))
+                return cached[1], cached[2]
             raise RuntimeError(f"nothing is published under the alias {self.alias!r} ({short(error)})") from None
         if collection is None:
             raise RuntimeError(f"nothing is published under the alias {self.alias!r}")

@@ -19,14 +19,28 @@ T = TypeVar("T")
 QUERY_LIMIT = 16384
 
 
-def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame) -> list[dict]:
-    """Milvus rows from a document's chunk rows joined to their vectors (every chunk must have one)."""
+def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame, dimension: int | None = None) -> list[dict]:
+    """Milvus rows from a document's chunk rows joined to their vectors (every chunk must have one, all of
+    one length: ``dimension`` where given).
+
+    A vector of another length is refused here, before Milvus sees it: the embedded engine (Milvus Lite
+    2.5.1) applies an upsert as a delete and an insert, so an upsert it refuses has already deleted every
+    stored entity of the batch (docs/decisions.md).
+    """
     import polars as pl  # the retrieval service imports this module and never needs polars
 
     joined = chunks.join(embeddings.select("chunk_id", "vector"), on="chunk_id", how="left")
     missing = joined.filter(pl.col("vector").is_null())["chunk_id"].to_list()
     if missing:
         raise ValueError(f"{len(missing)} chunks have no embedding, e.g. {missing[:3]}")
+    lengths = joined["vector"].list.len()
+    expected = dimension or (int(lengths[0]) if joined.height else 0)
+    wrong = joined.filter(lengths != expected)
+    if wrong.height:
+        raise ValueError(
+            f"{wrong.height} chunks have vectors of {int(wrong['vector'].list.len()[0])} dimensions, not"
+            f" {expected}, e.g. {wrong['chunk_id'].to_list()[:3]}"
+        )
     rows = []
     for row in joined.iter_rows(named=True):
         entity = {"chunk_id": row["chunk_id"], "content": row["content"], "dense": list(row["vector"])}

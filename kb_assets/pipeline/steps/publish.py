@@ -131,7 +131,7 @@ def embed_and_publish(
                 for doc in good
             ]
             pending = []
-            wrote = write_slice_entities(to_write, lake, *target, collection_version, also)
+            wrote = write_slice_entities(to_write, lake, *target, collection_version, also, dimension=model.dimension)
             for doc in to_write:
                 written = wrote[doc.document_id]
                 if isinstance(written, Exception):
@@ -239,9 +239,12 @@ def sync_ready_entities(
     return {"skipped": False, "chunks": chunks, "serving": serving, "counts": counts}
 
 
-def entities_to_write(doc: Document, lake: Lake, version: str) -> dict | tuple[pl.DataFrame, str, list[dict]]:
+def entities_to_write(
+    doc: Document, lake: Lake, version: str, dimension: int | None = None
+) -> dict | tuple[pl.DataFrame, str, list[dict]]:
     """What ``write_entities`` writes for the document: (its chunk rows, the version they are of, its
-    entities), or, when there is nothing to write, what ``write_entities`` returns for it."""
+    entities), or, when there is nothing to write, what ``write_entities`` returns for it; vectors not of
+    ``dimension`` (the collection's) fail the document before anything is written."""
     if (
         current(doc, "milvus_collection", version)
         and doc.status == "published"
@@ -263,7 +266,11 @@ def entities_to_write(doc: Document, lake: Lake, version: str) -> dict | tuple[p
             "record": True,
             "counts": {"written": 0, "deleted": 0, "kept": 0, "entities": 0, "note": note},
         }
-    return chunks, serving, chunk_entities(chunks, lake.read("embeddings", doc.document_id))
+    try:
+        entities = chunk_entities(chunks, lake.read("embeddings", doc.document_id), dimension)
+    except ValueError as error:
+        raise DocumentFailed(f"{doc.source_path}: {error}") from None
+    return chunks, serving, entities
 
 
 def write_slice_entities(
@@ -274,6 +281,7 @@ def write_slice_entities(
     version: str = "1",
     also: tuple[str, EmbeddingModel] | None = None,
     group_entities: int = 2000,
+    dimension: int | None = None,
 ) -> dict[str, dict | Exception]:
     """``write_entities`` for a slice's documents, by document id (what it wrote, or why it failed).
 
@@ -287,7 +295,7 @@ def write_slice_entities(
     weighed: list[tuple[tuple[Document, pl.DataFrame, str, list[dict]], int]] = []
     for doc in docs:
         try:
-            ready = entities_to_write(doc, lake, version)
+            ready = entities_to_write(doc, lake, version, dimension)
         except Exception as error:
             outcome[doc.document_id] = error
             continue
