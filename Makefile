@@ -30,11 +30,11 @@ demo: install
 	$(BIN)/kb-assets ingest examples/corpus --kb handbook
 	$(BIN)/kb-assets search "How long are backups kept?" --kb handbook --limit 3
 
-# the web page's tests drive Debian's headless chromium: installed here when root, else they skip
+# the web page's tests drive Debian's headless chromium: installed here when root (waiting for another apt), else they skip
 browser:
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "web page tests skip: install Debian's chromium and chromium-driver to run them" >&2; fi; }
 
 # lint, the layer contract (pyproject.toml [tool.importlinter]) and the type check: the same in make test and .ci/run
