@@ -257,6 +257,23 @@ def test_a_server_that_dies_while_it_is_reused_is_replaced(home):
     assert "after" in milvus_client(uri).list_collections()
 
 
+def test_a_killed_supervisor_is_dying_at_once_while_its_engine_still_answers():
+    """Under load, ensure_milvus right after a kill -9 of the supervisor saw it alive and its engine answering,
+    returned that engine's address, and the engine exited a moment later (its lifeline gone; CI, stop 49):
+    a process with a SIGKILL pending, in exit or a zombie counts as dying, so it is replaced, not reused."""
+    from kb_assets.services.milvus import _dying
+
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        assert _dying(alive.pid) is False
+        os.kill(alive.pid, signal.SIGKILL)
+        assert _dying(alive.pid) is True  # pending, exiting or a zombie: never alive again
+        alive.wait(timeout=30)
+        assert _dying(alive.pid) is True  # reaped: gone
+    finally:
+        alive.kill()
+
+
 def test_a_collection_asked_for_at_once_after_a_start_is_opened_once(home):
     """Concurrent first calls into a collection each opened it in milvus-lite 3.x (6 threads, 6 in-memory
     copies of one data dir: a delete made through one was lost); the server kb-assets serves it with

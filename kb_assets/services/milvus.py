@@ -41,6 +41,7 @@ START_TIMEOUT_S = 60
 LEGACY_DIR = "milvus-lite-3.2.2"  # where Milvus Lite 3.x's data folder is moved
 SUPERVISOR = "milvus_engine.py"  # run by its path: the supervisor imports nothing of kb_assets
 STOP_TIMEOUT_S = 10
+PF_EXITING = 0x4  # the kernel's task flag of a process in exit (/proc/PID/stat, field 9)
 # pymilvus pings every 10 s; gRPC servers (milvus-lite's included) answer pings more often than every
 # 5 minutes without calls with GOAWAY "too_many_pings": ping as rarely as the server accepts. pymilvus
 # shares one channel per address, made with the options of the first client: every client passes these.
@@ -66,14 +67,18 @@ def ensure_milvus(home: Path) -> str:
     engine_binary()  # missing: say how to install it before anything is started or moved
     with locked(home / "milvus.lock"):
         state = _running(home)
-        if state is not None and state["legacy"]:  # Milvus Lite 3.x's server of before: stopped, then moved
+        # Milvus Lite 3.x's server of before: stopped, then moved; a supervisor killed a moment ago, whose
+        # engine still answers until it sees its lifeline go: waited for, then replaced
+        if state is not None and (state["legacy"] or _dying(state["pid"])):
             _terminate(state["pid"])
             state = None
         if state is not None:
             uri = _uri(state["port"])
             try:
                 _wait_ready(uri, state["pid"], home / "milvus.log")
-                return uri
+                if not _dying(state["pid"]):
+                    return uri
+                _terminate(state["pid"])  # killed while it was asked: replaced below
             except MilvusExited:
                 pass  # it was dying (a kill -9 takes a while to finish): start a new one below
         _move_legacy_data(home)
@@ -197,6 +202,20 @@ def _gone(pid: int) -> bool:
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     # a zombie main thread whose other threads still run has not closed its sockets yet
     return fields.get("State", "").split()[:1] == ["Z"] and fields.get("Threads", "1").strip() in ("0", "1")
+
+
+def _dying(pid: int) -> bool:
+    """True when ``pid`` is killed or exiting (a SIGKILL pending, the kernel's exiting flag, a zombie) or
+    gone; on a system without /proc, only when gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        flags = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[6])
+    except (FileNotFoundError, ProcessLookupError):
+        return _gone(pid)
+    fields = {key: value.strip() for key, value in (line.split(":", 1) for line in status.splitlines() if ":" in line)}
+    pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
+    killed = bool(pending & (1 << (signal.SIGKILL - 1)))
+    return killed or bool(flags & PF_EXITING) or fields.get("State", "").startswith("Z")
 
 
 def _reap(pid: int) -> None:
