@@ -472,7 +472,7 @@ async function loadDocuments() {
   const body = $("documents-table").querySelector("tbody");
   if (!kb) { body.replaceChildren(); return; }
   const answer = await guarded(() => api(`/v1/knowledge-bases/${encodeURIComponent(kb)}/documents`));
-  if (!answer) return;
+  if (!answer || $("documents-kb").value !== kb) return;  // another knowledge base was chosen meanwhile
   body.replaceChildren(...answer.documents.map((d) => el("tr", { "data-document": d.documentId },
     el("td", { "data-label": "document" }, documentLink(d), el("div", { className: "meta" }, d.sourcePath)),
     el("td", { "data-label": "status" }, el("span", { className: "badge " + d.status }, d.status)),
