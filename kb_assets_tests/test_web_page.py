@@ -115,9 +115,13 @@ def browser(tmp_path_factory):
 
 
 def wait(driver, condition, timeout=90):
+    """``condition``'s first truthy answer; an element the page drew again while it was read is read again."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition)
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(condition)
 
 
 def sign_in(driver, site: str, key: str) -> None:
@@ -360,7 +364,6 @@ def test_a_table_in_a_passage_is_a_table_and_each_card_links_its_original(site, 
 def test_the_documents_table_reads_at_400_px_with_the_failure_reason_and_says_how_runs_link(
     site, browser, tmp_path, settings
 ):
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -378,15 +381,11 @@ def test_the_documents_table_reads_at_400_px_with_the_failure_reason_and_says_ho
         Select(browser.find_element(By.ID, "documents-kb")).select_by_value("narrow")
 
         def failure_reason(driver):
-            """The cut PDF's failure cell as (shown, text, width) once its row is drawn; None while the table
-            is still the first knowledge base's or is being drawn again (a row read then is stale)."""
-            try:
-                for row in driver.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr"):
-                    if "cut.pdf" in row.text:
-                        cell = row.find_element(By.CSS_SELECTOR, "td.error")
-                        return cell.is_displayed(), cell.text, cell.rect["width"]
-            except StaleElementReferenceException:
-                return None
+            """The cut PDF's failure cell as (shown, text, width), read in one step once its row is drawn."""
+            for row in driver.find_elements(By.CSS_SELECTOR, "#documents-table tbody tr"):
+                if "cut.pdf" in row.text:
+                    cell = row.find_element(By.CSS_SELECTOR, "td.error")
+                    return cell.is_displayed(), cell.text, cell.rect["width"]
             return None
 
         shown, reason, width = wait(browser, failure_reason)

@@ -67,9 +67,7 @@ def ensure_milvus(home: Path) -> str:
     engine_binary()  # missing: say how to install it before anything is started or moved
     with locked(home / "milvus.lock"):
         state = _running(home)
-        # Milvus Lite 3.x's server of before: stopped, then moved; a supervisor killed a moment ago, whose
-        # engine still answers until it sees its lifeline go: waited for, then replaced
-        if state is not None and (state["legacy"] or _dying(state["pid"])):
+        if state is not None and state["legacy"]:  # Milvus Lite 3.x's server of before: stopped, then moved
             _terminate(state["pid"])
             state = None
         if state is not None:
@@ -78,7 +76,8 @@ def ensure_milvus(home: Path) -> str:
                 _wait_ready(uri, state["pid"], home / "milvus.log")
                 if not _dying(state["pid"]):
                     return uri
-                _terminate(state["pid"])  # killed while it was asked: replaced below
+                # a supervisor killed a moment ago: its engine answers until it sees its lifeline go
+                _terminate(state["pid"])
             except MilvusExited:
                 pass  # it was dying (a kill -9 takes a while to finish): start a new one below
         _move_legacy_data(home)
@@ -195,27 +194,39 @@ def _gone(pid: int) -> bool:
         return True
     except PermissionError:
         pass
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+    fields = _proc_status(pid)
+    if fields is None:
         return Path("/proc/self").exists()  # vanished meanwhile (without /proc, trust kill)
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     # a zombie main thread whose other threads still run has not closed its sockets yet
-    return fields.get("State", "").split()[:1] == ["Z"] and fields.get("Threads", "1").strip() in ("0", "1")
+    return fields.get("State", "").startswith("Z") and fields.get("Threads", "1") in ("0", "1")
 
 
 def _dying(pid: int) -> bool:
     """True when ``pid`` is killed or exiting (a SIGKILL pending, the kernel's exiting flag, a zombie) or
     gone; on a system without /proc, only when gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        flags = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[6])
-    except (FileNotFoundError, ProcessLookupError):
+    fields, flags = _proc_status(pid), _proc_flags(pid)
+    if fields is None or flags is None:
         return _gone(pid)
-    fields = {key: value.strip() for key, value in (line.split(":", 1) for line in status.splitlines() if ":" in line)}
     pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
     killed = bool(pending & (1 << (signal.SIGKILL - 1)))
     return killed or bool(flags & PF_EXITING) or fields.get("State", "").startswith("Z")
+
+
+def _proc_status(pid: int) -> dict[str, str] | None:
+    """``/proc/PID/status`` as its fields (values stripped); None when there is no such file."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return None
+    return {key: value.strip() for key, value in (line.split(":", 1) for line in status.splitlines() if ":" in line)}
+
+
+def _proc_flags(pid: int) -> int | None:
+    """The kernel's task flags of ``pid`` (``/proc/PID/stat``, field 9); None when there is no such file."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[6])
+    except FileNotFoundError:
+        return None
 
 
 def _reap(pid: int) -> None:
