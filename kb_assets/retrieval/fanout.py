@@ -84,11 +84,13 @@ def fan_out(
     timeout: float,
     pages: str | None = None,
     dense_search: bool = True,
+    bm25_search: bool = True,
 ) -> Found:
     """Dense and BM25 searches, one pair per filter, in parallel (BM25 starts while the query is embedded).
 
-    ``pages``: a filter to candidate pages (pageindex); ``dense_search=False``: BM25 only. Every job put
-    in the pool is a leaf (one Milvus call): nothing in it waits on the pool.
+    ``pages``: a filter to candidate pages or documents (pageindex); ``dense_search=False``: BM25 only;
+    ``bm25_search=False``: dense only. Every job put in the pool is a leaf (one Milvus call): nothing in it
+    waits on the pool.
     """
     started = time.perf_counter()
     filters = _kb_filters(knowledge_base_ids, pages)
@@ -105,6 +107,7 @@ def fan_out(
             bool(query.dense_text),
         )
         for kb, flt in filters.items()
+        if bm25_search
     }
     found = Found()
     encoding = time.perf_counter()

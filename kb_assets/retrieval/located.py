@@ -5,7 +5,11 @@ primary key. The same candidates a BM25 search filtered to those pages finds (ev
 term with the query, best first), without that search's pass over every row of the collection (Milvus
 Lite: ~1.5 ms a thousand chunks).
 
-A document whose kept rows have no page ranges (published before they were kept, or without BM25
+The term counts, the pages' documents that cannot be answered this way and the knowledge bases' statistics
+come in one catalog read (``Catalog.located_chunk_terms``); the statistics are kept in the response for the
+scoring of every candidate (``SearchResponse.statistics``: read once a search).
+
+A document whose kept rows have no page ranges (published before they were, or without BM25
 statistics) is searched as before, by a Milvus BM25 search filtered to its located pages; so is every
 document when the statistics are off (``kept_bm25_statistics``) or Postgres fails here (with a warning).
 """
@@ -26,37 +30,39 @@ if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
 
-def located_chunks(
+def read_located(
     searcher: Searcher,
-    request: SearchRequest,
     response: SearchResponse,
     query: Query,
     located: list[dict],
     limit: int | None = None,
     extra_terms: tuple[str, ...] = (),
-) -> Found:
+) -> tuple[Found, list[tuple[str, int]]]:
     """The candidates of the located pages ({document_id, page_index} rows), with their BM25 scores (and
     stored vectors when the model reads the query): the best ``limit`` (``query.limit``) by BM25 over the query's
     words and ``extra_terms`` (the routed pages' section titles: which chunks are read, not how they score; search
-    scores every candidate by the query's words, ``lexical_scores.py``)."""
+    scores every candidate by the query's words, ``lexical_scores.py``); and the located pages this cannot answer
+    for, to be searched in Milvus (``searched``). Waits on nothing in the searcher's pool (it runs in it)."""
     pages = [(page["document_id"], page["page_index"]) for page in located]
     if not searcher.config.kept_bm25_statistics:
-        return _searched(searcher, request, query, pages)
+        return Found(), pages
     started = time.perf_counter()
     asked_terms = query_terms(query.bm25_text or query.text) + list(extra_terms)
     asked = sorted(set(asked_terms))
     try:
-        counts, lacking = searcher.catalog.located_chunk_terms(pages, asked)
-        kept = searcher.catalog.term_statistics(asked, sorted({kb for _, kb, _, _ in counts.values()}))
+        read = searcher.catalog.located_chunk_terms(pages, asked)
     except Exception as error:
         response.warnings.append(
             f"pageindex: located pages' chunks unread ({type(error).__name__}: {short(error)}); searched in Milvus"
         )
-        return _searched(searcher, request, query, pages)
-    statistics = {kb: Statistics(n, length / n if n else 0.0, freq) for kb, (n, length, freq) in kept.items()}
+        return Found(), pages
+    response.keep_statistics(read.statistics, asked)
+    statistics = {
+        kb: Statistics(n, length / n if n else 0.0, freq) for kb, (n, length, freq) in read.statistics.items()
+    }
     scores = {
         chunk_id: bm25(asked_terms, tf, length, statistics[kb])
-        for chunk_id, (_, kb, length, tf) in counts.items()
+        for chunk_id, (_, kb, length, tf) in read.counts.items()
         if kb in statistics
     }
     best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
@@ -77,12 +83,10 @@ def located_chunks(
             found.hits[chunk_id] = entity
             found.bm25[chunk_id] = scores[chunk_id]
     found.timings["locatedChunks"] = elapsed_ms(started)
-    if lacking:
-        found = found.merge(_searched(searcher, request, query, [p for p in pages if p[0] in lacking]))
-    return found
+    return found, [p for p in pages if p[0] in read.lacking]
 
 
-def _searched(searcher: Searcher, request: SearchRequest, query: Query, pages: list[tuple[str, int]]) -> Found:
+def searched(searcher: Searcher, request: SearchRequest, query: Query, pages: list[tuple[str, int]]) -> Found:
     """The located pages' candidates by a Milvus BM25 search filtered to those pages."""
     ranges: dict[str, list[tuple[int, int]]] = {}
     for document_id, page_index in pages:

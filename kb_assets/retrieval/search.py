@@ -27,10 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.lib.lexical import query_terms as bm25_terms
 from kb_assets.retrieval import fanout, scope, scoring
 from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.crosslingual import english_words, translations
@@ -45,8 +47,9 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.search_reads import CandidateRows
 from kb_assets.stores.entities import not_loaded, stored_vectors
-from kb_assets.stores.vectors import collection_spec, in_filter, load, published_collection
+from kb_assets.stores.vectors import collection_spec, engine, in_filter, load, published_collection
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -76,6 +79,7 @@ class Searcher:
         # Milvus and Postgres calls of one search run here; every job is a leaf (waits on nothing in the pool)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kb-search")
         self._published: tuple[float, str, dict] | None = None
+        self._sizes: tuple[float, dict[str, int]] | None = None  # knowledge_base_chunks(), when read
         self._loaded: str | None = None  # the collection this searcher loaded (again after a failure)
         self._lock = threading.Lock()
 
@@ -217,7 +221,12 @@ class Searcher:
         return {}
 
     def fan_out(
-        self, request: SearchRequest, query: Query, pages: str | None = None, dense_search: bool = True
+        self,
+        request: SearchRequest,
+        query: Query,
+        pages: str | None = None,
+        dense_search: bool = True,
+        bm25_search: bool = True,
     ) -> Found:
         """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``), in the
         documents the request's filters and the question's cues leave (``scope.py``)."""
@@ -232,23 +241,64 @@ class Searcher:
             self.config.milvus_timeout_s,
             pages=pages,
             dense_search=dense_search,
+            bm25_search=bm25_search,
         )
 
-    def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
+    def dense_bounded(self, request: SearchRequest, response: SearchResponse) -> bool:
+        """Whether this search's dense stage reads only the located documents' chunks (``dense_within``): on the
+        embedded engine, whose dense index is an exact scan (``stores/vectors.py``), once the knowledge bases
+        searched hold more than ``dense_exact_chunks`` chunks. A Milvus server searches its configured index."""
+        if engine(self.client).dense_index != "flat":
+            return False
+        sizes = self.knowledge_base_chunks()
+        wanted = request.knowledge_base_ids or list(sizes)
+        return sum(sizes.get(kb, 0) for kb in wanted) > self.config.dense_exact_chunks
+
+    def knowledge_base_chunks(self) -> dict[str, int]:
+        """Chunks that serve in each knowledge base (read at most once per ``scope.TTL_S``; {} without Postgres)."""
+        cached = self._sizes
+        if cached is not None and time.monotonic() - cached[0] < scope.TTL_S:
+            return cached[1]
+        try:
+            sizes = self.catalog.knowledge_base_chunks()
+        except Exception:  # no sizes (Postgres unavailable): the exact dense search, as for a small knowledge base
+            return cached[1] if cached else {}
+        self._sizes = (time.monotonic(), sizes)
+        return sizes
+
+    def dense_within(self, request: SearchRequest, response: SearchResponse, query: Query, pages: list[dict]) -> Found:
+        """The dense search over the chunks of the documents of these (located) pages; over every chunk searched
+        when none is located."""
+        documents = sorted({page["document_id"] for page in pages})
+        within = in_filter("document_id", documents) if documents else None
+        found = self.fan_out(request, query, pages=within, bm25_search=False)
+        if found.dense_error is not None:
+            response.warnings.append(
+                f"dense search of the located documents failed ({type(found.dense_error).__name__}: "
+                f"{short(found.dense_error)}); dense scores from stored vectors only"
+            )
+        return found
+
+    def score(
+        self, response: SearchResponse, query: Query, found: Found, pages: list[tuple[str, int]] = ()
+    ) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
-        warnings for degraded modes."""
+        warnings for degraded modes. What the candidates need of the catalog is read once (``candidate_rows``:
+        their documents' rows, term counts, the BM25 statistics not read yet, and the marks of their pages and
+        of ``pages``, kept in ``response.pages``)."""
         timeout = self.config.milvus_timeout_s
         for stage, ms in found.timings.items():
             response.timings_ms[stage] = round(response.timings_ms.get(stage, 0.0) + ms, 1)
         started = time.perf_counter()
-        found, versions = self.served(response, found)
+        rows = self.candidate_rows(response, query, found, pages)
+        found = self.served(response, found, rows)
         response.add_ms("versions", started)
         if self.config.kept_bm25_statistics:
             started = time.perf_counter()
-            found = rescored(self.catalog, query.bm25_text or query.text, found, versions, response.warnings)
+            found = rescored(query.bm25_text or query.text, found, rows, response.warnings)
             response.add_ms("lexicalStatistics", started)
         started = time.perf_counter()
-        rows = scoring.score(
+        scored = scoring.score(
             query,
             found,
             self.config.weights,
@@ -256,20 +306,41 @@ class Searcher:
             lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout),
         )
         response.add_ms("fusion", started)
-        return rows
+        return scored
 
-    def served(self, response: SearchResponse, found: Found) -> tuple[Found, dict[str, dict]]:
-        """The candidates of each document's published version only, and the candidates' document rows
-        (``Catalog.published_versions``); records the documents whose last good version serves. Without
-        Postgres the candidates stay, with a warning, and there are no rows."""
-        documents = {hit["document_id"] for hit in found.hits.values()}
-        if not documents:
-            return found, {}
+    def candidate_rows(
+        self, response: SearchResponse, query: Query, found: Found, pages: list[tuple[str, int]] = ()
+    ) -> CandidateRows | None:
+        """One catalog read for the candidates (``Catalog.candidate_rows``); None, with a warning, without Postgres.
+        BM25 statistics already read this search (the located pages', ``located.py``) are not read again."""
+        hits = found.hits.values()
+        if not hits and not pages:
+            return None
+        terms = sorted(set(bm25_terms(query.bm25_text or query.text))) if self.config.kept_bm25_statistics else []
+        kbs = {hit["knowledge_base_id"] for hit in hits}
+        known = response.statistics_for(kbs, terms)
+        wanted = {(hit["document_id"], hit["page_index"]) for hit in hits} | set(pages)
         try:
-            versions = self.catalog.published_versions(sorted(documents))
+            rows = self.catalog.candidate_rows(
+                [hit["document_id"] for hit in hits],
+                list(found.hits) if terms else [],
+                terms,
+                [] if known is not None else sorted(kbs),
+                sorted(wanted - response.pages.keys()),
+            )
         except Exception as error:
             response.warnings.append(f"document versions unverified ({type(error).__name__}: {short(error)})")
-            return found, {}
+            return None
+        for key, facts in rows.pages.items():
+            response.pages.setdefault(key, facts)
+        return replace(rows, statistics=known) if known is not None else rows
+
+    def served(self, response: SearchResponse, found: Found, rows: CandidateRows | None) -> Found:
+        """The candidates of each document's published version only (``rows.versions``); records the documents
+        whose last good version serves. Without the rows (Postgres) the candidates stay (warned already)."""
+        if rows is None or not found.hits:
+            return found
+        versions = rows.versions
         for document_id, row in versions.items():
             if row["published_version"] and row["published_version"] != row["version"]:
                 response.last_good[document_id] = (
@@ -285,20 +356,28 @@ class Searcher:
                 for chunk_id, hit in found.hits.items()
                 if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")
             }
-        ), versions
+        )
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
-        """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""
+        """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning.
+        What this search read already (``response.pages``) is not read again."""
         if "page facts unavailable" in " ".join(response.warnings):
             return {}
-        try:
-            return self.catalog.page_facts(pages, with_text)
-        except Exception as error:
-            response.warnings.append(
-                f"page facts unavailable ({type(error).__name__}: {short(error)}): "
-                "no page images, table-of-contents pages not demoted"
-            )
-            return {}
+        missing = [
+            key
+            for key in dict.fromkeys(pages)
+            if key not in response.pages or (with_text and "text" not in response.pages[key])
+        ]
+        if missing:
+            try:
+                response.pages.update(self.catalog.page_facts(missing, with_text))
+            except Exception as error:
+                response.warnings.append(
+                    f"page facts unavailable ({type(error).__name__}: {short(error)}): "
+                    "no page images, table-of-contents pages not demoted"
+                )
+                return {}
+        return {key: response.pages[key] for key in pages if key in response.pages}
 
     def published(self) -> tuple[str, dict]:
         """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``), loaded.

@@ -43,8 +43,9 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
-from kb_assets.retrieval.located import located_chunks
-from kb_assets.retrieval.page_scorer import order_pages
+from kb_assets.retrieval.fanout import Found
+from kb_assets.retrieval.located import read_located, searched
+from kb_assets.retrieval.page_scorer import PAGES, order_pages
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
@@ -72,43 +73,35 @@ ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     route = routing(request.query) if searcher.config.analysis else None
-    nodes = None
+    routed_job = None
     if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
         query.bm25_text = expanded(query.bm25_text or query.text, route.words)
-        nodes = searcher.pool.submit(
-            _timed, searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents
-        )
-    locating = searcher.pool.submit(
-        _timed,
-        searcher.catalog.locate_pages,
-        query_terms(request.query),
-        request.query,
-        request.knowledge_base_ids,
-        searcher.config.pageindex_pages,
-        query.documents,
-    )
+        routed_job = searcher.pool.submit(_routed_candidates, searcher, request, response, query, route)
+    # the pages located and their chunks read beside the Milvus searches (one job: it waits on nothing in the pool)
+    locating = searcher.pool.submit(_located_candidates, searcher, request, response, query)
     named = named_statements(request.query)
     statements = None
     if named and searcher.config.named_statement:
         read = searcher.catalog.statement_nodes
         statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
-    found = searcher.fan_out(request, query)
-    try:
-        located, response.timings_ms["locate"] = locating.result()
-    except Exception as error:
-        located = []
-        response.warnings.append(
-            f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
-        )
-    if located:
-        found = found.merge(located_chunks(searcher, request, response, query, located))
-    if route is not None and nodes is not None and (routed := routed_list(response, route, nodes)):
-        # the routed pages' own best chunks: the located pages' would crowd out a statement's rows
-        limit = min(ROUTED_CHUNKS, 2 * len(routed))
-        found = found.merge(located_chunks(searcher, request, response, query, routed, limit, route.titles))
+    bounded = searcher.dense_bounded(request, response)
+    found = searcher.fan_out(request, query, dense_search=not bounded)
+    located, located_found, unread = locating.result()
+    found = found.merge(located_found)
+    if unread:
+        found = found.merge(searched(searcher, request, query, unread))
+    routed: list[dict] = []
+    if routed_job is not None:
+        routed, routed_found, unread = routed_job.result()
+        found = found.merge(routed_found)
+        if unread:
+            found = found.merge(searched(searcher, request, query, unread))
     if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
-    rows = searcher.score(response, query, found)
+    if bounded:  # past the engine's exact range: the dense search reads the located documents' chunks
+        found = found.merge(searcher.dense_within(request, response, query, located + routed))
+    pages = [(p["document_id"], p["page_index"]) for p in located + routed]
+    rows = searcher.score(response, query, found, pages)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     config = searcher.config
     started = time.perf_counter()
@@ -130,6 +123,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
                 row["scores"]["analysis"] = round(config.analysis * route.pages[key], 6)
                 if key in route.exact:
                     row["scores"]["analysisStatement"] = row["scores"]["analysis"]
+    read_best_pages(searcher, response, by_page, relevance, max(config.page_coverage_pages, PAGES, request.limit))
     terms = question_terms(request.query, query.translations)
     texts: dict[tuple[str, int], str] = {}
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
@@ -150,25 +144,71 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     )[: request.limit]
 
 
-def routed_list(
+def read_best_pages(
+    searcher: Searcher,
     response: SearchResponse,
-    route: Routing,
-    nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
-) -> list[dict]:
-    """The pages the question's analyses route to (``routing.py``; ``route.pages`` and ``route.exact`` set in place),
-    as located pages of score 0 (their chunks are read as the located pages' are)."""
+    by_page: dict[tuple[str, int], list[dict]],
+    relevance: dict[tuple[str, int], float],
+    count: int,
+) -> None:
+    """Read the texts of the ``count`` best pages (and of their chunks' first pages) in one catalog read, before
+    the stages that read them: page coverage, the page scorer and each result's context
+    (``Searcher.page_facts`` keeps them in ``response.pages``)."""
+    started = time.perf_counter()
+    head = sorted(relevance, key=lambda key: -relevance[key])[:count]
+    wanted = dict.fromkeys(head)
+    for key in head:
+        for row in by_page[key][: searcher.config.chunks_per_page + 1]:
+            wanted[(row["documentId"], row["pageIndex"])] = None
+    searcher.page_facts(list(wanted), response, with_text=True)
+    response.add_ms("pageFacts", started)
+
+
+def _located_candidates(
+    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query
+) -> tuple[list[dict], Found, list[tuple[str, int]]]:
+    """The pages located (``Catalog.locate_pages``) and their chunks (``located.read_located``), and the located
+    pages whose chunks must be searched in Milvus instead."""
     try:
-        read, took = nodes.result()
+        located, took = _timed(
+            searcher.catalog.locate_pages,
+            query_terms(request.query),
+            request.query,
+            request.knowledge_base_ids,
+            searcher.config.pageindex_pages,
+            query.documents,
+        )
+    except Exception as error:
+        response.warnings.append(
+            f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
+        )
+        return [], Found(), []
+    found, unread = read_located(searcher, response, query, located) if located else (Found(), [])
+    found.timings["locate"] = took
+    return located, found, unread
+
+
+def _routed_candidates(
+    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query, route: Routing
+) -> tuple[list[dict], Found, list[tuple[str, int]]]:
+    """The pages the question's analyses route to (``routing.py``; ``route.pages``, ``route.exact`` and
+    ``route.titles`` set in place), as located pages of score 0, and their own best chunks (the located pages'
+    would crowd out a statement's rows)."""
+    try:
+        read, took = _timed(searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents)
     except Exception as error:
         response.warnings.append(
             f"pageindex: reading the analyses' nodes failed ({type(error).__name__}: {short(error)})"
         )
-        return []
-    response.timings_ms["locate"] = round(response.timings_ms.get("locate", 0.0) + took, 1)
+        return [], Found(), []
     route.pages = routed_pages(read, route.weights)
     route.exact = exact_pages(read, route.weights)
     route.titles = title_words(read, route.weights)
-    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
+    routed = [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
+    limit = min(ROUTED_CHUNKS, 2 * len(routed))
+    found, unread = read_located(searcher, response, query, routed, limit, route.titles) if routed else (Found(), [])
+    found.timings["locate"] = took  # the routed nodes' read, beside the locating
+    return routed, found, unread
 
 
 def add_page_coverage(

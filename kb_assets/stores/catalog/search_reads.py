@@ -4,9 +4,52 @@ statistics)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import psycopg2.extras
 
 from kb_assets.stores.catalog.connection import CatalogConnection
+
+Statistics = dict[str, tuple[int, int, dict[str, int]]]  # kb -> (chunks, total length, term -> chunks holding it)
+# BM25 statistics of what serves in knowledge bases ``{kbs}`` (an array or a subquery) for the terms %(terms)s, as
+# JSON: the chunks and their total length in terms, and how many chunks hold each term
+_TOTALS = (
+    "SELECT json_agg(json_build_array(knowledge_base_id, chunks, length)) FROM (SELECT knowledge_base_id, "
+    "sum(chunk_count) AS chunks, sum(term_count) AS length FROM documents WHERE knowledge_base_id = ANY({kbs}) "
+    "AND published_version IS NOT NULL AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY 1) totals"
+)
+_FREQUENCIES = (
+    "SELECT json_agg(json_build_array(knowledge_base_id, term, chunks)) FROM knowledge_base_terms "
+    "WHERE knowledge_base_id = ANY({kbs}) AND term = ANY(%(terms)s) AND chunks > 0"
+)
+
+
+def _statistics(totals: list | None, frequencies: list | None) -> Statistics:
+    out: Statistics = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in totals or []}
+    for kb, term, chunks in frequencies or []:
+        if kb in out:
+            out[kb][2][term] = int(chunks)
+    return out
+
+
+@dataclass(frozen=True)
+class LocatedRows:
+    """The chunks of located pages (``located_chunk_terms``)."""
+
+    counts: dict[str, tuple[str, str, int, dict[str, int]]]  # chunk id -> (document, kb, length, term -> occurrences)
+    lacking: set[str]  # documents whose kept rows have no page ranges
+    statistics: Statistics  # of the documents' knowledge bases, for the terms asked
+
+
+@dataclass(frozen=True)
+class CandidateRows:
+    """What one search read of the catalog for its candidates (``candidate_rows``)."""
+
+    versions: dict[str, dict]  # document id -> published_version, version, status, error, term_count
+    term_counts: dict[str, tuple[int, dict[str, int]]]  # chunk id -> (length in terms, term -> occurrences)
+    statistics: Statistics
+    pages: dict[tuple[str, int], dict]  # (document id, page index) -> is_toc, image_key
 
 
 class CatalogSearchReads(CatalogConnection):
@@ -56,6 +99,60 @@ class CatalogSearchReads(CatalogConnection):
             )
             return {row["document_id"]: dict(row) for row in cur.fetchall()}
 
+    def candidate_rows(
+        self,
+        document_ids: list[str],
+        chunk_ids: list[str],
+        terms: list[str],
+        knowledge_base_ids: list[str],
+        pages: list[tuple[str, int]],
+    ) -> CandidateRows:
+        """What a search's candidates need of the catalog, in one statement: the documents' rows (what may serve,
+        ``published_versions``), the chunks' kept term counts for ``terms`` (``chunk_term_counts``), the knowledge
+        bases' BM25 statistics for them (``term_statistics``) and the pages' table-of-contents marks and image
+        keys (``page_facts`` without text)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT "
+                "(SELECT json_agg(json_build_array(document_id, published_version, version, status, error, "
+                "term_count)) FROM documents WHERE document_id = ANY(%(documents)s)), "
+                "(SELECT json_agg(json_build_array(c.chunk_id, c.chunk_length, t.term, t.tf)) FROM chunk_terms c, "
+                "unnest(c.terms, c.counts) AS t(term, tf) WHERE c.chunk_id = ANY(%(chunks)s) "
+                "AND t.term = ANY(%(terms)s)), "
+                f"({_TOTALS.format(kbs='%(kbs)s')}), ({_FREQUENCIES.format(kbs='%(kbs)s')}), "
+                "(SELECT json_agg(json_build_array(p.document_id, p.page_index, p.is_toc, p.image_key)) FROM pages p "
+                "JOIN unnest(%(page_documents)s::text[], %(page_indexes)s::int[]) AS w(document_id, page_index) "
+                "USING (document_id, page_index))",
+                {
+                    "documents": sorted(set(document_ids)),
+                    "chunks": list(chunk_ids),
+                    "terms": list(terms),
+                    "kbs": sorted(set(knowledge_base_ids)),
+                    "page_documents": [d for d, _ in pages],
+                    "page_indexes": [p for _, p in pages],
+                },
+            )
+            documents, counts, totals, frequencies, facts = cur.fetchone()
+        keys = ("published_version", "version", "status", "error", "term_count")
+        term_counts: dict[str, tuple[int, dict[str, int]]] = {}
+        for chunk_id, length, term, tf in counts or []:
+            term_counts.setdefault(chunk_id, (length, {}))[1][term] = tf
+        return CandidateRows(
+            versions={row[0]: dict(zip(keys, row[1:], strict=True)) for row in documents or []},
+            term_counts=term_counts,
+            statistics=_statistics(totals, frequencies),
+            pages={(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in facts or []},
+        )
+
+    def knowledge_base_chunks(self) -> dict[str, int]:
+        """Knowledge base -> chunks of its published documents."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT knowledge_base_id, sum(chunk_count) FROM documents WHERE published_version IS NOT NULL "
+                "AND status <> 'deleted' GROUP BY knowledge_base_id"
+            )
+            return {kb: int(chunks or 0) for kb, chunks in cur.fetchall()}
+
     def document_metadata(self, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
         """{document_id: metadata read from content} of the published documents of these knowledge bases."""
         with self.reader() as conn, conn.cursor() as cur:
@@ -83,36 +180,38 @@ class CatalogSearchReads(CatalogConnection):
                 out.setdefault(chunk_id, (length, {}))[1][term] = tf
             return out
 
-    def located_chunk_terms(
-        self, pages: list[tuple[str, int]], terms: list[str]
-    ) -> tuple[dict[str, tuple[str, str, int, dict[str, int]]], set[str]]:
-        """The chunks touching these (document_id, page_index) pages that hold any of ``terms``: chunk_id ->
-        (document_id, knowledge_base_id, length in terms, term -> occurrences); and the pages' documents
-        whose kept rows have no page ranges (kept before they were, or none kept), which this cannot answer."""
-        documents = sorted({document_id for document_id, _ in pages})
-        if not documents:
-            return {}, set()
+    def located_chunk_terms(self, pages: list[tuple[str, int]], terms: list[str]) -> LocatedRows:
+        """The chunks touching these (document_id, page_index) pages that hold any of ``terms``, the pages'
+        documents whose kept rows have no page ranges (kept before they were, or none kept: this cannot answer for
+        them), and the BM25 statistics of those documents' knowledge bases for ``terms``: one statement.
+
+        A page's chunks are one range of ``chunk_terms_pages``: those starting at most the document's
+        ``chunk_span`` pages before it (not every chunk of the document before the page)."""
+        if not pages:
+            return LocatedRows({}, set(), {})
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
-                "SELECT w.d FROM unnest(%s::text[]) AS w(d) WHERE NOT EXISTS (SELECT 1 FROM chunk_terms c "
-                "WHERE c.document_id = w.d AND c.page_index IS NOT NULL)",
-                (documents,),
+                "WITH wanted AS (SELECT DISTINCT * FROM unnest(%(documents)s::text[], %(pages)s::int[]) "
+                "AS w(document_id, page_index)), "
+                "docs AS (SELECT document_id, knowledge_base_id, chunk_span FROM documents "
+                "WHERE document_id = ANY(%(documents)s)), "
+                "found AS (SELECT DISTINCT c.chunk_id, c.document_id, d.knowledge_base_id, c.chunk_length, "
+                "t.term, t.tf "
+                "FROM wanted w JOIN docs d USING (document_id) JOIN chunk_terms c ON c.document_id = w.document_id "
+                "AND c.page_index BETWEEN w.page_index - d.chunk_span AND w.page_index AND c.page_end >= w.page_index, "
+                "unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%(terms)s)) "
+                "SELECT (SELECT json_agg(json_build_array(chunk_id, document_id, knowledge_base_id, chunk_length, "
+                "term, tf)) FROM found), "
+                "(SELECT json_agg(document_id) FROM docs WHERE chunk_span IS NULL), "
+                f"({_TOTALS.format(kbs='SELECT knowledge_base_id FROM docs')}), "
+                f"({_FREQUENCIES.format(kbs='SELECT knowledge_base_id FROM docs')})",
+                {"documents": [d for d, _ in pages], "pages": [p for _, p in pages], "terms": list(terms)},
             )
-            lacking = {row[0] for row in cur.fetchall()}
-            out: dict[str, tuple[str, str, int, dict[str, int]]] = {}
-            if not terms:
-                return out, lacking
-            cur.execute(
-                "SELECT DISTINCT c.chunk_id, c.document_id, d.knowledge_base_id, c.chunk_length, t.term, t.tf "
-                "FROM unnest(%s::text[], %s::int[]) AS w(document_id, page_index) "
-                "JOIN chunk_terms c ON c.document_id = w.document_id AND c.page_index <= w.page_index "
-                "AND c.page_end >= w.page_index JOIN documents d ON d.document_id = c.document_id, "
-                "unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%s)",
-                ([d for d, _ in pages], [p for _, p in pages], list(terms)),
-            )
-            for chunk_id, document_id, kb, length, term, tf in cur.fetchall():
-                out.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
-            return out, lacking
+            found, lacking, totals, frequencies = cur.fetchone()
+        counts: dict[str, tuple[str, str, int, dict[str, int]]] = {}
+        for chunk_id, document_id, kb, length, term, tf in found or []:
+            counts.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
+        return LocatedRows(counts, set(lacking or []), _statistics(totals, frequencies))
 
     def kept_term_chunks(self, document_id: str, with_pages: bool = False) -> set[str]:
         """The chunks of a document whose BM25 term counts are kept (``chunk_terms``); ``with_pages``: only
@@ -204,31 +303,79 @@ def like_pattern(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+_CJK_TERM = re.compile(r"^[\u3400-\u9fff\uf900-\ufaff]+$")
+
+
 def locate_statement(
     terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int, document_ids: list[str] | None
 ) -> tuple[str, dict]:
-    """The SQL of ``locate_pages`` and its parameters. Only rows that share a word with the query can score,
-    so the nodes and pages are first filtered by an OR of their matches: a filter the trigram and keyword
-    indexes answer (``sql/schema.sql``) instead of a scan of every page of the knowledge base."""
-    patterns = [like_pattern(t) for t in terms]
+    """The SQL of ``locate_pages`` and its parameters, read through the locating index (``locate_terms``,
+    ``sql/schema.sql``): only the index entries of the words that hold a query term are read, never every page.
+
+    A term is in a title or summary as ``ILIKE '%term%'`` has it: a Latin term through the vocabulary's tokens that
+    contain it, a Chinese one through its characters (one) or pairs of characters (all of them; a term of three or
+    more characters is then checked in the text, since its pairs may stand apart). A keyword is matched whole.
+    """
+    n = len(terms)
+    latin = [(number, like_pattern(term.lower())) for number, term in enumerate(terms) if not _CJK_TERM.match(term)]
+    grams: list[tuple[int, str, int]] = []
+    for number, term in enumerate(terms):
+        if _CJK_TERM.match(term):
+            parts = sorted({term} if len(term) == 1 else {term[i : i + 2] for i in range(len(term) - 1)})
+            grams += [(number, part, len(parts)) for part in parts]
+    scoped = "AND t.document_id = ANY(%(documents)s)" if document_ids is not None else ""
+    in_kbs = "AND t.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
     kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
     if document_ids is not None:
         kb_filter += " AND d.document_id = ANY(%(documents)s)"
-    title_match = " OR ".join(f"n.title ILIKE %(pattern{i})s" for i in range(len(patterns)))
-    summary_match = " OR ".join(f"p.summary ILIKE %(pattern{i})s" for i in range(len(patterns)))
+    tokens = (
+        " UNION ALL ".join(
+            f"SELECT {number}, token FROM locate_vocabulary WHERE token LIKE %(pattern{number})s" for number, _ in latin
+        )
+        or "SELECT NULL::int, NULL::text WHERE false"
+    )
     sql = f"""
-        WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
-        docs AS (
+        WITH docs AS (
             SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
         ),
+        latin (term_no, token) AS ({tokens}),
+        grams (term_no, token, need, term) AS (
+            SELECT * FROM unnest(%(gram_terms)s::int[], %(grams)s::text[], %(needs)s::int[], %(gram_words)s::text[])
+        ),
+        asked (term_no, token) AS (SELECT * FROM unnest(%(numbers)s::int[], %(terms)s::text[])),
+        hits AS (
+            SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, l.term_no
+            FROM (SELECT DISTINCT term_no, token FROM latin) l
+            JOIN locate_terms t ON t.token = l.token {in_kbs} {scoped} AND t.source IN (0, 2)
+            UNION
+            SELECT g.document_id, g.source, g.node_id, g.first_page, g.last_page, g.term_no FROM (
+                SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, g.term_no, min(g.term) AS term
+                FROM grams g JOIN locate_terms t ON t.token = g.token {in_kbs} {scoped} AND t.source IN (0, 2)
+                GROUP BY 1, 2, 3, 4, 5, 6 HAVING count(DISTINCT t.token) = max(g.need)
+            ) g
+            LEFT JOIN pageindex_nodes n ON g.source = 0 AND n.document_id = g.document_id AND n.node_id = g.node_id
+            LEFT JOIN pages p ON g.source = 2 AND p.document_id = g.document_id AND p.page_index = g.first_page
+            WHERE length(g.term) < 3 OR position(g.term IN coalesce(n.title, p.summary)) > 0
+            UNION
+            SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, a.term_no
+            FROM asked a JOIN locate_terms t ON t.token = a.token {in_kbs} {scoped} AND t.source IN (1, 3)
+        ),
+        units AS (
+            SELECT h.document_id, h.source IN (0, 1) AS is_node, h.node_id, h.first_page, h.last_page,
+                   count(DISTINCT h.term_no) FILTER (WHERE h.source IN (0, 2)) AS in_text,
+                   count(DISTINCT h.term_no) FILTER (WHERE h.source IN (1, 3)) AS in_keywords
+            FROM hits h JOIN docs USING (document_id)
+            GROUP BY 1, 2, 3, 4, 5
+        ),
         nodes AS (
-            SELECT n.document_id, n.start_page, n.end_page,
-                   (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
-                   + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
-                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
+            SELECT u.document_id, u.first_page AS start_page, u.last_page AS end_page,
+                   u.in_text::float / %(n)s
+                   + CASE WHEN u.in_text = %(n)s AND n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
+                   + 0.3 * u.in_keywords::float / %(n)s
                      AS score
-            FROM pageindex_nodes n JOIN docs USING (document_id)
-            WHERE n.depth > 0 AND ({title_match} OR n.title ILIKE %(exact)s OR n.keywords && %(terms)s::text[])
+            FROM units u LEFT JOIN pageindex_nodes n
+                ON u.in_text = %(n)s AND n.document_id = u.document_id AND n.node_id = u.node_id
+            WHERE u.is_node
         ),
         node_pages AS (
             SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
@@ -237,12 +384,9 @@ def locate_statement(
             GROUP BY document_id, page_index
         ),
         summary_pages AS (
-            SELECT p.document_id, p.page_index,
-                   0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
-                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
-                     AS score
-            FROM pages p JOIN docs USING (document_id)
-            WHERE {summary_match} OR p.keywords && %(terms)s::text[]
+            SELECT document_id, first_page AS page_index,
+                   0.5 * in_text::float / %(n)s + 0.3 * in_keywords::float / %(n)s AS score
+            FROM units WHERE NOT is_node
         ),
         scored AS (
             SELECT document_id, page_index, sum(score) AS score
@@ -250,19 +394,25 @@ def locate_statement(
             GROUP BY document_id, page_index
         )
         SELECT s.document_id, s.page_index, s.score
-        FROM scored s JOIN pages p USING (document_id, page_index)
-        WHERE s.score > 0 AND NOT p.is_toc
+        FROM scored s
+        WHERE s.score > 0 AND NOT EXISTS (
+            SELECT 1 FROM pages p WHERE p.is_toc AND p.document_id = s.document_id AND p.page_index = s.page_index
+        )
         ORDER BY s.score DESC, s.document_id, s.page_index
         LIMIT %(limit)s
     """
     params = {
-        "patterns": patterns,
         "terms": terms,
-        "n": len(terms),
+        "numbers": list(range(n)),
+        "gram_terms": [number for number, _, _ in grams],
+        "grams": [gram for _, gram, _ in grams],
+        "needs": [need for _, _, need in grams],
+        "gram_words": [terms[number] for number, _, _ in grams],
+        "n": n,
         "exact": like_pattern(" ".join(query.split())),
         "kbs": list(knowledge_base_ids or []),
         "documents": list(document_ids or []),
         "limit": limit,
-        **{f"pattern{i}": pattern for i, pattern in enumerate(patterns)},
+        **{f"pattern{number}": pattern for number, pattern in latin},
     }
     return sql, params
