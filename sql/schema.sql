@@ -247,46 +247,52 @@ CREATE OR REPLACE FUNCTION locate_tokens(value text) RETURNS text[] LANGUAGE sql
             generate_series(1, length(r[1]) - 1) AS i
     ) tokens
 $fn$;
-DO $$
-BEGIN
-    IF to_regclass('locate_terms') IS NULL THEN
-        CREATE TABLE locate_terms (
-            knowledge_base_id  text NOT NULL,
-            token              text NOT NULL,
-            document_id        text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
-            source             smallint NOT NULL,     -- 0 a node's title, 1 a node's keyword, 2 a page's summary, 3 a page's keyword
-            node_id            text,                  -- sources 0 and 1
-            first_page         integer NOT NULL,      -- a node's start_page, a page's page_index
-            last_page          integer NOT NULL       -- a node's end_page, a page's page_index
-        );
-        INSERT INTO locate_terms
-            SELECT d.knowledge_base_id, t.token, n.document_id, 0, n.node_id, n.start_page, n.end_page
-            FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(locate_tokens(n.title)) AS t(token)
-            WHERE n.depth > 0
-            UNION ALL
-            SELECT d.knowledge_base_id, k.token, n.document_id, 1, n.node_id, n.start_page, n.end_page
-            FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(n.keywords) AS k(token)
-            WHERE n.depth > 0
-            UNION ALL
-            SELECT d.knowledge_base_id, t.token, p.document_id, 2, NULL, p.page_index, p.page_index
-            FROM pages p JOIN documents d USING (document_id), unnest(locate_tokens(p.summary)) AS t(token)
-            UNION ALL
-            SELECT d.knowledge_base_id, k.token, p.document_id, 3, NULL, p.page_index, p.page_index
-            FROM pages p JOIN documents d USING (document_id), unnest(p.keywords) AS k(token);
-        CREATE TABLE IF NOT EXISTS locate_vocabulary (token text NOT NULL);
-        INSERT INTO locate_vocabulary SELECT DISTINCT token FROM locate_terms
-            WHERE source IN (0, 2) AND token ~ '^[a-z0-9_.-]+$';
-    END IF;
-END
-$$;
 -- the Latin tokens of titles and summaries, each once (a rare race of two writers may add one twice: no unique
 -- index, so no writer ever waits on another's new word)
 CREATE TABLE IF NOT EXISTS locate_vocabulary (token text NOT NULL);
 CREATE INDEX IF NOT EXISTS locate_vocabulary_token ON locate_vocabulary (token);
+CREATE TABLE IF NOT EXISTS locate_terms (
+    knowledge_base_id  text NOT NULL,
+    token              text NOT NULL,
+    document_id        text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    source             smallint NOT NULL,     -- 0 a node's title, 1 a node's keyword, 2 a page's summary, 3 a page's keyword
+    node_id            text,                  -- sources 0 and 1
+    first_page         integer NOT NULL,      -- a node's start_page, a page's page_index
+    last_page          integer NOT NULL       -- a node's end_page, a page's page_index
+);
+-- the entries the pages and nodes make: what the triggers keep in locate_terms (kb-assets verify compares them)
+CREATE OR REPLACE VIEW locate_entries AS
+    SELECT d.knowledge_base_id, t.token, n.document_id, 0::smallint AS source, n.node_id, n.start_page AS first_page,
+        n.end_page AS last_page
+    FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(locate_tokens(n.title)) AS t(token)
+    WHERE n.depth > 0
+    UNION ALL
+    SELECT d.knowledge_base_id, k.token, n.document_id, 1::smallint, n.node_id, n.start_page, n.end_page
+    FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(n.keywords) AS k(token)
+    WHERE n.depth > 0
+    UNION ALL
+    SELECT d.knowledge_base_id, t.token, p.document_id, 2::smallint, NULL, p.page_index, p.page_index
+    FROM pages p JOIN documents d USING (document_id), unnest(locate_tokens(p.summary)) AS t(token)
+    UNION ALL
+    SELECT d.knowledge_base_id, k.token, p.document_id, 3::smallint, NULL, p.page_index, p.page_index
+    FROM pages p JOIN documents d USING (document_id), unnest(p.keywords) AS k(token);
+DO $$
+BEGIN  -- a catalog made before the index: indexed once, before the index's own indexes are made
+    IF NOT EXISTS (SELECT 1 FROM locate_terms LIMIT 1) AND NOT EXISTS (
+        SELECT 1 FROM pg_indexes WHERE indexname = 'locate_terms_token'
+    ) THEN
+        INSERT INTO locate_terms SELECT * FROM locate_entries;
+        INSERT INTO locate_vocabulary SELECT DISTINCT t.token FROM locate_terms t
+            WHERE t.source IN (0, 2) AND t.token ~ '^[a-z0-9_.-]+$'
+            AND NOT EXISTS (SELECT 1 FROM locate_vocabulary v WHERE v.token = t.token);
+    END IF;
+END
+$$;
 CREATE INDEX IF NOT EXISTS locate_terms_token ON locate_terms (token, knowledge_base_id)
     INCLUDE (document_id, source, node_id, first_page, last_page);
 CREATE INDEX IF NOT EXISTS locate_terms_document ON locate_terms (document_id, source, first_page);
 CREATE INDEX IF NOT EXISTS pages_toc ON pages (document_id, page_index) WHERE is_toc;
+CREATE INDEX IF NOT EXISTS documents_unpublished ON documents (document_id) WHERE status <> 'published';
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN

@@ -23,11 +23,13 @@ from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
-from kb_assets.stores.vector_search import entities_by_id
+from kb_assets.stores.vector_search import entities_by_id, search_bm25
 from kb_assets.stores.vectors import pages_filter
 
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
+
+MAX_PAGE_CHUNKS = 2000  # the most entities one filtered search reads for the located pages
 
 
 def read_located(
@@ -37,12 +39,18 @@ def read_located(
     located: list[dict],
     limit: int | None = None,
     extra_terms: tuple[str, ...] = (),
+    every_chunk: bool = False,
 ) -> tuple[Found, list[tuple[str, int]]]:
     """The candidates of the located pages ({document_id, page_index} rows), with their BM25 scores (and
     stored vectors when the model reads the query): the best ``limit`` (``query.limit``) by BM25 over the query's
     words and ``extra_terms`` (the routed pages' section titles: which chunks are read, not how they score; search
-    scores every candidate by the query's words, ``lexical_scores.py``); and the located pages this cannot answer
-    for, to be searched in Milvus (``searched``). Waits on nothing in the searcher's pool (it runs in it)."""
+    scores every candidate by the query's words, ``lexical_scores.py``); ``every_chunk``: every chunk touching those
+    pages too (the dense stage bounded to them, ``Searcher.dense_bounded``). Also the located pages this cannot
+    answer for, to be searched in Milvus (``searched``). Waits on nothing in the searcher's pool (it runs in it).
+
+    The entities come from one BM25 search filtered to the pages, as many hits as chunks touch them (the catalog
+    counts them): on the embedded engine a lookup by primary key (a string) reads every row of the collection
+    (~165 ms for 50 chunks at 500,000), while a BM25 search evaluates its filter only where its words are."""
     pages = [(page["document_id"], page["page_index"]) for page in located]
     if not searcher.config.kept_bm25_statistics:
         return Found(), pages
@@ -57,33 +65,59 @@ def read_located(
         )
         return Found(), pages
     response.keep_statistics(read.statistics, asked)
-    statistics = {
-        kb: Statistics(n, length / n if n else 0.0, freq) for kb, (n, length, freq) in read.statistics.items()
-    }
+    statistics = {kb: Statistics(n, total / n if n else 0.0, df) for kb, (n, total, df) in read.statistics.items()}
     scores = {
         chunk_id: bm25(asked_terms, tf, length, statistics[kb])
         for chunk_id, (_, kb, length, tf) in read.counts.items()
         if kb in statistics
     }
     best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
+    unread = [p for p in pages if p[0] in read.lacking]
     found = Found()
-    try:
-        entities = entities_by_id(
-            searcher.client, query.collection, best, searcher.config.milvus_timeout_s, bool(query.dense_text)
-        )
-    except Exception as error:
-        found.bm25_error = error
-        entities = {}
-    for chunk_id in best:
-        if chunk_id in entities:  # not there: the catalog is ahead of or behind Milvus; verify says which
-            entity = dict(entities[chunk_id])
-            vector = entity.pop("dense", None)
-            if vector is not None:
-                found.vectors[chunk_id] = vector
-            found.hits[chunk_id] = entity
-            found.bm25[chunk_id] = scores[chunk_id]
+    if best or (every_chunk and read.touching):
+        try:
+            entities = _entities(searcher, query, [p for p in pages if p[0] not in read.lacking], read.touching, best)
+        except Exception as error:
+            found.bm25_error = error
+            entities = {}
+        for chunk_id in best + (sorted(set(entities) - set(best)) if every_chunk else []):
+            if chunk_id in entities:  # not there: the catalog is ahead of or behind Milvus; verify says which
+                entity = dict(entities[chunk_id])
+                vector = entity.pop("dense", None)
+                if vector is not None:
+                    found.vectors[chunk_id] = vector
+                found.hits[chunk_id] = entity
+                if chunk_id in scores and scores[chunk_id] > 0:
+                    found.bm25[chunk_id] = scores[chunk_id]
     found.timings["locatedChunks"] = elapsed_ms(started)
-    return found, [p for p in pages if p[0] in read.lacking]
+    return found, unread
+
+
+def _entities(
+    searcher: Searcher, query: Query, pages: list[tuple[str, int]], touching: int, wanted: list[str]
+) -> dict[str, dict]:
+    """The entities (with their stored vectors when the model reads the query) of the chunks touching these pages:
+    a BM25 search filtered to them for every one of them (the engine ranks the chunks holding a query word first
+    and, on the embedded engine, the others after them); any of ``wanted`` it did not return, by primary key."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for document_id, page_index in pages:
+        ranges.setdefault(document_id, []).append((page_index, page_index))
+    timeout = searcher.config.milvus_timeout_s
+    with_vectors = bool(query.dense_text)
+    hits = search_bm25(
+        searcher.client,
+        query.collection,
+        query.bm25_text or query.text,
+        pages_filter(ranges),
+        min(max(touching, len(wanted)), MAX_PAGE_CHUNKS),
+        timeout,
+        with_vectors,
+    )
+    entities = {hit.id: hit["entity"] for hit in hits}
+    missing = [chunk_id for chunk_id in wanted if chunk_id not in entities]
+    if missing:
+        entities.update(entities_by_id(searcher.client, query.collection, missing, timeout, with_vectors))
+    return entities
 
 
 def searched(searcher: Searcher, request: SearchRequest, query: Query, pages: list[tuple[str, int]]) -> Found:

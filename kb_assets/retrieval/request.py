@@ -70,7 +70,7 @@ class SearchResponse:
         self, knowledge_base_ids: set[str], terms: list[str]
     ) -> dict[str, tuple[int, int, dict[str, int]]] | None:
         """The kept statistics of these knowledge bases for ``terms`` when all were read (None: some were not)."""
-        if all(set(terms) <= self.statistics_terms.get(kb, set()) for kb in knowledge_base_ids):
+        if all(kb in self.statistics and set(terms) <= self.statistics_terms[kb] for kb in knowledge_base_ids):
             return {kb: self.statistics[kb] for kb in knowledge_base_ids}
         return None
 

@@ -244,15 +244,14 @@ class Searcher:
             bm25_search=bm25_search,
         )
 
-    def dense_bounded(self, request: SearchRequest, response: SearchResponse) -> bool:
-        """Whether this search's dense stage reads only the located documents' chunks (``dense_within``): on the
-        embedded engine, whose dense index is an exact scan (``stores/vectors.py``), once the knowledge bases
-        searched hold more than ``dense_exact_chunks`` chunks. A Milvus server searches its configured index."""
+    def dense_bounded(self, request: SearchRequest) -> bool:
+        """Whether this search's dense stage reads only the located pages' chunks (pageindex, ``located.py``): on the
+        embedded engine, whose dense index is an exact scan of every row (``stores/vectors.py``), once the collection
+        holds more than ``dense_exact_chunks`` chunks. A Milvus server searches its configured index."""
         if engine(self.client).dense_index != "flat":
             return False
-        sizes = self.knowledge_base_chunks()
-        wanted = request.knowledge_base_ids or list(sizes)
-        return sum(sizes.get(kb, 0) for kb in wanted) > self.config.dense_exact_chunks
+        # the scan reads every row of the collection, whichever knowledge bases the filter keeps
+        return sum(self.knowledge_base_chunks().values()) > self.config.dense_exact_chunks
 
     def knowledge_base_chunks(self) -> dict[str, int]:
         """Chunks that serve in each knowledge base (read at most once per ``scope.TTL_S``; {} without Postgres)."""
@@ -265,19 +264,6 @@ class Searcher:
             return cached[1] if cached else {}
         self._sizes = (time.monotonic(), sizes)
         return sizes
-
-    def dense_within(self, request: SearchRequest, response: SearchResponse, query: Query, pages: list[dict]) -> Found:
-        """The dense search over the chunks of the documents of these (located) pages; over every chunk searched
-        when none is located."""
-        documents = sorted({page["document_id"] for page in pages})
-        within = in_filter("document_id", documents) if documents else None
-        found = self.fan_out(request, query, pages=within, bm25_search=False)
-        if found.dense_error is not None:
-            response.warnings.append(
-                f"dense search of the located documents failed ({type(found.dense_error).__name__}: "
-                f"{short(found.dense_error)}); dense scores from stored vectors only"
-            )
-        return found
 
     def score(
         self, response: SearchResponse, query: Query, found: Found, pages: list[tuple[str, int]] = ()

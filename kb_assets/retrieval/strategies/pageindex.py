@@ -72,19 +72,20 @@ ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
+    # past the engine's exact range the dense stage reads the located pages' chunks, not the knowledge base
+    bounded = searcher.dense_bounded(request)
     route = routing(request.query) if searcher.config.analysis else None
     routed_job = None
     if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
         query.bm25_text = expanded(query.bm25_text or query.text, route.words)
-        routed_job = searcher.pool.submit(_routed_candidates, searcher, request, response, query, route)
+        routed_job = searcher.pool.submit(_routed_candidates, searcher, request, response, query, route, bounded)
     # the pages located and their chunks read beside the Milvus searches (one job: it waits on nothing in the pool)
-    locating = searcher.pool.submit(_located_candidates, searcher, request, response, query)
+    locating = searcher.pool.submit(_located_candidates, searcher, request, response, query, bounded)
     named = named_statements(request.query)
     statements = None
     if named and searcher.config.named_statement:
         read = searcher.catalog.statement_nodes
         statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
-    bounded = searcher.dense_bounded(request, response)
     found = searcher.fan_out(request, query, dense_search=not bounded)
     located, located_found, unread = locating.result()
     found = found.merge(located_found)
@@ -98,8 +99,8 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
             found = found.merge(searched(searcher, request, query, unread))
     if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
-    if bounded:  # past the engine's exact range: the dense search reads the located documents' chunks
-        found = found.merge(searcher.dense_within(request, response, query, located + routed))
+    if bounded and not located and not routed:  # nothing located: the dense search of the whole knowledge base
+        found = found.merge(searcher.fan_out(request, query, bm25_search=False))
     pages = [(p["document_id"], p["page_index"]) for p in located + routed]
     rows = searcher.score(response, query, found, pages)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
@@ -165,10 +166,10 @@ def read_best_pages(
 
 
 def _located_candidates(
-    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query
+    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query, every_chunk: bool
 ) -> tuple[list[dict], Found, list[tuple[str, int]]]:
-    """The pages located (``Catalog.locate_pages``) and their chunks (``located.read_located``), and the located
-    pages whose chunks must be searched in Milvus instead."""
+    """The pages located (``Catalog.locate_pages``) and their chunks (``located.read_located``; ``every_chunk``: all
+    of them, the dense stage bounded to them), and the located pages whose chunks must be searched in Milvus."""
     try:
         located, took = _timed(
             searcher.catalog.locate_pages,
@@ -183,13 +184,20 @@ def _located_candidates(
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
         return [], Found(), []
-    found, unread = read_located(searcher, response, query, located) if located else (Found(), [])
+    found, unread = (
+        read_located(searcher, response, query, located, every_chunk=every_chunk) if located else (Found(), [])
+    )
     found.timings["locate"] = took
     return located, found, unread
 
 
 def _routed_candidates(
-    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query, route: Routing
+    searcher: Searcher,
+    request: SearchRequest,
+    response: SearchResponse,
+    query: Query,
+    route: Routing,
+    every_chunk: bool,
 ) -> tuple[list[dict], Found, list[tuple[str, int]]]:
     """The pages the question's analyses route to (``routing.py``; ``route.pages``, ``route.exact`` and
     ``route.titles`` set in place), as located pages of score 0, and their own best chunks (the located pages'
@@ -206,7 +214,9 @@ def _routed_candidates(
     route.titles = title_words(read, route.weights)
     routed = [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
     limit = min(ROUTED_CHUNKS, 2 * len(routed))
-    found, unread = read_located(searcher, response, query, routed, limit, route.titles) if routed else (Found(), [])
+    found, unread = (
+        read_located(searcher, response, query, routed, limit, route.titles, every_chunk) if routed else (Found(), [])
+    )
     found.timings["locate"] = took  # the routed nodes' read, beside the locating
     return routed, found, unread
 

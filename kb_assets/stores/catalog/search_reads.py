@@ -4,7 +4,6 @@ statistics)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import psycopg2.extras
@@ -38,6 +37,7 @@ class LocatedRows:
     """The chunks of located pages (``located_chunk_terms``)."""
 
     counts: dict[str, tuple[str, str, int, dict[str, int]]]  # chunk id -> (document, kb, length, term -> occurrences)
+    touching: int  # the chunks touching the pages, those holding no term too
     lacking: set[str]  # documents whose kept rows have no page ranges
     statistics: Statistics  # of the documents' knowledge bases, for the terms asked
 
@@ -188,30 +188,31 @@ class CatalogSearchReads(CatalogConnection):
         A page's chunks are one range of ``chunk_terms_pages``: those starting at most the document's
         ``chunk_span`` pages before it (not every chunk of the document before the page)."""
         if not pages:
-            return LocatedRows({}, set(), {})
+            return LocatedRows({}, 0, set(), {})
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
                 "WITH wanted AS (SELECT DISTINCT * FROM unnest(%(documents)s::text[], %(pages)s::int[]) "
                 "AS w(document_id, page_index)), "
                 "docs AS (SELECT document_id, knowledge_base_id, chunk_span FROM documents "
                 "WHERE document_id = ANY(%(documents)s)), "
-                "found AS (SELECT DISTINCT c.chunk_id, c.document_id, d.knowledge_base_id, c.chunk_length, "
-                "t.term, t.tf "
-                "FROM wanted w JOIN docs d USING (document_id) JOIN chunk_terms c ON c.document_id = w.document_id "
-                "AND c.page_index BETWEEN w.page_index - d.chunk_span AND w.page_index AND c.page_end >= w.page_index, "
-                "unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%(terms)s)) "
+                "touching AS (SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.document_id, d.knowledge_base_id, "
+                "c.chunk_length, c.terms, c.counts FROM wanted w JOIN docs d USING (document_id) "
+                "JOIN chunk_terms c ON c.document_id = w.document_id AND c.page_index "
+                "BETWEEN w.page_index - d.chunk_span AND w.page_index AND c.page_end >= w.page_index), "
+                "found AS (SELECT c.chunk_id, c.document_id, c.knowledge_base_id, c.chunk_length, t.term, t.tf "
+                "FROM touching c, unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%(terms)s)) "
                 "SELECT (SELECT json_agg(json_build_array(chunk_id, document_id, knowledge_base_id, chunk_length, "
-                "term, tf)) FROM found), "
+                "term, tf)) FROM found), (SELECT count(*) FROM touching), "
                 "(SELECT json_agg(document_id) FROM docs WHERE chunk_span IS NULL), "
                 f"({_TOTALS.format(kbs='SELECT knowledge_base_id FROM docs')}), "
                 f"({_FREQUENCIES.format(kbs='SELECT knowledge_base_id FROM docs')})",
                 {"documents": [d for d, _ in pages], "pages": [p for _, p in pages], "terms": list(terms)},
             )
-            found, lacking, totals, frequencies = cur.fetchone()
+            found, touching, lacking, totals, frequencies = cur.fetchone()
         counts: dict[str, tuple[str, str, int, dict[str, int]]] = {}
         for chunk_id, document_id, kb, length, term, tf in found or []:
             counts.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
-        return LocatedRows(counts, set(lacking or []), _statistics(totals, frequencies))
+        return LocatedRows(counts, int(touching), set(lacking or []), _statistics(totals, frequencies))
 
     def kept_term_chunks(self, document_id: str, with_pages: bool = False) -> set[str]:
         """The chunks of a document whose BM25 term counts are kept (``chunk_terms``); ``with_pages``: only
@@ -273,146 +274,7 @@ class CatalogSearchReads(CatalogConnection):
             )
             return [tuple(row) for row in cur.fetchall()]
 
-    def locate_pages(
-        self,
-        terms: list[str],
-        query: str,
-        knowledge_base_ids: list[str] | None,
-        limit: int,
-        document_ids: list[str] | None = None,
-    ) -> list[dict]:
-        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
-
-        A PageIndex node (not the root) scores by the share of the query's terms in its title
-        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
-        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
-        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
-        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count. ``document_ids``:
-        only pages of these documents (None: of every one).
-        """
-        if not terms:
-            return []
-        sql, params = locate_statement(terms, query, knowledge_base_ids, limit, document_ids)
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute(sql, params)
-            return [dict(row) for row in cur.fetchall()]
-
 
 def like_pattern(term: str) -> str:
     """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-_CJK_TERM = re.compile(r"^[\u3400-\u9fff\uf900-\ufaff]+$")
-
-
-def locate_statement(
-    terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int, document_ids: list[str] | None
-) -> tuple[str, dict]:
-    """The SQL of ``locate_pages`` and its parameters, read through the locating index (``locate_terms``,
-    ``sql/schema.sql``): only the index entries of the words that hold a query term are read, never every page.
-
-    A term is in a title or summary as ``ILIKE '%term%'`` has it: a Latin term through the vocabulary's tokens that
-    contain it, a Chinese one through its characters (one) or pairs of characters (all of them; a term of three or
-    more characters is then checked in the text, since its pairs may stand apart). A keyword is matched whole.
-    """
-    n = len(terms)
-    latin = [(number, like_pattern(term.lower())) for number, term in enumerate(terms) if not _CJK_TERM.match(term)]
-    grams: list[tuple[int, str, int]] = []
-    for number, term in enumerate(terms):
-        if _CJK_TERM.match(term):
-            parts = sorted({term} if len(term) == 1 else {term[i : i + 2] for i in range(len(term) - 1)})
-            grams += [(number, part, len(parts)) for part in parts]
-    scoped = "AND t.document_id = ANY(%(documents)s)" if document_ids is not None else ""
-    in_kbs = "AND t.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-    kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-    if document_ids is not None:
-        kb_filter += " AND d.document_id = ANY(%(documents)s)"
-    tokens = (
-        " UNION ALL ".join(
-            f"SELECT {number}, token FROM locate_vocabulary WHERE token LIKE %(pattern{number})s" for number, _ in latin
-        )
-        or "SELECT NULL::int, NULL::text WHERE false"
-    )
-    sql = f"""
-        WITH docs AS (
-            SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
-        ),
-        latin (term_no, token) AS ({tokens}),
-        grams (term_no, token, need, term) AS (
-            SELECT * FROM unnest(%(gram_terms)s::int[], %(grams)s::text[], %(needs)s::int[], %(gram_words)s::text[])
-        ),
-        asked (term_no, token) AS (SELECT * FROM unnest(%(numbers)s::int[], %(terms)s::text[])),
-        hits AS (
-            SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, l.term_no
-            FROM (SELECT DISTINCT term_no, token FROM latin) l
-            JOIN locate_terms t ON t.token = l.token {in_kbs} {scoped} AND t.source IN (0, 2)
-            UNION
-            SELECT g.document_id, g.source, g.node_id, g.first_page, g.last_page, g.term_no FROM (
-                SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, g.term_no, min(g.term) AS term
-                FROM grams g JOIN locate_terms t ON t.token = g.token {in_kbs} {scoped} AND t.source IN (0, 2)
-                GROUP BY 1, 2, 3, 4, 5, 6 HAVING count(DISTINCT t.token) = max(g.need)
-            ) g
-            LEFT JOIN pageindex_nodes n ON g.source = 0 AND n.document_id = g.document_id AND n.node_id = g.node_id
-            LEFT JOIN pages p ON g.source = 2 AND p.document_id = g.document_id AND p.page_index = g.first_page
-            WHERE length(g.term) < 3 OR position(g.term IN coalesce(n.title, p.summary)) > 0
-            UNION
-            SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, a.term_no
-            FROM asked a JOIN locate_terms t ON t.token = a.token {in_kbs} {scoped} AND t.source IN (1, 3)
-        ),
-        units AS (
-            SELECT h.document_id, h.source IN (0, 1) AS is_node, h.node_id, h.first_page, h.last_page,
-                   count(DISTINCT h.term_no) FILTER (WHERE h.source IN (0, 2)) AS in_text,
-                   count(DISTINCT h.term_no) FILTER (WHERE h.source IN (1, 3)) AS in_keywords
-            FROM hits h JOIN docs USING (document_id)
-            GROUP BY 1, 2, 3, 4, 5
-        ),
-        nodes AS (
-            SELECT u.document_id, u.first_page AS start_page, u.last_page AS end_page,
-                   u.in_text::float / %(n)s
-                   + CASE WHEN u.in_text = %(n)s AND n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
-                   + 0.3 * u.in_keywords::float / %(n)s
-                     AS score
-            FROM units u LEFT JOIN pageindex_nodes n
-                ON u.in_text = %(n)s AND n.document_id = u.document_id AND n.node_id = u.node_id
-            WHERE u.is_node
-        ),
-        node_pages AS (
-            SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
-            FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
-            WHERE score > 0
-            GROUP BY document_id, page_index
-        ),
-        summary_pages AS (
-            SELECT document_id, first_page AS page_index,
-                   0.5 * in_text::float / %(n)s + 0.3 * in_keywords::float / %(n)s AS score
-            FROM units WHERE NOT is_node
-        ),
-        scored AS (
-            SELECT document_id, page_index, sum(score) AS score
-            FROM (SELECT * FROM node_pages UNION ALL SELECT * FROM summary_pages) both_sources
-            GROUP BY document_id, page_index
-        )
-        SELECT s.document_id, s.page_index, s.score
-        FROM scored s
-        WHERE s.score > 0 AND NOT EXISTS (
-            SELECT 1 FROM pages p WHERE p.is_toc AND p.document_id = s.document_id AND p.page_index = s.page_index
-        )
-        ORDER BY s.score DESC, s.document_id, s.page_index
-        LIMIT %(limit)s
-    """
-    params = {
-        "terms": terms,
-        "numbers": list(range(n)),
-        "gram_terms": [number for number, _, _ in grams],
-        "grams": [gram for _, gram, _ in grams],
-        "needs": [need for _, _, need in grams],
-        "gram_words": [terms[number] for number, _, _ in grams],
-        "n": n,
-        "exact": like_pattern(" ".join(query.split())),
-        "kbs": list(knowledge_base_ids or []),
-        "documents": list(document_ids or []),
-        "limit": limit,
-        **{f"pattern{number}": pattern for number, pattern in latin},
-    }
-    return sql, params
