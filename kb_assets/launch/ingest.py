@@ -126,7 +126,7 @@ def ingest(
     waits for the first, then finds what it finished current. A file that failed before and has not
     changed is not run again: it is reported as still failing (``retry_failed`` runs it again).
     ``documents`` hears how many planned documents are done while the runs run (``progress.watching``)."""
-    stores = Stores(settings)
+    stores = Stores.shared(settings)  # the runs it executes here get these (the resource `stores`)
 
     def waiting() -> None:
         progress(f"another ingest of {knowledge_base_id} is running: waiting for it to finish")
