@@ -18,10 +18,9 @@ import time
 from collections.abc import Callable
 
 import dagster as dg
-from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
-from dagster._core.storage.tags import EXTERNALLY_MANAGED_ASSETS_TAG
 from pymilvus import MilvusClient
 
+from kb_assets.defs.dagster_internals import DEFER_ASSET_EVENTS_TAG, report_planned_materialization
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.pipeline import planning, steps
 from kb_assets.pipeline.versions import STEPS, after, from_step
@@ -29,7 +28,7 @@ from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, published_collection
 
-DEFER_ASSET_EVENTS = {EXTERNALLY_MANAGED_ASSETS_TAG: "true"}  # the steps write their asset events
+DEFER_ASSET_EVENTS = {DEFER_ASSET_EVENTS_TAG: "true"}  # the steps write their asset events
 RESULT_FIELDS = 12  # at most this many of a step's own figures per partition (pages, mode, chunks, ...)
 
 
@@ -54,20 +53,15 @@ def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = Non
 
 def events_deferred(context: dg.AssetExecutionContext) -> bool:
     """Whether the steps write this run's asset events (``DEFER_ASSET_EVENTS``)."""
-    return context.run.tags.get(EXTERNALLY_MANAGED_ASSETS_TAG) == "true"
+    return context.run.tags.get(DEFER_ASSET_EVENTS_TAG) == "true"
 
 
 def plan(context: dg.AssetExecutionContext, asset_keys: list[dg.AssetKey], partition_keys: list[str]) -> None:
     """Record that this run means to materialize these partitions of these assets, as Dagster does at the
-    start of a run whose events it writes: one planned and not materialized by a failed run shows failed.
-    (Dagster's own event constructor: there is no public one.)"""
-    step_key = context.get_step_execution_context().step.key
+    start of a run whose events it writes: one planned and not materialized by a failed run shows failed."""
     for asset_key in asset_keys:
         for key in partition_keys:
-            event = DagsterEvent.build_asset_materialization_planned_event(
-                context.run.job_name, step_key, AssetMaterializationPlannedData(asset_key, partition=key)
-            )
-            context.instance.report_dagster_event(event, context.run.run_id)
+            report_planned_materialization(context, asset_key, key)
 
 
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
