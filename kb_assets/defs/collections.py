@@ -8,7 +8,7 @@ from typing import TypedDict
 
 import dagster as dg
 
-from kb_assets.defs.assets import MILVUS_COLLECTION
+from kb_assets.defs.publish_assets import MILVUS_COLLECTION
 from kb_assets.pipeline import migration
 from kb_assets.stores import Stores
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection

@@ -9,8 +9,9 @@ runs find the same jobs.
 
 import dagster as dg
 
-from kb_assets.defs.assets import ASSETS, versioned
+from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
+from kb_assets.defs.document_assets import versioned
 from kb_assets.defs.jobs import JOBS
 from kb_assets.defs.loggers import run_file_logger
 from kb_assets.defs.resources import build_resources

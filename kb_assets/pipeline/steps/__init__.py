@@ -13,7 +13,7 @@ The steps live by asset: ``sources`` (raw_files, parsed_pages), ``structure`` (p
 names them all, as the assets call them (``steps.parse_pages``).
 """
 
-from kb_assets.pipeline.steps.chunks import build_chunks, record_chunks, store_chunk_contexts
+from kb_assets.pipeline.steps.chunks import ChunksRecord, build_chunks, record_chunks, store_chunk_contexts
 from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, same_rows
 from kb_assets.pipeline.steps.publish import (
     embed_and_publish,
@@ -26,6 +26,7 @@ from kb_assets.pipeline.steps.sources import PAGE_FIELDS, parse_pages, same_page
 from kb_assets.pipeline.steps.structure import build_pageindex, pdf_outline, tree_shape
 
 __all__ = [
+    "ChunksRecord",
     "DocumentFailed",
     "PAGE_FIELDS",
     "build_chunks",
