@@ -134,7 +134,7 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
         assert published_collection(client, own_catalog, alias) == first
 
         swapped = migration.swap(own_catalog, client, alias, second)
-        assert (swapped["previous"], swapped["published"]) == (first, second)
+        assert (swapped.previous, swapped.published) == (first, second)
         assert published_collection(client, own_catalog, alias) == second
         states = {c["name"]: c["state"] for c in own_catalog.collections()}
         assert (states[first], states[second]) == ("retired", "published")
@@ -145,7 +145,7 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
             assert count_entities(client, first) == 3
 
         rolled = migration.rollback(own_catalog, client, alias)
-        assert (rolled["previous"], rolled["published"]) == (second, first)
+        assert (rolled.previous, rolled.published) == (second, first)
         assert published_collection(client, own_catalog, alias) == first
         assert {c["name"]: c["state"] for c in own_catalog.collections()}[second] == "retired"
     finally:

@@ -32,7 +32,7 @@ def collections(settings, action, as_json):
         except LookupError as error:
             raise click.ClickException(str(error)) from None
         if not as_json:
-            click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
+            click.echo(f"alias {settings.alias}: {rolled.previous} -> {rolled.published}")
     current = published_collection(client, stores.catalog, settings.alias)
     runs_on = engine(client)
     published_count = count_entities(client, current) if current else 0
@@ -74,6 +74,7 @@ def migrate(settings, as_json):
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL):
     the backfill runs and the publish_collection run, in-process (the migration sensor does the same)."""
     from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+    from kb_assets.launch.store_changes import MigrationReport
     from kb_assets.launch.store_changes import migrate as run_migration
     from kb_assets.pipeline.migration import migration_due
     from kb_assets.stores.vectors import published_collection
@@ -84,9 +85,10 @@ def migrate(settings, as_json):
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     due = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model)
     if due is None:
-        data = {"status": "unchanged", "published": published_collection(stores.milvus, stores.catalog, settings.alias)}
+        report = MigrationReport("unchanged", published_collection(stores.milvus, stores.catalog, settings.alias))
     else:
-        data = run_migration(definitions(settings), stores, instance, due, progress)
+        report = run_migration(definitions(settings), stores, instance, due, progress)
+    data = report.as_json()
 
     def render(d):
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
@@ -118,9 +120,9 @@ def verify(settings, repair, as_json):
 
         instance = dagster_instance(settings)
         fail_abandoned_runs(instance)
-        data = run_repair(definitions(settings), instance, settings.runs_log)
+        data = run_repair(definitions(settings), instance, settings.runs_log).as_json()
     else:
-        data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
+        data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias).as_json()
 
     def render(d):
         click.echo(

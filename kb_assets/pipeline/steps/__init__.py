@@ -21,7 +21,7 @@ from kb_assets.pipeline.steps.publish import (
     publish_document,
     publish_if_unpublished,
 )
-from kb_assets.pipeline.steps.purge import purge_document, purge_documents
+from kb_assets.pipeline.steps.purge import PurgedDocument, purge_document, purge_documents
 from kb_assets.pipeline.steps.sources import PAGE_FIELDS, parse_pages, same_pages, store_raw_file
 from kb_assets.pipeline.steps.structure import build_pageindex, pdf_outline, tree_shape
 
@@ -29,6 +29,7 @@ __all__ = [
     "ChunksRecord",
     "DocumentFailed",
     "PAGE_FIELDS",
+    "PurgedDocument",
     "build_chunks",
     "build_pageindex",
     "current",
