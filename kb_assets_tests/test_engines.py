@@ -136,7 +136,7 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
         swapped = migration.swap(own_catalog, client, alias, second)
         assert (swapped.previous, swapped.published) == (first, second)
         assert published_collection(client, own_catalog, alias) == second
-        states = {c["name"]: c["state"] for c in own_catalog.collections()}
+        states = {c.name: c.state for c in own_catalog.collections()}
         assert (states[first], states[second]) == ("retired", "published")
         if engine(client).aliases:  # a server: the alias moved, atomically
             assert client.describe_alias(alias)["collection_name"] == second
@@ -147,7 +147,7 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
         rolled = migration.rollback(own_catalog, client, alias)
         assert (rolled.previous, rolled.published) == (second, first)
         assert published_collection(client, own_catalog, alias) == first
-        assert {c["name"]: c["state"] for c in own_catalog.collections()}[second] == "retired"
+        assert {c.name: c.state for c in own_catalog.collections()}[second] == "retired"
     finally:
         if engine(client).aliases and alias in client.list_aliases().get("aliases", []):
             client.drop_alias(alias)

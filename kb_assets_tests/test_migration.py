@@ -101,7 +101,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
     parking = searcher.search(SearchRequest("Where do visitors park?", ["edits"], limit=1))
     assert "level five" in parking.results[0]["content"]
     assert milvus_client.has_collection(before)  # kept for rollback
-    states = {c["name"]: c["state"] for c in catalog.collections()}
+    states = {c.name: c.state for c in catalog.collections()}
     assert states[before] == "retired" and states[migration.published] == "published"
     assert ingest([folder], "edits", new).migration is None  # nothing left to migrate
 
@@ -109,7 +109,7 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
 
     assert (rolled.published, rolled.previous) == (before, migration.published)
     assert published_collection(milvus_client, catalog, "kb_chunks") == before
-    states = {c["name"]: c["state"] for c in catalog.collections()}
+    states = {c.name: c.state for c in catalog.collections()}
     assert states[before] == "published" and states[migration.published] == "retired"
 
     # after the rollback the documents' lake vectors are of the 256-d spec: they re-encode from the lake

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.pipeline.progress import DocumentsDone
 from kb_assets.settings import Settings
 from kb_assets.settings.declare import values_of
@@ -79,7 +80,7 @@ def ingest_remotely(
     retry_failed: bool,
     progress: Callable[[str], None],
     documents: Callable[[DocumentsDone], None] | None,
-) -> dict | None:
+) -> JsonObject | None:
     """The ingest's report (``IngestReport.as_json``) from the runner; None when no runner takes it (none
     answers, it is busy, or it serves other settings or code: it then exits). ``RunnerError`` for a failure."""
     if not usable(settings) or not socket_path(settings).exists():

@@ -299,14 +299,11 @@ def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> Rollback:
     retired = [
         c
         for c in catalog.collections()
-        if c["state"] == "retired"
-        and c["alias"] == alias
-        and c["name"] != current
-        and collection_exists(client, c["name"])
+        if c.state == "retired" and c.alias == alias and c.name != current and collection_exists(client, c.name)
     ]
     if not retired:
         raise LookupError("no retired collection to roll back to")
-    previous = max(retired, key=lambda c: c["published_at"] or c["created_at"])["name"]
+    previous = max(retired, key=lambda c: c.published_at or c.created_at).name
     load(client, previous)
     publish(client, catalog, alias, previous)
     with catalog.connect() as conn:

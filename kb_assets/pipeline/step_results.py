@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.stores.entities import EntityCounts
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Figure = int | float | str
 NOT_FIGURES = ("skipped", "unchanged", "warnings", "version")
@@ -62,7 +65,6 @@ class BuiltTree(StepResult):
     source: str = ""  # outline, toc, headings or page groups
     toc_pages: int = 0
     summaries_computed: int = 0
-    metadata: dict[str, str | None] = field(default_factory=dict)  # organisation, kind, period
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +131,16 @@ class RenderedImages(StepResult):
 
     rendered: int = 0
     present: int = 0
+
+
+class Written(TypedDict, total=False):
+    """What ``publish.write_entities`` wrote of a document, for ``publish.record_published``."""
+
+    skipped: bool  # nothing to write (``record``: record the step all the same)
+    record: bool
+    chunks: pl.DataFrame  # the chunk rows written, of the version ``serving``
+    serving: str
+    counts: EntityCounts
 
 
 class Serving(NamedTuple):

@@ -33,6 +33,7 @@ from kb_assets.settings.parts import (
     PipelineVersions,
     S3Settings,
     SearchConfig,
+    StorageOptions,
     Weights,
 )
 
@@ -311,7 +312,7 @@ class Settings:
         production profile never writes: KB_SCRATCH_DIR, else the system's temp folder."""
         return self.scratch_dir or Path(tempfile.gettempdir()) / "kb-assets-scratch"
 
-    def storage_options(self) -> dict[str, Any]:
+    def storage_options(self) -> StorageOptions:
         return self.s3.storage_options()
 
     def watched_folders(self) -> list[tuple[str, Path | str]]:

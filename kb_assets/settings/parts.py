@@ -14,6 +14,8 @@ from typing import Any
 
 from kb_assets.settings.declare import part, setting, shared_cores
 
+StorageOptions = dict[str, Any]  # fsspec/s3fs keyword options of s3:// stores and sources, passed through
+
 # ---- parsing: what a parse may do and how much it may take ----------------------------------------
 MAX_FILE_BYTES = 200 * 1024 * 1024  # KB_PARSE_MAX_FILE_BYTES
 MAX_PAGES = 5000  # KB_PARSE_MAX_PAGES: PDF pages (and TIFF frames)
@@ -134,9 +136,9 @@ class S3Settings:
     )
     region: str = setting("", "AWS_REGION", "the S3 region", fallback=("AWS_DEFAULT_REGION",))
 
-    def storage_options(self) -> dict[str, Any]:
+    def storage_options(self) -> StorageOptions:
         """fsspec/s3fs options (used only for s3:// URLs)."""
-        options: dict[str, Any] = {}
+        options: StorageOptions = {}
         if self.access_key_id:
             options.update(key=self.access_key_id, secret=self.secret_access_key)
         if self.endpoint_url:

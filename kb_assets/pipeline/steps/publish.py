@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.lib.lexical import chunk_row_terms
-from kb_assets.pipeline.step_results import Embedded, Published, Serving, Target
+from kb_assets.pipeline.step_results import Embedded, Published, Serving, Target, Written
 from kb_assets.pipeline.steps.common import DocumentFailed, current
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.entities import (
     Entity,
-    EntityCounts,
     chunk_entities,
     count_entities,
     document_filter,
@@ -32,16 +31,6 @@ from kb_assets.stores.vectors import flush, publish, published_collection
 
 if TYPE_CHECKING:
     import polars as pl
-
-
-class Written(TypedDict, total=False):
-    """What ``write_entities`` wrote of a document, for ``record_published``."""
-
-    skipped: bool  # nothing to write (``record``: record the step all the same)
-    record: bool
-    chunks: pl.DataFrame  # the chunk rows written, of the version ``serving``
-    serving: str
-    counts: EntityCounts
 
 
 # embeddings and milvus_collection: one step, in bounded slices --------------------------------

@@ -74,7 +74,7 @@ def purge_documents(
     """Purge documents whose files are gone from every collection, the lake and the object store."""
     if not gone:
         return []
-    collections = [c["name"] for c in catalog.collections() if collection_exists(client, c["name"])]
+    collections = [c.name for c in catalog.collections() if collection_exists(client, c.name)]
     with lake.batch():  # one deletion file a table; compaction removes the rows
         purged = [purge_document(doc, catalog, store, lake, client, collections) for doc in gone]
     for table in ("chunks", "embeddings"):

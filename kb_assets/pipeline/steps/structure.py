@@ -85,7 +85,6 @@ def build_pageindex(
         summaries_computed=sum(map(len, summaries.new_cache.values())),
         warnings=tuple(summaries.warnings),
         unchanged=same_structure,
-        metadata={k: metadata[k] for k in ("organisation", "kind", "period")},
     )
 
 
