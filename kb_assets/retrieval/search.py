@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -266,7 +266,7 @@ class Searcher:
         return sizes
 
     def score(
-        self, response: SearchResponse, query: Query, found: Found, pages: list[tuple[str, int]] = ()
+        self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
     ) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
         warnings for degraded modes. What the candidates need of the catalog is read once (``candidate_rows``:
@@ -295,7 +295,7 @@ class Searcher:
         return scored
 
     def candidate_rows(
-        self, response: SearchResponse, query: Query, found: Found, pages: list[tuple[str, int]] = ()
+        self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
     ) -> CandidateRows | None:
         """One catalog read for the candidates (``Catalog.candidate_rows``); None, with a warning, without Postgres.
         BM25 statistics already read this search (the located pages', ``located.py``) are not read again."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import psycopg2.extras
 
-from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.connection import CatalogConnection, one_row
 
 Statistics = dict[str, tuple[int, int, dict[str, int]]]  # kb -> (chunks, total length, term -> chunks holding it)
 # BM25 statistics of what serves in knowledge bases ``{kbs}`` (an array or a subquery) for the terms %(terms)s, as
@@ -132,7 +132,7 @@ class CatalogSearchReads(CatalogConnection):
                     "page_indexes": [p for _, p in pages],
                 },
             )
-            documents, counts, totals, frequencies, facts = cur.fetchone()
+            documents, counts, totals, frequencies, facts = one_row(cur)
         keys = ("published_version", "version", "status", "error", "term_count")
         term_counts: dict[str, tuple[int, dict[str, int]]] = {}
         for chunk_id, length, term, tf in counts or []:
@@ -208,7 +208,7 @@ class CatalogSearchReads(CatalogConnection):
                 f"({_FREQUENCIES.format(kbs='SELECT knowledge_base_id FROM docs')})",
                 {"documents": [d for d, _ in pages], "pages": [p for _, p in pages], "terms": list(terms)},
             )
-            found, touching, lacking, totals, frequencies = cur.fetchone()
+            found, touching, lacking, totals, frequencies = one_row(cur)
         counts: dict[str, tuple[str, str, int, dict[str, int]]] = {}
         for chunk_id, document_id, kb, length, term, tf in found or []:
             counts.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
