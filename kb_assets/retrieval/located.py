@@ -76,7 +76,9 @@ def read_located(
     found = Found()
     if best or (every_chunk and read.touching):
         try:
-            entities = _entities(searcher, query, [p for p in pages if p[0] not in read.lacking], read.touching, best)
+            # every chunk touching the pages, or only as many as hold a query word (the engine ranks them first)
+            reading = read.touching if every_chunk else len(read.counts)
+            entities = _entities(searcher, query, [p for p in pages if p[0] not in read.lacking], reading, best)
         except Exception as error:
             found.bm25_error = error
             entities = {}
@@ -94,11 +96,11 @@ def read_located(
 
 
 def _entities(
-    searcher: Searcher, query: Query, pages: list[tuple[str, int]], touching: int, wanted: list[str]
+    searcher: Searcher, query: Query, pages: list[tuple[str, int]], reading: int, wanted: list[str]
 ) -> dict[str, dict]:
-    """The entities (with their stored vectors when the model reads the query) of the chunks touching these pages:
-    a BM25 search filtered to them for every one of them (the engine ranks the chunks holding a query word first
-    and, on the embedded engine, the others after them); any of ``wanted`` it did not return, by primary key."""
+    """The entities (with their stored vectors when the model reads the query) of ``reading`` chunks touching these
+    pages: a BM25 search filtered to them (the engine ranks the chunks holding a query word first and, on the
+    embedded engine, the others after them); any of ``wanted`` it did not return, by primary key."""
     ranges: dict[str, list[tuple[int, int]]] = {}
     for document_id, page_index in pages:
         ranges.setdefault(document_id, []).append((page_index, page_index))
@@ -109,7 +111,7 @@ def _entities(
         query.collection,
         query.bm25_text or query.text,
         pages_filter(ranges),
-        min(max(touching, len(wanted)), MAX_PAGE_CHUNKS),
+        min(max(reading, len(wanted)), MAX_PAGE_CHUNKS),
         timeout,
         with_vectors,
     )

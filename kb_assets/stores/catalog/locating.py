@@ -68,52 +68,53 @@ class CatalogLocating(CatalogConnection):
 # every term and its number (keywords are matched whole), the number of terms, the whole question as a pattern,
 # the knowledge bases (empty: all), the documents (NULL: all) and the limit.
 LOCATE_SQL = """
-    WITH asked (term_no, token, text_match, need, term) AS (
-        SELECT DISTINCT l.term_no, v.token, true, 1, NULL::text
-        FROM unnest($1::int[], $2::text[]) AS l(term_no, pattern) JOIN locate_vocabulary v ON v.token LIKE l.pattern
+    WITH asked (token, text_match, bit) AS (  -- each index token a term matches, with the term's bit
+        SELECT DISTINCT v.token, true, l.bit
+        FROM unnest($1::bigint[], $2::text[]) AS l(bit, pattern) JOIN locate_vocabulary v ON v.token LIKE l.pattern
         UNION ALL
-        SELECT g.term_no, g.token, true, g.need, g.term
-        FROM unnest($3::int[], $4::text[], $5::int[], $6::text[]) AS g(term_no, token, need, term)
+        SELECT g.token, true, g.bit FROM unnest($3::bigint[], $4::text[]) AS g(bit, token)
         UNION ALL
-        SELECT k.term_no, k.token, false, 1, NULL FROM unnest($7::int[], $8::text[]) AS k(term_no, token)
+        SELECT k.token, false, k.bit FROM unnest($5::bigint[], $6::text[]) AS k(bit, token)
     ),
-    hits AS (  -- a title, summary or keyword holding a term: one row a unit and term
-        SELECT t.document_id, t.source, t.node_id, t.first_page, t.last_page, a.term_no,
-               coalesce(bool_or(length(a.term) >= 3), false) AS check_text, min(a.term) AS term
+    units AS (  -- a node's title and keywords, or a page's summary and keywords: the bits of the terms they hold
+        SELECT t.document_id, t.source IN (0, 1) AS is_node, t.node_id, t.first_page, t.last_page,
+               coalesce(bit_or(a.bit) FILTER (WHERE a.text_match), 0) AS text_bits,
+               coalesce(bit_or(a.bit) FILTER (WHERE NOT a.text_match), 0) AS keyword_bits
         FROM asked a JOIN locate_terms t ON t.token = a.token AND (t.source IN (0, 2)) = a.text_match
             AND (cardinality($9::text[]) = 0 OR t.knowledge_base_id = ANY($9))
             AND ($10::text[] IS NULL OR t.document_id = ANY($10))
-        GROUP BY 1, 2, 3, 4, 5, 6
-        HAVING count(*) >= max(a.need)
-    ),
-    units AS (
-        SELECT h.document_id, h.source IN (0, 1) AS is_node, h.node_id, h.first_page, h.last_page,
-               count(*) FILTER (WHERE h.source IN (0, 2)) AS in_text,
-               count(*) FILTER (WHERE h.source IN (1, 3)) AS in_keywords,
-               CASE WHEN h.source IN (0, 1) AND count(*) FILTER (WHERE h.source IN (0, 2)) = $11 THEN (
-                   SELECT n.title ILIKE $12 FROM pageindex_nodes n
-                   WHERE n.document_id = h.document_id AND n.node_id = h.node_id
-               ) ELSE false END AS exact  -- the whole question in the title (only a title holding every term can)
-        FROM hits h
-        WHERE NOT h.check_text OR position(h.term IN CASE WHEN h.source = 0
-            THEN (SELECT n.title FROM pageindex_nodes n WHERE n.document_id = h.document_id AND n.node_id = h.node_id)
-            ELSE (SELECT p.summary FROM pages p WHERE p.document_id = h.document_id AND p.page_index = h.first_page)
-            END) > 0  -- a CJK term of three or more characters: its pairs found, the term itself checked
         GROUP BY 1, 2, 3, 4, 5
     ),
+    counted AS (  -- how many terms each holds: a Latin term by its bit, a CJK term by all its pairs' bits
+        SELECT u.document_id, u.is_node, u.node_id, u.first_page, u.last_page,
+               bit_count((u.text_bits & $11)::bit(64)) + CASE WHEN cardinality($7::bigint[]) = 0 THEN 0 ELSE (
+                   SELECT count(*) FROM unnest($7::bigint[], $8::text[]) AS c(mask, term)
+                   WHERE u.text_bits & c.mask = c.mask AND (length(c.term) < 3 OR position(c.term IN CASE
+                       WHEN u.is_node THEN (SELECT n.title FROM pageindex_nodes n
+                           WHERE n.document_id = u.document_id AND n.node_id = u.node_id)
+                       ELSE (SELECT p.summary FROM pages p
+                           WHERE p.document_id = u.document_id AND p.page_index = u.first_page)
+                       END) > 0)  -- a term of three or more characters: its pairs found, the term itself checked
+               ) END AS in_text,
+               bit_count(u.keyword_bits::bit(64)) AS in_keywords
+        FROM units u
+    ),
     scored AS (
-        SELECT u.document_id, g.page_index,
+        SELECT c.document_id, g.page_index,
                -- in double precision throughout: a node's score lent to its first pages at 1, 0.9 and 0.8
-               max((u.in_text::float8 / $11
-                 + CASE WHEN u.exact THEN 0.5::float8 ELSE 0::float8 END
-                 + 0.3::float8 * u.in_keywords::float8 / $11)
-                 * CASE g.page_index - u.first_page WHEN 0 THEN 1::float8 WHEN 1 THEN 0.9::float8 ELSE 0.8::float8 END
-               ) FILTER (WHERE u.is_node) AS node_score,
-               max(0.5::float8 * u.in_text::float8 / $11 + 0.3::float8 * u.in_keywords::float8 / $11)
-                 FILTER (WHERE NOT u.is_node) AS page_score
-        FROM units u,
-            generate_series(u.first_page, CASE WHEN u.is_node THEN least(u.last_page, u.first_page + 2)
-                ELSE u.first_page END) AS g(page_index)
+               max((c.in_text::float8 / $12
+                 + CASE WHEN c.in_text = $12 AND (  -- the whole question in the title (only one holding every term)
+                     SELECT n.title ILIKE $13 FROM pageindex_nodes n
+                     WHERE n.document_id = c.document_id AND n.node_id = c.node_id
+                   ) THEN 0.5::float8 ELSE 0::float8 END
+                 + 0.3::float8 * c.in_keywords::float8 / $12)
+                 * CASE g.page_index - c.first_page WHEN 0 THEN 1::float8 WHEN 1 THEN 0.9::float8 ELSE 0.8::float8 END
+               ) FILTER (WHERE c.is_node AND c.in_text + c.in_keywords > 0) AS node_score,
+               max(0.5::float8 * c.in_text::float8 / $12 + 0.3::float8 * c.in_keywords::float8 / $12)
+                 FILTER (WHERE NOT c.is_node) AS page_score
+        FROM counted c,
+            generate_series(c.first_page, CASE WHEN c.is_node THEN least(c.last_page, c.first_page + 2)
+                ELSE c.first_page END) AS g(page_index)
         GROUP BY 1, 2
     )
     SELECT s.document_id, s.page_index, coalesce(s.node_score, 0) + coalesce(s.page_score, 0) AS score
@@ -126,10 +127,13 @@ LOCATE_SQL = """
         SELECT 1 FROM pages p WHERE p.is_toc AND p.document_id = s.document_id AND p.page_index = s.page_index
     )
     ORDER BY 3 DESC, 1, 2
-    LIMIT $13
+    LIMIT $14
 """
-LOCATE_TYPES = "int[], text[], int[], text[], int[], text[], int[], text[], text[], text[], int, text, int"
+LOCATE_TYPES = (
+    "bigint[], text[], bigint[], text[], bigint[], text[], bigint[], text[], text[], text[], bigint, int, text, int"
+)
 _CJK_TERM = re.compile(r"^[\u3400-\u9fff\uf900-\ufaff]+$")
+MAX_TERMS = 20  # query_terms gives at most 20 (bits 0-19); the pairs of Chinese terms take the bits after them
 
 
 def locate_parameters(
@@ -140,24 +144,39 @@ def locate_parameters(
     A term is in a title or summary as ``ILIKE '%term%'`` has it: a Latin term through the vocabulary's tokens that
     contain it, a Chinese one through its characters (one) or pairs of characters (all of them; a term of three or
     more characters is then checked in the text, since its pairs may stand apart). A keyword is matched whole.
+    Each term has a bit (a Chinese term's pairs one each: at most ``64 - MAX_TERMS`` pairs in all; the terms
+    past them are not looked for), the bits a title, summary or keyword set are counted.
     """
-    latin = [(number, like_pattern(term.lower())) for number, term in enumerate(terms) if not _CJK_TERM.match(term)]
-    grams: list[tuple[int, str, int, str]] = []
+    terms = terms[:MAX_TERMS]
+    latin: list[tuple[int, str]] = []
+    grams: list[tuple[int, str]] = []
+    cjk: list[tuple[int, str]] = []
+    next_bit = MAX_TERMS
     for number, term in enumerate(terms):
-        if _CJK_TERM.match(term):
-            parts = sorted({term} if len(term) == 1 else {term[i : i + 2] for i in range(len(term) - 1)})
-            grams += [(number, part, len(parts), term) for part in parts]
+        if not _CJK_TERM.match(term):
+            latin.append((1 << number, like_pattern(term.lower())))
+            continue
+        parts = sorted({term} if len(term) == 1 else {term[i : i + 2] for i in range(len(term) - 1)})
+        if next_bit + len(parts) > 63:
+            continue
+        mask = 0
+        for part in parts:
+            grams.append((1 << next_bit, part))
+            mask |= 1 << next_bit
+            next_bit += 1
+        cjk.append((mask, term))
     return (
-        [number for number, _ in latin],
+        [bit for bit, _ in latin],
         [pattern for _, pattern in latin],
-        [g[0] for g in grams],
-        [g[1] for g in grams],
-        [g[2] for g in grams],
-        [g[3] for g in grams],
-        list(range(len(terms))),
+        [bit for bit, _ in grams],
+        [gram for _, gram in grams],
+        [1 << number for number in range(len(terms))],
         list(terms),
+        [mask for mask, _ in cjk],
+        [term for _, term in cjk],
         list(knowledge_base_ids or []),
         None if document_ids is None else list(document_ids),
+        sum(bit for bit, _ in latin),
         len(terms),
         like_pattern(" ".join(query.split())),
         limit,
