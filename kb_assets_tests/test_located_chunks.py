@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kb_assets.lib.lexical import chunk_row_terms
-from kb_assets.retrieval.located import read_located, searched
+from kb_assets.retrieval.located import searched, start_located
 from kb_assets.retrieval.query import query_terms
 from kb_assets.retrieval.search import SearchRequest, SearchResponse
 
@@ -22,7 +22,7 @@ QUESTIONS = [
 
 def located_chunks(searcher, request, response, query, pages):
     """The located pages' candidates as the search reads them: the kept counts, then Milvus for the rest."""
-    found, unread = read_located(searcher, response, query, pages)
+    found, unread = start_located(searcher, response, query, pages)()
     return found.merge(searched(searcher, request, query, unread)) if unread else found
 
 

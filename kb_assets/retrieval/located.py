@@ -17,6 +17,7 @@ document when the statistics are off (``kept_bm25_statistics``) or Postgres fail
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kb_assets.lib.lexical import Statistics, bm25, query_terms
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 MAX_PAGE_CHUNKS = 2000  # the most entities one filtered search reads for the located pages
 
 
-def read_located(
+def start_located(
     searcher: Searcher,
     response: SearchResponse,
     query: Query,
@@ -40,45 +41,52 @@ def read_located(
     limit: int | None = None,
     extra_terms: tuple[str, ...] = (),
     every_chunk: bool = False,
-) -> tuple[Found, list[tuple[str, int]]]:
-    """The candidates of the located pages ({document_id, page_index} rows), with their BM25 scores (and
-    stored vectors when the model reads the query): the best ``limit`` (``query.limit``) by BM25 over the query's
-    words and ``extra_terms`` (the routed pages' section titles: which chunks are read, not how they score; search
-    scores every candidate by the query's words, ``lexical_scores.py``); ``every_chunk``: every chunk touching those
-    pages too (the dense stage bounded to them, ``Searcher.dense_bounded``). Also the located pages this cannot
-    answer for, to be searched in Milvus (``searched``). Waits on nothing in the searcher's pool (it runs in it).
+) -> Callable[[], tuple[Found, list[tuple[str, int]]]]:
+    """Start reading the candidates of the located pages ({document_id, page_index} rows); the function returned
+    waits for them: their entities with their BM25 scores (and stored vectors when the model reads the query), the
+    best ``limit`` (``query.limit``) by BM25 over the query's words and ``extra_terms`` (the routed pages' section
+    titles: which chunks are read, not how they score; search scores every candidate by the query's words,
+    ``lexical_scores.py``); ``every_chunk``: every chunk touching those pages too (the dense stage bounded to
+    them, ``Searcher.dense_bounded``). Also the located pages this cannot answer for, to be searched in Milvus
+    (``searched``).
 
-    The entities come from one BM25 search filtered to the pages, as many hits as chunks touch them (the catalog
-    counts them): on the embedded engine a lookup by primary key (a string) reads every row of the collection
-    (~165 ms for 50 chunks at 500,000), while a BM25 search evaluates its filter only where its words are."""
+    Two reads run side by side: the kept term counts (``Catalog.located_chunk_terms``) and the entities of every
+    chunk touching the pages from one BM25 search filtered to them (the engine ranks the chunks holding a query
+    word first, on the embedded engine every other chunk of the pages after them). A lookup by primary key would
+    read every row of the collection on the embedded engine (a string key: ~165 ms for 50 chunks at 500,000),
+    while a BM25 search evaluates its filter only where its words are."""
     pages = [(page["document_id"], page["page_index"]) for page in located]
     if not searcher.config.kept_bm25_statistics:
-        return Found(), pages
+        return lambda: (Found(), pages)
     started = time.perf_counter()
     asked_terms = query_terms(query.bm25_text or query.text) + list(extra_terms)
     asked = sorted(set(asked_terms))
-    try:
-        read = searcher.catalog.located_chunk_terms(pages, asked)
-    except Exception as error:
-        response.warnings.append(
-            f"pageindex: located pages' chunks unread ({type(error).__name__}: {short(error)}); searched in Milvus"
-        )
-        return Found(), pages
-    response.keep_statistics(read.statistics, asked)
-    statistics = {kb: Statistics(n, total / n if n else 0.0, df) for kb, (n, total, df) in read.statistics.items()}
-    scores = {
-        chunk_id: bm25(asked_terms, tf, length, statistics[kb])
-        for chunk_id, (_, kb, length, tf) in read.counts.items()
-        if kb in statistics
-    }
-    best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
-    unread = [p for p in pages if p[0] in read.lacking]
-    found = Found()
-    if best or (every_chunk and read.touching):
+    counting = searcher.pool.submit(searcher.catalog.located_chunk_terms, pages, asked)
+    reading = searcher.pool.submit(_entities, searcher, query, pages)
+
+    def finish() -> tuple[Found, list[tuple[str, int]]]:
         try:
-            # every chunk touching the pages, or only as many as hold a query word (the engine ranks them first)
-            reading = read.touching if every_chunk else len(read.counts)
-            entities = _entities(searcher, query, [p for p in pages if p[0] not in read.lacking], reading, best)
+            read = counting.result()
+        except Exception as error:
+            response.warnings.append(
+                f"pageindex: located pages' chunks unread ({type(error).__name__}: {short(error)}); searched in Milvus"
+            )
+            return Found(), pages
+        response.keep_statistics(read.statistics, asked)
+        statistics = {kb: Statistics(n, total / n if n else 0.0, df) for kb, (n, total, df) in read.statistics.items()}
+        scores = {
+            chunk_id: bm25(asked_terms, tf, length, statistics[kb])
+            for chunk_id, (_, kb, length, tf) in read.counts.items()
+            if kb in statistics
+        }
+        best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
+        found = Found()
+        try:
+            entities = reading.result()
+            missing = [chunk_id for chunk_id in best if chunk_id not in entities]
+            if missing:  # a chunk the engine's words do not find among more than MAX_PAGE_CHUNKS: by primary key
+                timeout, with_vectors = searcher.config.milvus_timeout_s, bool(query.dense_text)
+                entities.update(entities_by_id(searcher.client, query.collection, missing, timeout, with_vectors))
         except Exception as error:
             found.bm25_error = error
             entities = {}
@@ -89,37 +97,30 @@ def read_located(
                 if vector is not None:
                     found.vectors[chunk_id] = vector
                 found.hits[chunk_id] = entity
-                if chunk_id in scores and scores[chunk_id] > 0:
+                if scores.get(chunk_id, 0.0) > 0:
                     found.bm25[chunk_id] = scores[chunk_id]
-    found.timings["locatedChunks"] = elapsed_ms(started)
-    return found, unread
+        found.timings["locatedChunks"] = elapsed_ms(started)
+        return found, [p for p in pages if p[0] in read.lacking]
+
+    return finish
 
 
-def _entities(
-    searcher: Searcher, query: Query, pages: list[tuple[str, int]], reading: int, wanted: list[str]
-) -> dict[str, dict]:
-    """The entities (with their stored vectors when the model reads the query) of ``reading`` chunks touching these
-    pages: a BM25 search filtered to them (the engine ranks the chunks holding a query word first and, on the
-    embedded engine, the others after them); any of ``wanted`` it did not return, by primary key."""
+def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, dict]:
+    """The entities (with their stored vectors when the model reads the query) of the chunks touching these pages,
+    at most ``MAX_PAGE_CHUNKS``: a BM25 search filtered to them."""
     ranges: dict[str, list[tuple[int, int]]] = {}
     for document_id, page_index in pages:
         ranges.setdefault(document_id, []).append((page_index, page_index))
-    timeout = searcher.config.milvus_timeout_s
-    with_vectors = bool(query.dense_text)
     hits = search_bm25(
         searcher.client,
         query.collection,
         query.bm25_text or query.text,
         pages_filter(ranges),
-        min(max(reading, len(wanted)), MAX_PAGE_CHUNKS),
-        timeout,
-        with_vectors,
+        MAX_PAGE_CHUNKS,
+        searcher.config.milvus_timeout_s,
+        bool(query.dense_text),
     )
-    entities = {hit.id: hit["entity"] for hit in hits}
-    missing = [chunk_id for chunk_id in wanted if chunk_id not in entities]
-    if missing:
-        entities.update(entities_by_id(searcher.client, query.collection, missing, timeout, with_vectors))
-    return entities
+    return {hit.id: hit["entity"] for hit in hits}
 
 
 def searched(searcher: Searcher, request: SearchRequest, query: Query, pages: list[tuple[str, int]]) -> Found:

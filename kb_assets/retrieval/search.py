@@ -230,10 +230,21 @@ class Searcher:
     ) -> Found:
         """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``), in the
         documents the request's filters and the question's cues leave (``scope.py``)."""
+        return self.start_fan_out(request, query, pages, dense_search, bm25_search).result()
+
+    def start_fan_out(
+        self,
+        request: SearchRequest,
+        query: Query,
+        pages: str | None = None,
+        dense_search: bool = True,
+        bm25_search: bool = True,
+    ) -> fanout.Pending:
+        """``fan_out`` started (the query embedded, the searches running): ``.result()`` waits for them."""
         if query.documents is not None:
             only = in_filter("document_id", query.documents) if query.documents else "document_id == ''"
             pages = f"({pages}) and ({only})" if pages else only
-        return fanout.fan_out(
+        return fanout.start(
             self.client,
             self.pool,
             query,

@@ -43,8 +43,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
-from kb_assets.retrieval.fanout import Found
-from kb_assets.retrieval.located import read_located, searched
+from kb_assets.retrieval.located import searched, start_located
 from kb_assets.retrieval.page_scorer import PAGES, order_pages
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
@@ -75,28 +74,49 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     # past the engine's exact range the dense stage reads the located pages' chunks, not the knowledge base
     bounded = searcher.dense_bounded(request)
     route = routing(request.query) if searcher.config.analysis else None
-    routed_job = None
+    nodes = None
     if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
         query.bm25_text = expanded(query.bm25_text or query.text, route.words)
-        routed_job = searcher.pool.submit(_routed_candidates, searcher, request, response, query, route, bounded)
-    # the pages located and their chunks read beside the Milvus searches (one job: it waits on nothing in the pool)
-    locating = searcher.pool.submit(_located_candidates, searcher, request, response, query, bounded)
+        nodes = searcher.pool.submit(
+            _timed, searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents
+        )
+    locating = searcher.pool.submit(
+        _timed,
+        searcher.catalog.locate_pages,
+        query_terms(request.query),
+        request.query,
+        request.knowledge_base_ids,
+        searcher.config.pageindex_pages,
+        query.documents,
+    )
     named = named_statements(request.query)
     statements = None
     if named and searcher.config.named_statement:
         read = searcher.catalog.statement_nodes
         statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
-    found = searcher.fan_out(request, query, dense_search=not bounded)
-    located, located_found, unread = locating.result()
-    found = found.merge(located_found)
-    if unread:
-        found = found.merge(searched(searcher, request, query, unread))
-    routed: list[dict] = []
-    if routed_job is not None:
-        routed, routed_found, unread = routed_job.result()
-        found = found.merge(routed_found)
-        if unread:
-            found = found.merge(searched(searcher, request, query, unread))
+    searches = searcher.start_fan_out(request, query, dense_search=not bounded)  # the query embedded here
+    # the located pages' chunks read while the searches run (and the routed pages' beside them)
+    located: list[dict] = []
+    try:
+        located, response.timings_ms["locate"] = locating.result()
+    except Exception as error:
+        response.warnings.append(
+            f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
+        )
+    reading = start_located(searcher, response, query, located, None, (), bounded) if located else None
+    routed = routed_list(response, route, nodes) if route is not None and nodes is not None else []
+    routing_read = (
+        start_located(searcher, response, query, routed, min(ROUTED_CHUNKS, 2 * len(routed)), route.titles, bounded)
+        if route is not None and routed
+        else None
+    )
+    found = searches.result()
+    for pending in (reading, routing_read):
+        if pending is not None:
+            more, unread = pending()
+            found = found.merge(more)
+            if unread:
+                found = found.merge(searched(searcher, request, query, unread))
     if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     if bounded and not located and not routed:  # nothing located: the dense search of the whole knowledge base
@@ -165,60 +185,25 @@ def read_best_pages(
     response.add_ms("pageFacts", started)
 
 
-def _located_candidates(
-    searcher: Searcher, request: SearchRequest, response: SearchResponse, query: Query, every_chunk: bool
-) -> tuple[list[dict], Found, list[tuple[str, int]]]:
-    """The pages located (``Catalog.locate_pages``) and their chunks (``located.read_located``; ``every_chunk``: all
-    of them, the dense stage bounded to them), and the located pages whose chunks must be searched in Milvus."""
-    try:
-        located, took = _timed(
-            searcher.catalog.locate_pages,
-            query_terms(request.query),
-            request.query,
-            request.knowledge_base_ids,
-            searcher.config.pageindex_pages,
-            query.documents,
-        )
-    except Exception as error:
-        response.warnings.append(
-            f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
-        )
-        return [], Found(), []
-    found, unread = (
-        read_located(searcher, response, query, located, every_chunk=every_chunk) if located else (Found(), [])
-    )
-    found.timings["locate"] = took
-    return located, found, unread
-
-
-def _routed_candidates(
-    searcher: Searcher,
-    request: SearchRequest,
+def routed_list(
     response: SearchResponse,
-    query: Query,
     route: Routing,
-    every_chunk: bool,
-) -> tuple[list[dict], Found, list[tuple[str, int]]]:
+    nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
+) -> list[dict]:
     """The pages the question's analyses route to (``routing.py``; ``route.pages``, ``route.exact`` and
-    ``route.titles`` set in place), as located pages of score 0, and their own best chunks (the located pages'
-    would crowd out a statement's rows)."""
+    ``route.titles`` set in place), as located pages of score 0 (their chunks are read as the located pages' are)."""
     try:
-        read, took = _timed(searcher.catalog.evidence_nodes, request.knowledge_base_ids, query.documents)
+        read, took = nodes.result()
     except Exception as error:
         response.warnings.append(
             f"pageindex: reading the analyses' nodes failed ({type(error).__name__}: {short(error)})"
         )
-        return [], Found(), []
+        return []
+    response.timings_ms["locate"] = round(response.timings_ms.get("locate", 0.0) + took, 1)
     route.pages = routed_pages(read, route.weights)
     route.exact = exact_pages(read, route.weights)
     route.titles = title_words(read, route.weights)
-    routed = [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
-    limit = min(ROUTED_CHUNKS, 2 * len(routed))
-    found, unread = (
-        read_located(searcher, response, query, routed, limit, route.titles, every_chunk) if routed else (Found(), [])
-    )
-    found.timings["locate"] = took  # the routed nodes' read, beside the locating
-    return routed, found, unread
+    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
 
 
 def add_page_coverage(
