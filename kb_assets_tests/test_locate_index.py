@@ -201,8 +201,8 @@ def test_verify_finds_a_damaged_locating_index_and_repair_makes_it_again(
             (document_id,),
         )
     report = verify(catalog, lake, milvus_client, settings.alias)
-    said = [p for p in report["problems"] if p["documentId"] == document_id and "locating index" in p["problem"]]
-    assert said and not report["consistent"], report["problems"]
+    said = [p for p in report.problems if p.document_id == document_id and "locating index" in p.problem]
+    assert said and not report.consistent, report.problems
     verify(catalog, lake, milvus_client, settings.alias, repair=True)
     assert entries(catalog, document_id) == before
-    assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
+    assert verify(catalog, lake, milvus_client, settings.alias).consistent
