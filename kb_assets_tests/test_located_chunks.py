@@ -85,3 +85,39 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
     assert catalog.kept_term_chunks(document_id, with_pages=True) == set(chunks["chunk_id"].to_list())
     again = located_chunks(searcher, request, response, query, pages)
     assert "bm25Search" not in again.timings and set(again.hits) == set(before.hits)
+
+
+def test_a_search_reads_the_catalog_once_a_stage_and_nothing_twice(searcher, settings):
+    """The pageindex search of a plain question: the pages located, the located pages' chunks (with the BM25
+    statistics), the candidates' rows, the best pages' texts: four statements, each read once."""
+    from kb_assets.service.api import make_searcher
+
+    fresh = make_searcher(settings)  # its own catalog: the counts are this search's
+    catalog = fresh.catalog
+    calls: dict[str, int] = {}
+    for name in (
+        "locate_pages",
+        "located_chunk_terms",
+        "candidate_rows",
+        "page_facts",
+        "term_statistics",
+        "published_versions",
+        "chunk_term_counts",
+        "evidence_nodes",
+        "statement_nodes",
+    ):
+        method = getattr(catalog, name)
+
+        def counted(*args, _method=method, _name=name, **kwargs):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _method(*args, **kwargs)
+
+        setattr(catalog, name, counted)
+    try:
+        fresh.search(SearchRequest(QUESTIONS[0], knowledge_base_ids=["handbook"], limit=5))  # the metadata read once
+        calls.clear()
+        response = fresh.search(SearchRequest(QUESTIONS[0], knowledge_base_ids=["handbook"], limit=5))
+    finally:
+        fresh.close()
+    assert response.results and not response.warnings, response.warnings
+    assert calls == {"locate_pages": 1, "located_chunk_terms": 1, "candidate_rows": 1, "page_facts": 1}, calls
