@@ -9,11 +9,12 @@ search, or no chunk found when the request set no ``minScore``, answers from pag
 - ``fanout.py``: the dense and BM25 searches per knowledge base, in parallel, with timeouts, merged;
 - ``scoring.py``: the hybrid formula, the scores a one-sided candidate gets, degraded modes, order;
 - ``rows.py``: the result fields and the ``/v1/assets/...`` URLs;
+- ``candidates.py``: what the candidates need of the catalog (one read) and which of them may serve;
 - ``lexical_query.py``: the query's content words, what BM25 searches with;
 - ``lexical_scores.py``: the candidates' BM25 scores from the knowledge bases' own statistics;
 - ``context.py``: each result's ``context``, the passage of its page around its chunk that a reader gets.
 
-Only entities of a document's published version are served (``served``: a half-written new version of
+Only entities of a document's published version are served (``candidates.served``: a half-written new version of
 a killed run, or a version that failed, never reaches a result); a result from a document whose newer
 file failed while its last good version serves carries ``versionNotice`` and a warning.
 
@@ -27,13 +28,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
-from kb_assets.lib.lexical import query_terms as bm25_terms
 from kb_assets.retrieval import fanout, scope, scoring
+from kb_assets.retrieval.candidates import candidate_rows, served
 from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.fallback import answer_from_pages
@@ -47,7 +47,6 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.catalog.search_reads import CandidateRows
 from kb_assets.stores.entities import not_loaded, stored_vectors
 from kb_assets.stores.vectors import collection_spec, engine, in_filter, load, published_collection
 
@@ -287,8 +286,8 @@ class Searcher:
         for stage, ms in found.timings.items():
             response.timings_ms[stage] = round(response.timings_ms.get(stage, 0.0) + ms, 1)
         started = time.perf_counter()
-        rows = self.candidate_rows(response, query, found, pages)
-        found = self.served(response, found, rows)
+        rows = candidate_rows(self, response, query, found, pages)
+        found = served(response, found, rows)
         response.add_ms("versions", started)
         if self.config.kept_bm25_statistics:
             started = time.perf_counter()
@@ -304,56 +303,6 @@ class Searcher:
         )
         response.add_ms("fusion", started)
         return scored
-
-    def candidate_rows(
-        self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
-    ) -> CandidateRows | None:
-        """One catalog read for the candidates (``Catalog.candidate_rows``); None, with a warning, without Postgres.
-        BM25 statistics already read this search (the located pages', ``located.py``) are not read again."""
-        hits = found.hits.values()
-        if not hits and not pages:
-            return None
-        terms = sorted(set(bm25_terms(query.bm25_text or query.text))) if self.config.kept_bm25_statistics else []
-        kbs = {hit["knowledge_base_id"] for hit in hits}
-        known = response.statistics_for(kbs, terms)
-        wanted = {(hit["document_id"], hit["page_index"]) for hit in hits} | set(pages)
-        try:
-            rows = self.catalog.candidate_rows(
-                [hit["document_id"] for hit in hits],
-                list(found.hits) if terms else [],
-                terms,
-                [] if known is not None else sorted(kbs),
-                sorted(wanted - response.pages.keys()),
-            )
-        except Exception as error:
-            response.warnings.append(f"document versions unverified ({type(error).__name__}: {short(error)})")
-            return None
-        for key, facts in rows.pages.items():
-            response.pages.setdefault(key, facts)
-        return replace(rows, statistics=known) if known is not None else rows
-
-    def served(self, response: SearchResponse, found: Found, rows: CandidateRows | None) -> Found:
-        """The candidates of each document's published version only (``rows.versions``); records the documents
-        whose last good version serves. Without the rows (Postgres) the candidates stay (warned already)."""
-        if rows is None or not found.hits:
-            return found
-        versions = rows.versions
-        for document_id, row in versions.items():
-            if row["published_version"] and row["published_version"] != row["version"]:
-                response.last_good[document_id] = (
-                    f"the current file of {document_id} failed ({row['error']}): results come from its last good "
-                    f"version {row['published_version'][:12]}"
-                    if row["status"] == "failed"
-                    else f"a new version of {document_id} is being ingested: results come from its published version "
-                    f"{row['published_version'][:12]}"
-                )
-        return found.only(
-            {
-                chunk_id
-                for chunk_id, hit in found.hits.items()
-                if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")
-            }
-        )
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
         """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning.
