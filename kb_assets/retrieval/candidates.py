@@ -7,20 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from kb_assets.lib.lexical import query_terms as bm25_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchResponse, short
+from kb_assets.settings import SearchConfig
+from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.catalog.search_reads import CandidateRows
-
-if TYPE_CHECKING:
-    from kb_assets.retrieval.search import Searcher
 
 
 def candidate_rows(
-    searcher: Searcher,
+    catalog: Catalog,
+    config: SearchConfig,
     response: SearchResponse,
     query: Query,
     found: Found,
@@ -31,12 +30,12 @@ def candidate_rows(
     hits = found.hits.values()
     if not hits and not pages:
         return None
-    terms = sorted(set(bm25_terms(query.bm25_text or query.text))) if searcher.config.kept_bm25_statistics else []
+    terms = sorted(set(bm25_terms(query.bm25_text or query.text))) if config.kept_bm25_statistics else []
     kbs = {hit["knowledge_base_id"] for hit in hits}
     known = response.statistics_for(kbs, terms)
     wanted = {(hit["document_id"], hit["page_index"]) for hit in hits} | set(pages)
     try:
-        rows = searcher.catalog.candidate_rows(
+        rows = catalog.candidate_rows(
             [hit["document_id"] for hit in hits],
             list(found.hits) if terms else [],
             terms,

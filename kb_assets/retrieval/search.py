@@ -286,7 +286,7 @@ class Searcher:
         for stage, ms in found.timings.items():
             response.timings_ms[stage] = round(response.timings_ms.get(stage, 0.0) + ms, 1)
         started = time.perf_counter()
-        rows = candidate_rows(self, response, query, found, pages)
+        rows = candidate_rows(self.catalog, self.config, response, query, found, pages)
         found = served(response, found, rows)
         response.add_ms("versions", started)
         if self.config.kept_bm25_statistics:
