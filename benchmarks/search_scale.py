@@ -20,8 +20,10 @@ evenly from the three sets, each in its own knowledge base, limit 10), after a w
 concurrency (threads sharing the one searcher). Printed: wall p50/p95 per request, how many were answered
 from pages because chunk search failed (a Milvus call past ``KB_MILVUS_TIMEOUT_S``), and the p50 of each
 stage of ``timingsMs`` (``kb_assets.retrieval.request.STAGES``; stages overlap where they run in
-parallel). Goal (issue 33): default strategy p50 <= 100 ms and p95 <= 250 ms at 40,000 chunks, p50 <=
-200 ms at 500,000, at concurrency 1 and 4.
+parallel), and what the stores hold at that size: the embedded Milvus engine's resident memory and data on
+disk, the catalog's size in Postgres. Goals (issue 51), the default strategy on a 2-core machine with no other
+job running: at ~40,000 chunks p50 <= 50 ms and p95 <= 120 ms at one client, and at 4 clients at least 1.8x one
+client's requests a second; at ~500,000 chunks p50 <= 100 ms and p95 <= 250 ms at one client.
 """
 
 from __future__ import annotations
@@ -166,6 +168,24 @@ def grow(stores, collection: str, target: int) -> int:
     return size
 
 
+def footprint(home: Path, catalog) -> str:
+    """The embedded engine's resident memory and data on disk, and the catalog's database size, in MB."""
+    rss = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except (OSError, ValueError):
+            continue
+        if command and command[0].endswith(b"/lib/milvus") and str(home / "milvus").encode() in b" ".join(command):
+            rss += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    disk = sum(f.stat().st_size for f in (home / "milvus").rglob("*") if f.is_file())
+    with catalog.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT pg_database_size(current_database())")
+        postgres = cur.fetchone()[0]
+    return f"engine {rss / 1024:.0f} MB resident, {disk / 2**20:.0f} MB on disk; catalog {postgres / 2**20:.0f} MB"
+
+
 def questions(limit: int) -> list[dict]:
     """``limit`` questions taken evenly from each set (in file order)."""
     from kb_assets.retrieval.evaluation import load_questions
@@ -254,6 +274,7 @@ def main() -> None:
                 flush=True,
             )
         searcher.close()
+        print(f"{size:>8} chunks  {footprint(Path(args.home).resolve(), stores.catalog)}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
 

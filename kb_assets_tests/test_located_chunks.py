@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kb_assets.lib.lexical import chunk_row_terms
-from kb_assets.retrieval.located import _searched, located_chunks
+from kb_assets.retrieval.located import searched, start_located
 from kb_assets.retrieval.query import query_terms
 from kb_assets.retrieval.search import SearchRequest, SearchResponse
 
@@ -18,6 +18,12 @@ QUESTIONS = [
     "service catalog owners",
     "quarterly review revenue",
 ]
+
+
+def located_chunks(searcher, request, response, query, pages):
+    """The located pages' candidates as the search reads them: the kept counts, then Milvus for the rest."""
+    found, unread = start_located(searcher, response, query, pages)()
+    return found.merge(searched(searcher, request, query, unread)) if unread else found
 
 
 def located(searcher, question: str):
@@ -35,19 +41,19 @@ def test_located_pages_give_the_chunks_a_filtered_bm25_search_gives(searcher, qu
     request, response, query, pages = located(searcher, question)
     assert pages, f"no page located for {question!r}: the comparison below would check nothing"
     kept = located_chunks(searcher, request, response, query, pages)
-    searched = _searched(searcher, request, query, [(p["document_id"], p["page_index"]) for p in pages])
-    assert kept.bm25_error is None and searched.bm25_error is None
+    milvus = searched(searcher, request, query, [(p["document_id"], p["page_index"]) for p in pages])
+    assert kept.bm25_error is None and milvus.bm25_error is None
     assert "locatedChunks" in kept.timings and "bm25Search" not in kept.timings  # no Milvus search ran
-    assert set(kept.hits) <= set(searched.hits), response.warnings
+    assert set(kept.hits) <= set(milvus.hits), response.warnings
     # the embedded engine's BM25 (jieba) also gives every other chunk of those pages a small, near-constant
     # score that no question word explains (Milvus Lite 3.x gave them none); the kept counts score them 0
     floor = min(kept.bm25.values())
-    for chunk_id in set(searched.hits) - set(kept.hits):
-        assert searched.bm25[chunk_id] < floor / 2, (chunk_id, searched.bm25[chunk_id], floor)
+    for chunk_id in set(milvus.hits) - set(kept.hits):
+        assert milvus.bm25[chunk_id] < floor / 2, (chunk_id, milvus.bm25[chunk_id], floor)
     for chunk_id, entity in kept.hits.items():
-        assert entity == searched.hits[chunk_id]
+        assert entity == milvus.hits[chunk_id]
         assert kept.bm25[chunk_id] > 0
-        assert len(kept.vectors[chunk_id]) == len(searched.vectors[chunk_id])
+        assert len(kept.vectors[chunk_id]) == len(milvus.vectors[chunk_id])
 
 
 def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_says_so(
@@ -61,7 +67,9 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
     chunks = lake.read("chunks", document_id)
     before = located_chunks(searcher, request, response, query, pages)
     with catalog.connect() as conn, conn.cursor() as cur:
+        # as a catalog kept before page ranges were holds it: rows without pages, no chunk_span counted
         cur.execute("UPDATE chunk_terms SET page_index = NULL, page_end = NULL WHERE document_id = %s", (document_id,))
+        cur.execute("UPDATE documents SET chunk_span = NULL WHERE document_id = %s", (document_id,))
     try:
         fallback = located_chunks(searcher, request, response, query, pages)
         assert "bm25Search" in fallback.timings  # that document's pages: a Milvus search
@@ -77,3 +85,39 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
     assert catalog.kept_term_chunks(document_id, with_pages=True) == set(chunks["chunk_id"].to_list())
     again = located_chunks(searcher, request, response, query, pages)
     assert "bm25Search" not in again.timings and set(again.hits) == set(before.hits)
+
+
+def test_a_search_reads_the_catalog_once_a_stage_and_nothing_twice(searcher, settings):
+    """The pageindex search of a plain question: the pages located, the located pages' chunks (with the BM25
+    statistics), the candidates' rows, the best pages' texts: four statements, each read once."""
+    from kb_assets.service.api import make_searcher
+
+    fresh = make_searcher(settings)  # its own catalog: the counts are this search's
+    catalog = fresh.catalog
+    calls: dict[str, int] = {}
+    for name in (
+        "locate_pages",
+        "located_chunk_terms",
+        "candidate_rows",
+        "page_facts",
+        "term_statistics",
+        "published_versions",
+        "chunk_term_counts",
+        "evidence_nodes",
+        "statement_nodes",
+    ):
+        method = getattr(catalog, name)
+
+        def counted(*args, _method=method, _name=name, **kwargs):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _method(*args, **kwargs)
+
+        setattr(catalog, name, counted)
+    try:
+        fresh.search(SearchRequest(QUESTIONS[0], knowledge_base_ids=["handbook"], limit=5))  # the metadata read once
+        calls.clear()
+        response = fresh.search(SearchRequest(QUESTIONS[0], knowledge_base_ids=["handbook"], limit=5))
+    finally:
+        fresh.close()
+    assert response.results and not response.warnings, response.warnings
+    assert calls == {"locate_pages": 1, "located_chunk_terms": 1, "candidate_rows": 1, "page_facts": 1}, calls

@@ -18,7 +18,7 @@ from kb_assets.retrieval.evaluation import answer_in, returned_text
 from kb_assets.retrieval.query import dense_query_text, keyword_overlap, query_terms
 from kb_assets.retrieval.search import Searcher, SearchRequest, SearchResponse
 from kb_assets.settings import SearchConfig, Weights
-from kb_assets.stores.catalog.search_reads import locate_statement
+from kb_assets.stores.catalog.locating import LOCATE_SQL, LOCATE_TYPES, locate_parameters
 from kb_assets.stores.vectors import (
     BM25_ANALYZER,
     INT_FIELDS,
@@ -372,9 +372,9 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
         assert len(row["context"]) <= 800 and " ".join(row["content"].split()) in " ".join(row["context"].split())
 
 
-def test_locating_pages_reads_through_indexes_and_finds_what_a_scan_finds(kb_searcher):
+def test_locating_pages_reads_the_locating_index_not_every_page(kb_searcher):
     # a scan of every page and node cost 978 ms at 404k chunks (docs/retrieval-log.md, section 7). A knowledge
-    # base of 40 documents of 100 pages (rows written directly: the planner reads sizes, not how they were made)
+    # base of 40 documents of 100 pages (rows written directly: the triggers index them as any write)
     catalog, kb = kb_searcher.catalog, "locate-scale"
     with catalog.connect() as conn, conn.cursor() as cur:
         cur.execute(
@@ -402,22 +402,15 @@ def test_locating_pages_reads_through_indexes_and_finds_what_a_scan_finds(kb_sea
     vacuum.close()
     try:
         query = "encrypted zebra"
-        sql, params = locate_statement(query_terms(query), query, [kb], 12, None)
+        params = locate_parameters(query_terms(query), query, [kb], 12, None)
         with catalog.reader() as conn, conn.cursor() as cur:
-            cur.execute("EXPLAIN " + sql, params)
+            cur.execute(f"PREPARE locate_plan ({LOCATE_TYPES}) AS {LOCATE_SQL}")
+            cur.execute("EXPLAIN EXECUTE locate_plan (" + ", ".join(["%s"] * len(params)) + ")", params)
             plan = "\n".join(row[0] for row in cur.fetchall())
-            assert "pages_summary_trigrams" in plan and "pages_keywords" in plan, plan
-            cur.execute(sql, params)
-            located = cur.fetchall()
-            # the same pages, in the same order, as scoring every page of the knowledge base without the filter
-            unfiltered = sql.replace("WHERE n.depth > 0 AND (", "WHERE n.depth > 0 AND (true OR ").replace(
-                "FROM pages p JOIN docs USING (document_id)\n            WHERE ",
-                "FROM pages p JOIN docs USING (document_id)\n            WHERE true OR ",
-            )
-            assert unfiltered.count("true OR ") == 2
-            cur.execute(unfiltered, params)
-            assert cur.fetchall() == located
-        assert [(d, i) for d, i, _ in located] == [("locate-25", 50), ("locate-3", 17)]
+            cur.execute("DEALLOCATE locate_plan")
+        assert "locate_terms_token" in plan and "Seq Scan on pages" not in plan, plan
+        located = catalog.locate_pages(query_terms(query), query, [kb], 12, None)
+        assert [(p["document_id"], p["page_index"]) for p in located] == [("locate-25", 50), ("locate-3", 17)]
     finally:
         with catalog.connect() as conn, conn.cursor() as cur:
             cur.execute("DELETE FROM documents WHERE knowledge_base_id = %s", (kb,))

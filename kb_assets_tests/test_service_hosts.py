@@ -291,7 +291,7 @@ def test_readiness_names_the_server_profile_once_the_collection_outgrows_the_eng
     from kb_assets.stores import vectors
 
     runs_on = vectors.engine(searcher.client)
-    assert runs_on.measured_chunks == 41_620  # the embedded engine, as docs/decisions.md measured it
+    assert runs_on.measured_chunks == 503_602  # the embedded engine, as docs/decisions.md measured it
     assert "note" not in client_of(settings, searcher).get("/readyz").json()  # the test collection is small
     with vectors._ENGINES_LOCK:
         vectors._ENGINES[searcher.client] = replace(runs_on, measured_chunks=1)  # the range, not the count
@@ -315,5 +315,5 @@ def test_collections_report_the_published_size_against_the_engines_measured_rang
 
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["engineMeasuredChunks"] == 41_620 and report["sizeNote"] is None  # the handbook is small
+    assert report["engineMeasuredChunks"] == 503_602 and report["sizeNote"] is None  # the handbook is small
     assert any(c["published"] and c["count"] > 0 for c in report["collections"])

@@ -11,7 +11,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "kb_assets"
 BARE = {"dict", "Dict", "dict[str, Any]", "dict[str, object]"}
 # owned by the search-speed issue while it rewrites them; typed once it lands
-NOT_YET = ("retrieval/", "stores/catalog/search_reads.py", "stores/vectors.py", "stores/vector_search.py")
+NOT_YET = (
+    "retrieval/",
+    "stores/catalog/search_reads.py",
+    "stores/catalog/locating.py",
+    "stores/vectors.py",
+    "stores/vector_search.py",
+)
 # the free-form mappings, by where they are declared
 ALIASES = {
     "lib/json_types.py": {"JsonObject"},  # a JSON body passed through: API answers, --json output, run metadata

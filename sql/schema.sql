@@ -142,6 +142,20 @@ CREATE INDEX IF NOT EXISTS chunk_terms_document ON chunk_terms (document_id);
 ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_index integer;
 ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS page_end integer;
 CREATE INDEX IF NOT EXISTS chunk_terms_pages ON chunk_terms (document_id, page_index);
+-- The most pages one of a document's kept chunks spans past its first (page_end - page_index; NULL: none kept
+-- with pages), so the chunks touching page p are those starting in [p - chunk_span, p]: one range of the index
+-- above, not every chunk before p (issue 51). Set with the chunk rows; a catalog made before is counted once.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'documents' AND column_name = 'chunk_span')
+    THEN
+        ALTER TABLE documents ADD COLUMN chunk_span integer;
+        UPDATE documents d SET chunk_span = s.span FROM (
+            SELECT document_id, max(page_end - page_index) AS span FROM chunk_terms WHERE page_index IS NOT NULL GROUP BY 1
+        ) s WHERE d.document_id = s.document_id;
+    END IF;
+END
+$$;
 -- BM25 document frequencies per knowledge base (stores/catalog/terms.py): how many of the chunks that serve
 -- hold each term, changed by each publish and deletion. It replaces document_terms (a row per document and
 -- term: ~17 KB a one-page note), counted once from chunk_terms when that table is found.
@@ -213,3 +227,163 @@ END
 $$;
 CREATE INDEX IF NOT EXISTS pages_keywords ON pages USING gin (keywords);
 CREATE INDEX IF NOT EXISTS pageindex_nodes_keywords ON pageindex_nodes USING gin (keywords);
+
+-- Locating pages (issue 51: CatalogSearchReads.locate_pages) through an inverted index instead of a filter
+-- over every page: ``locate_terms`` holds, for each PageIndex node below the root and each page, the words of
+-- its title or summary (``locate_tokens``: lowercased runs of [a-z0-9_.-], and each CJK character and pair of
+-- characters, since Chinese has no spaces) and its keywords, with the pages they lead to. A query term matches a
+-- title or summary as ILIKE '%term%' did: a Latin term through the vocabulary of tokens that contain it (a
+-- substring never crosses a token), a CJK term through its characters and pairs (then checked in place). The
+-- triggers below keep it with the rows it is made from, whatever writes them; a catalog made before it is
+-- indexed once, when the table is created.
+CREATE OR REPLACE FUNCTION locate_tokens(value text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT coalesce(array_agg(DISTINCT token), '{}') FROM (
+        SELECT m[1] AS token FROM regexp_matches(lower(coalesce(value, '')), '([a-z0-9_.-]+)', 'g') AS m
+        UNION ALL
+        SELECT substr(r[1], i, 1) FROM regexp_matches(coalesce(value, ''), '([\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS r,
+            generate_series(1, length(r[1])) AS i
+        UNION ALL
+        SELECT substr(r[1], i, 2) FROM regexp_matches(coalesce(value, ''), '([\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS r,
+            generate_series(1, length(r[1]) - 1) AS i
+    ) tokens
+$fn$;
+-- the Latin tokens of titles and summaries, each once (a rare race of two writers may add one twice: no unique
+-- index, so no writer ever waits on another's new word)
+CREATE TABLE IF NOT EXISTS locate_vocabulary (token text NOT NULL);
+CREATE INDEX IF NOT EXISTS locate_vocabulary_token ON locate_vocabulary (token);
+CREATE TABLE IF NOT EXISTS locate_terms (
+    knowledge_base_id  text NOT NULL,
+    token              text NOT NULL,
+    document_id        text NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+    source             smallint NOT NULL,     -- 0 a node's title, 1 a node's keyword, 2 a page's summary, 3 a page's keyword
+    node_id            text,                  -- sources 0 and 1
+    first_page         integer NOT NULL,      -- a node's start_page, a page's page_index
+    last_page          integer NOT NULL       -- a node's end_page, a page's page_index
+);
+-- the entries the pages and nodes make: what the triggers keep in locate_terms (kb-assets verify compares them)
+CREATE OR REPLACE VIEW locate_entries AS
+    SELECT d.knowledge_base_id, t.token, n.document_id, 0::smallint AS source, n.node_id, n.start_page AS first_page,
+        n.end_page AS last_page
+    FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(locate_tokens(n.title)) AS t(token)
+    WHERE n.depth > 0
+    UNION ALL
+    SELECT d.knowledge_base_id, k.token, n.document_id, 1::smallint, n.node_id, n.start_page, n.end_page
+    FROM pageindex_nodes n JOIN documents d USING (document_id), unnest(n.keywords) AS k(token)
+    WHERE n.depth > 0
+    UNION ALL
+    SELECT d.knowledge_base_id, t.token, p.document_id, 2::smallint, NULL, p.page_index, p.page_index
+    FROM pages p JOIN documents d USING (document_id), unnest(locate_tokens(p.summary)) AS t(token)
+    UNION ALL
+    SELECT d.knowledge_base_id, k.token, p.document_id, 3::smallint, NULL, p.page_index, p.page_index
+    FROM pages p JOIN documents d USING (document_id), unnest(p.keywords) AS k(token);
+DO $$
+BEGIN  -- a catalog made before the index: indexed once, before the index's own indexes are made
+    IF NOT EXISTS (SELECT 1 FROM locate_terms LIMIT 1) AND NOT EXISTS (
+        SELECT 1 FROM pg_indexes WHERE indexname = 'locate_terms_token'
+    ) THEN
+        INSERT INTO locate_terms SELECT * FROM locate_entries;
+        INSERT INTO locate_vocabulary SELECT DISTINCT t.token FROM locate_terms t
+            WHERE t.source IN (0, 2) AND t.token ~ '^[a-z0-9_.-]+$'
+            AND NOT EXISTS (SELECT 1 FROM locate_vocabulary v WHERE v.token = t.token);
+    END IF;
+END
+$$;
+CREATE INDEX IF NOT EXISTS locate_terms_token ON locate_terms (token, knowledge_base_id)
+    INCLUDE (document_id, source, node_id, first_page, last_page);
+CREATE INDEX IF NOT EXISTS locate_terms_document ON locate_terms (document_id, source, first_page);
+CREATE INDEX IF NOT EXISTS pages_toc ON pages (document_id, page_index) WHERE is_toc;
+CREATE INDEX IF NOT EXISTS documents_unpublished ON documents (document_id) WHERE status <> 'published';
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+        CREATE INDEX IF NOT EXISTS locate_vocabulary_trigrams ON locate_vocabulary USING gin (token gin_trgm_ops);
+    END IF;
+END
+$$;
+-- the locating index of pages and nodes as they are written, changed (summary, keywords, title, pages) and
+-- deleted; statement triggers with transition tables: one pass a statement, not one a row
+CREATE OR REPLACE FUNCTION locate_index_pages() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN  -- only rows whose summary or keywords changed (not an image key, a flag)
+        WITH changed AS (
+            SELECT a.* FROM added a JOIN gone g USING (document_id, page_index)
+            WHERE a.summary IS DISTINCT FROM g.summary OR a.keywords IS DISTINCT FROM g.keywords
+        ), dropped AS (
+            DELETE FROM locate_terms t USING changed c
+            WHERE t.document_id = c.document_id AND t.source IN (2, 3) AND t.first_page = c.page_index
+        ), vocabulary AS (
+            INSERT INTO locate_vocabulary SELECT DISTINCT t.token FROM changed c, unnest(locate_tokens(c.summary)) AS t(token)
+            WHERE t.token ~ '^[a-z0-9_.-]+$' AND NOT EXISTS (SELECT 1 FROM locate_vocabulary v WHERE v.token = t.token)
+        )
+        INSERT INTO locate_terms
+            SELECT d.knowledge_base_id, t.token, c.document_id, 2, NULL, c.page_index, c.page_index
+            FROM changed c JOIN documents d USING (document_id), unnest(locate_tokens(c.summary)) AS t(token)
+            UNION ALL
+            SELECT d.knowledge_base_id, k.token, c.document_id, 3, NULL, c.page_index, c.page_index
+            FROM changed c JOIN documents d USING (document_id), unnest(c.keywords) AS k(token);
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO locate_terms
+            SELECT d.knowledge_base_id, t.token, a.document_id, 2, NULL, a.page_index, a.page_index
+            FROM added a JOIN documents d USING (document_id), unnest(locate_tokens(a.summary)) AS t(token)
+            UNION ALL
+            SELECT d.knowledge_base_id, k.token, a.document_id, 3, NULL, a.page_index, a.page_index
+            FROM added a JOIN documents d USING (document_id), unnest(a.keywords) AS k(token);
+        INSERT INTO locate_vocabulary SELECT DISTINCT t.token FROM added a, unnest(locate_tokens(a.summary)) AS t(token)
+            WHERE t.token ~ '^[a-z0-9_.-]+$' AND NOT EXISTS (SELECT 1 FROM locate_vocabulary v WHERE v.token = t.token);
+    ELSE
+        DELETE FROM locate_terms t USING gone g
+            WHERE t.document_id = g.document_id AND t.source IN (2, 3) AND t.first_page = g.page_index;
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION locate_index_nodes() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        DELETE FROM locate_terms t USING gone g
+            WHERE t.document_id = g.document_id AND t.source IN (0, 1) AND t.node_id = g.node_id;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        INSERT INTO locate_terms
+            SELECT d.knowledge_base_id, t.token, a.document_id, 0, a.node_id, a.start_page, a.end_page
+            FROM added a JOIN documents d USING (document_id), unnest(locate_tokens(a.title)) AS t(token)
+            WHERE a.depth > 0
+            UNION ALL
+            SELECT d.knowledge_base_id, k.token, a.document_id, 1, a.node_id, a.start_page, a.end_page
+            FROM added a JOIN documents d USING (document_id), unnest(a.keywords) AS k(token)
+            WHERE a.depth > 0;
+        INSERT INTO locate_vocabulary SELECT DISTINCT t.token FROM added a, unnest(locate_tokens(a.title)) AS t(token)
+            WHERE a.depth > 0 AND t.token ~ '^[a-z0-9_.-]+$'
+            AND NOT EXISTS (SELECT 1 FROM locate_vocabulary v WHERE v.token = t.token);
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+DO $$
+BEGIN  -- created once (the functions above are replaced in place)
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'pages_located_inserted') THEN
+        CREATE TRIGGER pages_located_inserted AFTER INSERT ON pages REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION locate_index_pages();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'pages_located_updated') THEN
+        CREATE TRIGGER pages_located_updated AFTER UPDATE ON pages REFERENCING OLD TABLE AS gone NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION locate_index_pages();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'pages_located_deleted') THEN
+        CREATE TRIGGER pages_located_deleted AFTER DELETE ON pages REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION locate_index_pages();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'nodes_located_inserted') THEN
+        CREATE TRIGGER nodes_located_inserted AFTER INSERT ON pageindex_nodes REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION locate_index_nodes();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'nodes_located_updated') THEN
+        CREATE TRIGGER nodes_located_updated AFTER UPDATE ON pageindex_nodes
+        REFERENCING OLD TABLE AS gone NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION locate_index_nodes();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'nodes_located_deleted') THEN
+        CREATE TRIGGER nodes_located_deleted AFTER DELETE ON pageindex_nodes REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION locate_index_nodes();
+    END IF;
+END
+$$;

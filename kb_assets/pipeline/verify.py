@@ -5,7 +5,8 @@ entities must all be of the version that serves (``published_version``, the one 
 many as its recorded chunks; entities of any other version (a half-written new version of a killed run,
 a pending or failed one) are strays. A document whose newer file failed while its last good version
 serves is a notice, not a problem. Its BM25 statistics must be kept for exactly the chunks that serve,
-and each knowledge base's term counts must be those of its chunks'.
+each knowledge base's term counts must be those of its chunks', and the locating index (``locate_terms``) must
+hold exactly the entries its pages and PageIndex nodes make.
 
 ``verify`` reports; with ``repair`` it fixes what it can from the source of record and the lake: removes
 strays, re-syncs a published document's entities and BM25 statistics from its lake rows (and counts a
@@ -221,6 +222,10 @@ def verify(
                     if repair:
                         lake.delete(table, document_id)
                     problem(document_id, f"lake {table} of a document Postgres does not know", repair)
+    for document_id, differing in sorted(catalog.locate_drift().items()):
+        if repair:
+            catalog.reindex_located(document_id)
+        problem(document_id, f"{differing} entries of the locating index differ from its pages' and nodes'", repair)
     for knowledge_base_id, differing in sorted(catalog.term_drift().items()):  # after the documents' repairs
         if repair:
             catalog.rebuild_terms(knowledge_base_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 from pymilvus import MilvusClient
@@ -84,12 +84,72 @@ def fan_out(
     timeout: float,
     pages: str | None = None,
     dense_search: bool = True,
+    bm25_search: bool = True,
 ) -> Found:
     """Dense and BM25 searches, one pair per filter, in parallel (BM25 starts while the query is embedded).
 
-    ``pages``: a filter to candidate pages (pageindex); ``dense_search=False``: BM25 only. Every job put
-    in the pool is a leaf (one Milvus call): nothing in it waits on the pool.
+    ``pages``: a filter to candidate pages or documents (pageindex); ``dense_search=False``: BM25 only;
+    ``bm25_search=False``: dense only. Every job put in the pool is a leaf (one Milvus call): nothing in it
+    waits on the pool.
     """
+    return start(client, pool, query, knowledge_base_ids, timeout, pages, dense_search, bm25_search).result()
+
+
+@dataclass
+class Pending:
+    """Searches started by ``start``: ``result()`` waits for them (the caller may do other work first)."""
+
+    query: Query
+    bm25_jobs: dict[str | None, Future]
+    dense_jobs: dict[str | None, Future]
+    found: Found
+    started: float
+
+    def result(self) -> Found:
+        found = self.found
+        dense_ids: dict[str | None, set[str]] = {}
+        for kb, job in self.dense_jobs.items():
+            try:
+                hits, ms = job.result()
+            except Exception as error:
+                found.dense_error = error
+                continue
+            found.timings["denseSearch"] = found.timings.get("denseSearch", 0.0) + ms
+            dense_ids[kb] = {hit.id for hit in hits}
+            for hit in hits:
+                found.hits[hit.id] = hit["entity"]
+                found.dense[hit.id] = float(hit.distance)
+        for kb, job in self.bm25_jobs.items():
+            try:
+                hits, ms = job.result()
+            except Exception as error:
+                found.bm25_error = error
+                continue
+            found.timings["bm25Search"] = found.timings.get("bm25Search", 0.0) + ms
+            for hit in hits:
+                entity = dict(hit["entity"])
+                vector_of_hit = entity.pop("dense", None)
+                if vector_of_hit is not None:
+                    found.vectors[hit.id] = vector_of_hit
+                found.hits.setdefault(hit.id, entity)
+                found.bm25[hit.id] = abs(float(hit.distance))  # Milvus Lite returns -score
+            if len(hits) < self.query.limit:  # exhausted: what it did not return shares no word with the query
+                found.no_bm25 |= dense_ids.get(kb, set()) - {hit.id for hit in hits}
+        found.ms = elapsed_ms(self.started)
+        return found
+
+
+def start(
+    client: MilvusClient,
+    pool: Executor,
+    query: Query,
+    knowledge_base_ids: list[str] | None,
+    timeout: float,
+    pages: str | None = None,
+    dense_search: bool = True,
+    bm25_search: bool = True,
+) -> Pending:
+    """``fan_out``'s searches started: the BM25 searches, then the query embedded here, then the dense searches."""
     started = time.perf_counter()
     filters = _kb_filters(knowledge_base_ids, pages)
     bm25_jobs = {
@@ -105,6 +165,7 @@ def fan_out(
             bool(query.dense_text),
         )
         for kb, flt in filters.items()
+        if bm25_search
     }
     found = Found()
     encoding = time.perf_counter()
@@ -119,36 +180,7 @@ def fan_out(
             for kb, flt in filters.items()
         }
     )
-    dense_ids: dict[str | None, set[str]] = {}
-    for kb, job in dense_jobs.items():
-        try:
-            hits, ms = job.result()
-        except Exception as error:
-            found.dense_error = error
-            continue
-        found.timings["denseSearch"] = found.timings.get("denseSearch", 0.0) + ms
-        dense_ids[kb] = {hit.id for hit in hits}
-        for hit in hits:
-            found.hits[hit.id] = hit["entity"]
-            found.dense[hit.id] = float(hit.distance)
-    for kb, job in bm25_jobs.items():
-        try:
-            hits, ms = job.result()
-        except Exception as error:
-            found.bm25_error = error
-            continue
-        found.timings["bm25Search"] = found.timings.get("bm25Search", 0.0) + ms
-        for hit in hits:
-            entity = dict(hit["entity"])
-            vector_of_hit = entity.pop("dense", None)
-            if vector_of_hit is not None:
-                found.vectors[hit.id] = vector_of_hit
-            found.hits.setdefault(hit.id, entity)
-            found.bm25[hit.id] = abs(float(hit.distance))  # Milvus Lite returns -score
-        if len(hits) < query.limit:  # exhausted: what it did not return shares no word with the query
-            found.no_bm25 |= dense_ids.get(kb, set()) - {hit.id for hit in hits}
-    found.ms = elapsed_ms(started)
-    return found
+    return Pending(query, bm25_jobs, dense_jobs, found, started)
 
 
 def _timed(search: Callable[..., list], *args) -> tuple[list, float]:

@@ -13,16 +13,16 @@ from dataclasses import replace
 
 from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
-from kb_assets.retrieval.request import short
-from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.search_reads import CandidateRows
 
 
-def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str, dict], warnings: list[str]) -> Found:
-    """``found`` with every candidate's BM25 score from the statistics of its knowledge base (``versions``:
-    the candidates' document rows, ``Catalog.published_versions``); unchanged, with a warning, when
-    those statistics cannot be used."""
+def rescored(query_text: str, found: Found, rows: CandidateRows | None, warnings: list[str]) -> Found:
+    """``found`` with every candidate's BM25 score from the statistics of its knowledge base (``rows``: what the
+    search read of the catalog for its candidates, ``Catalog.candidate_rows``; None: Postgres did not answer);
+    unchanged, with a warning, when those statistics cannot be used."""
     if found.bm25_error is not None or not found.hits:
         return found
+    versions = rows.versions if rows is not None else {}
     if not versions:  # Postgres did not answer for the documents (said by the searcher already)
         warnings.append("BM25 statistics unavailable (document rows unread); lexical scores are Milvus's")
         return found
@@ -34,22 +34,16 @@ def rescored(catalog: Catalog, query_text: str, found: Found, versions: dict[str
             "lexical scores are Milvus's (the next ingest run keeps them)"
         )
         return found
+    assert rows is not None
     asked_terms = query_terms(query_text)
-    asked = sorted(set(asked_terms))
-    try:
-        kept = catalog.term_statistics(asked, sorted({hit["knowledge_base_id"] for hit in found.hits.values()}))
-        counts = catalog.chunk_term_counts(list(found.hits), asked)
-    except Exception as error:
-        warnings.append(
-            f"BM25 statistics unavailable ({type(error).__name__}: {short(error)}); lexical scores are Milvus's"
-        )
-        return found
     statistics = {
         kb: Statistics(chunks, length / chunks if chunks else 0.0, frequencies)
-        for kb, (chunks, length, frequencies) in kept.items()
+        for kb, (chunks, length, frequencies) in rows.statistics.items()
     }
     scores = {}
-    for chunk_id, (length, tf) in counts.items():
+    for chunk_id, (length, tf) in rows.term_counts.items():
+        if chunk_id not in found.hits:
+            continue
         kb = found.hits[chunk_id]["knowledge_base_id"]
         score = bm25(asked_terms, tf, length, statistics[kb]) if kb in statistics else 0.0
         if score > 0:

@@ -45,6 +45,12 @@ class SearchResponse:
     timings_ms: dict[str, float] = field(default_factory=dict)  # stage (``STAGES``) -> milliseconds
     last_good: dict = field(default_factory=dict)  # document id -> notice: a newer file failed, an older version serves
     page_features: list = field(default_factory=list)  # pageindex, filings: ((document id, page), FEATURES) ordered
+    # what this search read of the catalog, so that nothing is read twice (not answered): page facts
+    # ((document id, page) -> is_toc, image_key and, once read, text) and BM25 statistics (kb -> (chunks,
+    # total length, term -> chunks holding it)) with the terms they were read for
+    pages: dict[tuple[str, int], dict] = field(default_factory=dict)
+    statistics: dict[str, tuple[int, int, dict[str, int]]] = field(default_factory=dict)
+    statistics_terms: dict[str, set[str]] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         return {
@@ -52,6 +58,21 @@ class SearchResponse:
             "warnings": self.warnings,
             "timingsMs": {stage: self.timings_ms.get(stage, 0.0) for stage in STAGES},
         }
+
+    def keep_statistics(self, statistics: dict[str, tuple[int, int, dict[str, int]]], terms: list[str]) -> None:
+        """Keep BM25 statistics read for ``terms`` (``statistics_for`` answers from them)."""
+        for kb, (chunks, length, frequencies) in statistics.items():
+            known = self.statistics.get(kb, (chunks, length, {}))[2]
+            self.statistics[kb] = (chunks, length, {**known, **frequencies})
+            self.statistics_terms.setdefault(kb, set()).update(terms)
+
+    def statistics_for(
+        self, knowledge_base_ids: set[str], terms: list[str]
+    ) -> dict[str, tuple[int, int, dict[str, int]]] | None:
+        """The kept statistics of these knowledge bases for ``terms`` when all were read (None: some were not)."""
+        if all(kb in self.statistics and set(terms) <= self.statistics_terms[kb] for kb in knowledge_base_ids):
+            return {kb: self.statistics[kb] for kb in knowledge_base_ids}
+        return None
 
     def add_ms(self, stage: str, started: float) -> None:
         """Add the milliseconds since ``started`` (a ``time.perf_counter()``) to a stage's time."""

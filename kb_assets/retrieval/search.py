@@ -9,11 +9,12 @@ search, or no chunk found when the request set no ``minScore``, answers from pag
 - ``fanout.py``: the dense and BM25 searches per knowledge base, in parallel, with timeouts, merged;
 - ``scoring.py``: the hybrid formula, the scores a one-sided candidate gets, degraded modes, order;
 - ``rows.py``: the result fields and the ``/v1/assets/...`` URLs;
+- ``candidates.py``: what the candidates need of the catalog (one read) and which of them may serve;
 - ``lexical_query.py``: the query's content words, what BM25 searches with;
 - ``lexical_scores.py``: the candidates' BM25 scores from the knowledge bases' own statistics;
 - ``context.py``: each result's ``context``, the passage of its page around its chunk that a reader gets.
 
-Only entities of a document's published version are served (``served``: a half-written new version of
+Only entities of a document's published version are served (``candidates.served``: a half-written new version of
 a killed run, or a version that failed, never reaches a result); a result from a document whose newer
 file failed while its last good version serves carries ``versionNotice`` and a warning.
 
@@ -25,13 +26,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.retrieval import fanout, scope, scoring
+from kb_assets.retrieval.candidates import candidate_rows, served
 from kb_assets.retrieval.context import passages, question_terms
 from kb_assets.retrieval.crosslingual import english_words, translations
 from kb_assets.retrieval.fallback import answer_from_pages
@@ -46,7 +48,7 @@ from kb_assets.retrieval.strategies import rank_function
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.entities import not_loaded, stored_vectors
-from kb_assets.stores.vectors import collection_spec, in_filter, load, published_collection
+from kb_assets.stores.vectors import collection_spec, engine, in_filter, load, published_collection
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -76,6 +78,7 @@ class Searcher:
         # Milvus and Postgres calls of one search run here; every job is a leaf (waits on nothing in the pool)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kb-search")
         self._published: tuple[float, str, dict] | None = None
+        self._sizes: tuple[float, dict[str, int]] | None = None  # knowledge_base_chunks(), when read
         self._loaded: str | None = None  # the collection this searcher loaded (again after a failure)
         self._lock = threading.Lock()
 
@@ -217,14 +220,30 @@ class Searcher:
         return {}
 
     def fan_out(
-        self, request: SearchRequest, query: Query, pages: str | None = None, dense_search: bool = True
+        self,
+        request: SearchRequest,
+        query: Query,
+        pages: str | None = None,
+        dense_search: bool = True,
+        bm25_search: bool = True,
     ) -> Found:
         """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``), in the
         documents the request's filters and the question's cues leave (``scope.py``)."""
+        return self.start_fan_out(request, query, pages, dense_search, bm25_search).result()
+
+    def start_fan_out(
+        self,
+        request: SearchRequest,
+        query: Query,
+        pages: str | None = None,
+        dense_search: bool = True,
+        bm25_search: bool = True,
+    ) -> fanout.Pending:
+        """``fan_out`` started (the query embedded, the searches running): ``.result()`` waits for them."""
         if query.documents is not None:
             only = in_filter("document_id", query.documents) if query.documents else "document_id == ''"
             pages = f"({pages}) and ({only})" if pages else only
-        return fanout.fan_out(
+        return fanout.start(
             self.client,
             self.pool,
             query,
@@ -232,23 +251,50 @@ class Searcher:
             self.config.milvus_timeout_s,
             pages=pages,
             dense_search=dense_search,
+            bm25_search=bm25_search,
         )
 
-    def score(self, response: SearchResponse, query: Query, found: Found) -> list[dict]:
+    def dense_bounded(self, request: SearchRequest) -> bool:
+        """Whether this search's dense stage reads only the located pages' chunks (pageindex, ``located.py``): on the
+        embedded engine, whose dense index is an exact scan of every row (``stores/vectors.py``), once the collection
+        holds more than ``dense_exact_chunks`` chunks. A Milvus server searches its configured index."""
+        if engine(self.client).dense_index != "flat":
+            return False
+        # the scan reads every row of the collection, whichever knowledge bases the filter keeps
+        return sum(self.knowledge_base_chunks().values()) > self.config.dense_exact_chunks
+
+    def knowledge_base_chunks(self) -> dict[str, int]:
+        """Chunks that serve in each knowledge base (read at most once per ``scope.TTL_S``; {} without Postgres)."""
+        cached = self._sizes
+        if cached is not None and time.monotonic() - cached[0] < scope.TTL_S:
+            return cached[1]
+        try:
+            sizes = self.catalog.knowledge_base_chunks()
+        except Exception:  # no sizes (Postgres unavailable): the exact dense search, as for a small knowledge base
+            return cached[1] if cached else {}
+        self._sizes = (time.monotonic(), sizes)
+        return sizes
+
+    def score(
+        self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
+    ) -> list[dict]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
-        warnings for degraded modes."""
+        warnings for degraded modes. What the candidates need of the catalog is read once (``candidate_rows``:
+        their documents' rows, term counts, the BM25 statistics not read yet, and the marks of their pages and
+        of ``pages``, kept in ``response.pages``)."""
         timeout = self.config.milvus_timeout_s
         for stage, ms in found.timings.items():
             response.timings_ms[stage] = round(response.timings_ms.get(stage, 0.0) + ms, 1)
         started = time.perf_counter()
-        found, versions = self.served(response, found)
+        rows = candidate_rows(self.catalog, self.config, response, query, found, pages)
+        found = served(response, found, rows)
         response.add_ms("versions", started)
         if self.config.kept_bm25_statistics:
             started = time.perf_counter()
-            found = rescored(self.catalog, query.bm25_text or query.text, found, versions, response.warnings)
+            found = rescored(query.bm25_text or query.text, found, rows, response.warnings)
             response.add_ms("lexicalStatistics", started)
         started = time.perf_counter()
-        rows = scoring.score(
+        scored = scoring.score(
             query,
             found,
             self.config.weights,
@@ -256,49 +302,28 @@ class Searcher:
             lambda chunk_ids: stored_vectors(self.client, query.collection, chunk_ids, timeout),
         )
         response.add_ms("fusion", started)
-        return rows
-
-    def served(self, response: SearchResponse, found: Found) -> tuple[Found, dict[str, dict]]:
-        """The candidates of each document's published version only, and the candidates' document rows
-        (``Catalog.published_versions``); records the documents whose last good version serves. Without
-        Postgres the candidates stay, with a warning, and there are no rows."""
-        documents = {hit["document_id"] for hit in found.hits.values()}
-        if not documents:
-            return found, {}
-        try:
-            versions = self.catalog.published_versions(sorted(documents))
-        except Exception as error:
-            response.warnings.append(f"document versions unverified ({type(error).__name__}: {short(error)})")
-            return found, {}
-        for document_id, row in versions.items():
-            if row["published_version"] and row["published_version"] != row["version"]:
-                response.last_good[document_id] = (
-                    f"the current file of {document_id} failed ({row['error']}): results come from its last good "
-                    f"version {row['published_version'][:12]}"
-                    if row["status"] == "failed"
-                    else f"a new version of {document_id} is being ingested: results come from its published version "
-                    f"{row['published_version'][:12]}"
-                )
-        return found.only(
-            {
-                chunk_id
-                for chunk_id, hit in found.hits.items()
-                if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")
-            }
-        ), versions
+        return scored
 
     def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
-        """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning."""
+        """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning.
+        What this search read already (``response.pages``) is not read again."""
         if "page facts unavailable" in " ".join(response.warnings):
             return {}
-        try:
-            return self.catalog.page_facts(pages, with_text)
-        except Exception as error:
-            response.warnings.append(
-                f"page facts unavailable ({type(error).__name__}: {short(error)}): "
-                "no page images, table-of-contents pages not demoted"
-            )
-            return {}
+        missing = [
+            key
+            for key in dict.fromkeys(pages)
+            if key not in response.pages or (with_text and "text" not in response.pages[key])
+        ]
+        if missing:
+            try:
+                response.pages.update(self.catalog.page_facts(missing, with_text))
+            except Exception as error:
+                response.warnings.append(
+                    f"page facts unavailable ({type(error).__name__}: {short(error)}): "
+                    "no page images, table-of-contents pages not demoted"
+                )
+                return {}
+        return {key: response.pages[key] for key in pages if key in response.pages}
 
     def published(self) -> tuple[str, dict]:
         """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``), loaded.

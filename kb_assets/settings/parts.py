@@ -85,6 +85,9 @@ class SearchConfig:
     translated_weight: float = 0.5  # translate: the dense share a dictionary-translated word counts for
     translate_bm25: bool = True  # translate: BM25 searches with the dictionary words too
     pageindex_pages: int = 12  # candidate pages the pageindex strategy searches within
+    # pageindex on the embedded engine (its dense search an exact scan of every row): past this many chunks in
+    # the collection, the dense stage reads the located pages' chunks only (docs/decisions.md, issue 51)
+    dense_exact_chunks: int = 100_000
     chunks_per_page: int = 2  # pageindex: at most this many chunks a page gives (never neighbours)
     locate_weight: float = 0.3  # pageindex: weight of a page's locating score for a query ranked
     # lexically (the model does not read it) ...

@@ -13,15 +13,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import polars as pl
 from pymilvus import MilvusClient
 
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.catalog.records import CollectionVersion
 from kb_assets.stores.entities import chunk_entities, count_entities, insert
-from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, flush, publish
+
+if TYPE_CHECKING:  # polars is imported when a collection is rebuilt, not by every process that checks for it (serve)
+    from kb_assets.stores.lake import Lake
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ def missing_published(catalog: Catalog, client: MilvusClient, alias: str) -> Col
 
 def restore_published(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str) -> Restored | None:
     """Rebuild the published collection from the lake when Milvus lacks it (None when it is there)."""
+    import polars as pl
+
     row = missing_published(catalog, client, alias)
     if row is None:
         return None

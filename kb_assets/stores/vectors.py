@@ -97,7 +97,7 @@ EMBEDDED = Engine(
     partition_key=False,
     dense_index="flat",
     release_retired=True,
-    measured_chunks=41_620,  # docs/decisions.md, "The embedded vector engine": 131 ms p50 there, 2 cores
+    measured_chunks=503_602,  # docs/decisions.md, "Search at half a million chunks (issue 51)": measured end to end
 )
 
 

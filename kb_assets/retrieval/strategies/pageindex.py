@@ -43,8 +43,8 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
-from kb_assets.retrieval.located import located_chunks
-from kb_assets.retrieval.page_scorer import order_pages
+from kb_assets.retrieval.located import searched, start_located
+from kb_assets.retrieval.page_scorer import PAGES, order_pages
 from kb_assets.retrieval.query import Query, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
 from kb_assets.retrieval.rerank import question_words, rerank
@@ -71,6 +71,8 @@ ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two
 
 def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
+    # past the engine's exact range the dense stage reads the located pages' chunks, not the knowledge base
+    bounded = searcher.dense_bounded(request)
     route = routing(request.query) if searcher.config.analysis else None
     nodes = None
     if route is not None and (query.documents is None or len(query.documents) <= MAX_DOCUMENTS):
@@ -92,23 +94,35 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     if named and searcher.config.named_statement:
         read = searcher.catalog.statement_nodes
         statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
-    found = searcher.fan_out(request, query)
+    searches = searcher.start_fan_out(request, query, dense_search=not bounded)  # the query embedded here
+    # the located pages' chunks read while the searches run (and the routed pages' beside them)
+    located: list[dict] = []
     try:
         located, response.timings_ms["locate"] = locating.result()
     except Exception as error:
-        located = []
         response.warnings.append(
             f"pageindex: locating pages failed ({type(error).__name__}: {short(error)}); ranked by chunks only"
         )
-    if located:
-        found = found.merge(located_chunks(searcher, request, response, query, located))
-    if route is not None and nodes is not None and (routed := routed_list(response, route, nodes)):
-        # the routed pages' own best chunks: the located pages' would crowd out a statement's rows
-        limit = min(ROUTED_CHUNKS, 2 * len(routed))
-        found = found.merge(located_chunks(searcher, request, response, query, routed, limit, route.titles))
+    reading = start_located(searcher, response, query, located, None, (), bounded) if located else None
+    routed = routed_list(response, route, nodes) if route is not None and nodes is not None else []
+    routing_read = (
+        start_located(searcher, response, query, routed, min(ROUTED_CHUNKS, 2 * len(routed)), route.titles, bounded)
+        if route is not None and routed
+        else None
+    )
+    found = searches.result()
+    for pending in (reading, routing_read):
+        if pending is not None:
+            more, unread = pending()
+            found = found.merge(more)
+            if unread:
+                found = found.merge(searched(searcher, request, query, unread))
     if not located:
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
-    rows = searcher.score(response, query, found)
+    if bounded and not located and not routed:  # nothing located: the dense search of the whole knowledge base
+        found = found.merge(searcher.fan_out(request, query, bm25_search=False))
+    pages = [(p["document_id"], p["page_index"]) for p in located + routed]
+    rows = searcher.score(response, query, found, pages)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     config = searcher.config
     started = time.perf_counter()
@@ -130,6 +144,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
                 row["scores"]["analysis"] = round(config.analysis * route.pages[key], 6)
                 if key in route.exact:
                     row["scores"]["analysisStatement"] = row["scores"]["analysis"]
+    read_best_pages(searcher, response, by_page, relevance, max(config.page_coverage_pages, PAGES, request.limit))
     terms = question_terms(request.query, query.translations)
     texts: dict[tuple[str, int], str] = {}
     if config.page_coverage and len(terms) >= config.page_coverage_terms:
@@ -150,13 +165,33 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     )[: request.limit]
 
 
+def read_best_pages(
+    searcher: Searcher,
+    response: SearchResponse,
+    by_page: dict[tuple[str, int], list[dict]],
+    relevance: dict[tuple[str, int], float],
+    count: int,
+) -> None:
+    """Read the texts of the ``count`` best pages (and of their chunks' first pages) in one catalog read, before
+    the stages that read them: page coverage, the page scorer and each result's context
+    (``Searcher.page_facts`` keeps them in ``response.pages``)."""
+    started = time.perf_counter()
+    head = sorted(relevance, key=lambda key: -relevance[key])[:count]
+    wanted = dict.fromkeys(head)
+    for key in head:
+        for row in by_page[key][: searcher.config.chunks_per_page + 1]:
+            wanted[(row["documentId"], row["pageIndex"])] = None
+    searcher.page_facts(list(wanted), response, with_text=True)
+    response.add_ms("pageFacts", started)
+
+
 def routed_list(
     response: SearchResponse,
     route: Routing,
     nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
 ) -> list[dict]:
-    """The pages the question's analyses route to (``routing.py``; ``route.pages`` and ``route.exact`` set in place),
-    as located pages of score 0 (their chunks are read as the located pages' are)."""
+    """The pages the question's analyses route to (``routing.py``; ``route.pages``, ``route.exact`` and
+    ``route.titles`` set in place), as located pages of score 0 (their chunks are read as the located pages' are)."""
     try:
         read, took = nodes.result()
     except Exception as error:

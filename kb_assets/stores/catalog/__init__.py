@@ -4,7 +4,7 @@
   the schema (``sql/schema.sql``, applied idempotently on first use);
 - ``writes.py``: registrations, updates, pages, nodes, the summary cache, collections, tombstones;
 - ``reads.py``: plain reads; ``search_reads.py``: the pooled, statement-timeout-bounded queries of the
-  retrieval service;
+  retrieval service; ``locating.py``: the locating index (pages by their titles', summaries' and keywords' words);
 - ``records.py``: the document row;
 - ``locks.py``: advisory locks that serialize writers of one document, and registrations.
 
@@ -14,6 +14,7 @@ All SQL of the project (but the embedded Postgres's own administration) is in th
 from __future__ import annotations
 
 from kb_assets.stores.catalog.connection import SCHEMA_FILE
+from kb_assets.stores.catalog.locating import CatalogLocating
 from kb_assets.stores.catalog.locks import CatalogLocks
 from kb_assets.stores.catalog.reads import CatalogReads
 from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
@@ -23,5 +24,5 @@ from kb_assets.stores.catalog.writes import CatalogWrites
 __all__ = ["Catalog", "Document", "DOCUMENT_COLUMNS", "SCHEMA_FILE"]
 
 
-class Catalog(CatalogWrites, CatalogReads, CatalogSearchReads, CatalogLocks):
+class Catalog(CatalogWrites, CatalogReads, CatalogSearchReads, CatalogLocating, CatalogLocks):
     """Connections and queries of the Postgres source of record: ``Catalog(dsn, statement_timeout_ms)``."""

@@ -116,6 +116,7 @@ class CatalogConnection:
             return
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(4242)")
+            cur.execute("SET LOCAL statement_timeout = 0")  # a catalog's one-time migration may take minutes
             cur.execute(SCHEMA_FILE.read_text())
         self._schema_applied = True
 
@@ -139,7 +140,9 @@ class CatalogConnection:
                     connect_timeout=max(1, -(-self.statement_timeout_ms // 1000)),
                     # no JIT: a search's reads are short, and compiling one costs ~1 s (locate_pages planned
                     # above jit_above_cost spent 1.07 s of 1.2 s compiling, at 41,620 chunks; docs/retrieval-log.md)
-                    options=f"-c statement_timeout={self.statement_timeout_ms} -c jit=off",
+                    # nor parallel workers: each of its reads is a few thousand rows, a worker's start costs more
+                    options=f"-c statement_timeout={self.statement_timeout_ms} -c jit=off "
+                    "-c max_parallel_workers_per_gather=0",
                 )
         conn = pool.getconn()
         for _ in range(8):  # idle connections of a server that restarted are dead: drop them, take others

@@ -4,9 +4,52 @@ statistics)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import psycopg2.extras
 
-from kb_assets.stores.catalog.connection import CatalogConnection
+from kb_assets.stores.catalog.connection import CatalogConnection, one_row
+
+Statistics = dict[str, tuple[int, int, dict[str, int]]]  # kb -> (chunks, total length, term -> chunks holding it)
+# BM25 statistics of what serves in knowledge bases ``{kbs}`` (an array or a subquery) for the terms %(terms)s, as
+# JSON: the chunks and their total length in terms, and how many chunks hold each term
+_TOTALS = (
+    "SELECT json_agg(json_build_array(knowledge_base_id, chunks, length)) FROM (SELECT knowledge_base_id, "
+    "sum(chunk_count) AS chunks, sum(term_count) AS length FROM documents WHERE knowledge_base_id = ANY({kbs}) "
+    "AND published_version IS NOT NULL AND term_count IS NOT NULL AND status <> 'deleted' GROUP BY 1) totals"
+)
+_FREQUENCIES = (
+    "SELECT json_agg(json_build_array(knowledge_base_id, term, chunks)) FROM knowledge_base_terms "
+    "WHERE knowledge_base_id = ANY({kbs}) AND term = ANY(%(terms)s) AND chunks > 0"
+)
+
+
+def _statistics(totals: list | None, frequencies: list | None) -> Statistics:
+    out: Statistics = {kb: (int(chunks or 0), int(length or 0), {}) for kb, chunks, length in totals or []}
+    for kb, term, chunks in frequencies or []:
+        if kb in out:
+            out[kb][2][term] = int(chunks)
+    return out
+
+
+@dataclass(frozen=True)
+class LocatedRows:
+    """The chunks of located pages (``located_chunk_terms``)."""
+
+    counts: dict[str, tuple[str, str, int, dict[str, int]]]  # chunk id -> (document, kb, length, term -> occurrences)
+    touching: int  # the chunks touching the pages, those holding no term too
+    lacking: set[str]  # documents whose kept rows have no page ranges
+    statistics: Statistics  # of the documents' knowledge bases, for the terms asked
+
+
+@dataclass(frozen=True)
+class CandidateRows:
+    """What one search read of the catalog for its candidates (``candidate_rows``)."""
+
+    versions: dict[str, dict]  # document id -> published_version, version, status, error, term_count
+    term_counts: dict[str, tuple[int, dict[str, int]]]  # chunk id -> (length in terms, term -> occurrences)
+    statistics: Statistics
+    pages: dict[tuple[str, int], dict]  # (document id, page index) -> is_toc, image_key
 
 
 class CatalogSearchReads(CatalogConnection):
@@ -56,6 +99,60 @@ class CatalogSearchReads(CatalogConnection):
             )
             return {row["document_id"]: dict(row) for row in cur.fetchall()}
 
+    def candidate_rows(
+        self,
+        document_ids: list[str],
+        chunk_ids: list[str],
+        terms: list[str],
+        knowledge_base_ids: list[str],
+        pages: list[tuple[str, int]],
+    ) -> CandidateRows:
+        """What a search's candidates need of the catalog, in one statement: the documents' rows (what may serve,
+        ``published_versions``), the chunks' kept term counts for ``terms`` (``chunk_term_counts``), the knowledge
+        bases' BM25 statistics for them (``term_statistics``) and the pages' table-of-contents marks and image
+        keys (``page_facts`` without text)."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT "
+                "(SELECT json_agg(json_build_array(document_id, published_version, version, status, error, "
+                "term_count)) FROM documents WHERE document_id = ANY(%(documents)s)), "
+                "(SELECT json_agg(json_build_array(c.chunk_id, c.chunk_length, t.term, t.tf)) FROM chunk_terms c, "
+                "unnest(c.terms, c.counts) AS t(term, tf) WHERE c.chunk_id = ANY(%(chunks)s) "
+                "AND t.term = ANY(%(terms)s)), "
+                f"({_TOTALS.format(kbs='%(kbs)s')}), ({_FREQUENCIES.format(kbs='%(kbs)s')}), "
+                "(SELECT json_agg(json_build_array(p.document_id, p.page_index, p.is_toc, p.image_key)) FROM pages p "
+                "JOIN unnest(%(page_documents)s::text[], %(page_indexes)s::int[]) AS w(document_id, page_index) "
+                "USING (document_id, page_index))",
+                {
+                    "documents": sorted(set(document_ids)),
+                    "chunks": list(chunk_ids),
+                    "terms": list(terms),
+                    "kbs": sorted(set(knowledge_base_ids)),
+                    "page_documents": [d for d, _ in pages],
+                    "page_indexes": [p for _, p in pages],
+                },
+            )
+            documents, counts, totals, frequencies, facts = one_row(cur)
+        keys = ("published_version", "version", "status", "error", "term_count")
+        term_counts: dict[str, tuple[int, dict[str, int]]] = {}
+        for chunk_id, length, term, tf in counts or []:
+            term_counts.setdefault(chunk_id, (length, {}))[1][term] = tf
+        return CandidateRows(
+            versions={row[0]: dict(zip(keys, row[1:], strict=True)) for row in documents or []},
+            term_counts=term_counts,
+            statistics=_statistics(totals, frequencies),
+            pages={(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in facts or []},
+        )
+
+    def knowledge_base_chunks(self) -> dict[str, int]:
+        """Knowledge base -> chunks of its published documents."""
+        with self.reader() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT knowledge_base_id, sum(chunk_count) FROM documents WHERE published_version IS NOT NULL "
+                "AND status <> 'deleted' GROUP BY knowledge_base_id"
+            )
+            return {kb: int(chunks or 0) for kb, chunks in cur.fetchall()}
+
     def document_metadata(self, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
         """{document_id: metadata read from content} of the published documents of these knowledge bases."""
         with self.reader() as conn, conn.cursor() as cur:
@@ -83,36 +180,39 @@ class CatalogSearchReads(CatalogConnection):
                 out.setdefault(chunk_id, (length, {}))[1][term] = tf
             return out
 
-    def located_chunk_terms(
-        self, pages: list[tuple[str, int]], terms: list[str]
-    ) -> tuple[dict[str, tuple[str, str, int, dict[str, int]]], set[str]]:
-        """The chunks touching these (document_id, page_index) pages that hold any of ``terms``: chunk_id ->
-        (document_id, knowledge_base_id, length in terms, term -> occurrences); and the pages' documents
-        whose kept rows have no page ranges (kept before they were, or none kept), which this cannot answer."""
-        documents = sorted({document_id for document_id, _ in pages})
-        if not documents:
-            return {}, set()
+    def located_chunk_terms(self, pages: list[tuple[str, int]], terms: list[str]) -> LocatedRows:
+        """The chunks touching these (document_id, page_index) pages that hold any of ``terms``, the pages'
+        documents whose kept rows have no page ranges (kept before they were, or none kept: this cannot answer for
+        them), and the BM25 statistics of those documents' knowledge bases for ``terms``: one statement.
+
+        A page's chunks are one range of ``chunk_terms_pages``: those starting at most the document's
+        ``chunk_span`` pages before it (not every chunk of the document before the page)."""
+        if not pages:
+            return LocatedRows({}, 0, set(), {})
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
-                "SELECT w.d FROM unnest(%s::text[]) AS w(d) WHERE NOT EXISTS (SELECT 1 FROM chunk_terms c "
-                "WHERE c.document_id = w.d AND c.page_index IS NOT NULL)",
-                (documents,),
+                "WITH wanted AS (SELECT DISTINCT * FROM unnest(%(documents)s::text[], %(pages)s::int[]) "
+                "AS w(document_id, page_index)), "
+                "docs AS (SELECT document_id, knowledge_base_id, chunk_span FROM documents "
+                "WHERE document_id = ANY(%(documents)s)), "
+                "touching AS (SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.document_id, d.knowledge_base_id, "
+                "c.chunk_length, c.terms, c.counts FROM wanted w JOIN docs d USING (document_id) "
+                "JOIN chunk_terms c ON c.document_id = w.document_id AND c.page_index "
+                "BETWEEN w.page_index - d.chunk_span AND w.page_index AND c.page_end >= w.page_index), "
+                "found AS (SELECT c.chunk_id, c.document_id, c.knowledge_base_id, c.chunk_length, t.term, t.tf "
+                "FROM touching c, unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%(terms)s)) "
+                "SELECT (SELECT json_agg(json_build_array(chunk_id, document_id, knowledge_base_id, chunk_length, "
+                "term, tf)) FROM found), (SELECT count(*) FROM touching), "
+                "(SELECT json_agg(document_id) FROM docs WHERE chunk_span IS NULL), "
+                f"({_TOTALS.format(kbs='SELECT knowledge_base_id FROM docs')}), "
+                f"({_FREQUENCIES.format(kbs='SELECT knowledge_base_id FROM docs')})",
+                {"documents": [d for d, _ in pages], "pages": [p for _, p in pages], "terms": list(terms)},
             )
-            lacking = {row[0] for row in cur.fetchall()}
-            out: dict[str, tuple[str, str, int, dict[str, int]]] = {}
-            if not terms:
-                return out, lacking
-            cur.execute(
-                "SELECT DISTINCT c.chunk_id, c.document_id, d.knowledge_base_id, c.chunk_length, t.term, t.tf "
-                "FROM unnest(%s::text[], %s::int[]) AS w(document_id, page_index) "
-                "JOIN chunk_terms c ON c.document_id = w.document_id AND c.page_index <= w.page_index "
-                "AND c.page_end >= w.page_index JOIN documents d ON d.document_id = c.document_id, "
-                "unnest(c.terms, c.counts) AS t(term, tf) WHERE t.term = ANY(%s)",
-                ([d for d, _ in pages], [p for _, p in pages], list(terms)),
-            )
-            for chunk_id, document_id, kb, length, term, tf in cur.fetchall():
-                out.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
-            return out, lacking
+            found, touching, lacking, totals, frequencies = one_row(cur)
+        counts: dict[str, tuple[str, str, int, dict[str, int]]] = {}
+        for chunk_id, document_id, kb, length, term, tf in found or []:
+            counts.setdefault(chunk_id, (document_id, kb, length, {}))[3][term] = tf
+        return LocatedRows(counts, int(touching), set(lacking or []), _statistics(totals, frequencies))
 
     def kept_term_chunks(self, document_id: str, with_pages: bool = False) -> set[str]:
         """The chunks of a document whose BM25 term counts are kept (``chunk_terms``); ``with_pages``: only
@@ -174,95 +274,7 @@ class CatalogSearchReads(CatalogConnection):
             )
             return [tuple(row) for row in cur.fetchall()]
 
-    def locate_pages(
-        self,
-        terms: list[str],
-        query: str,
-        knowledge_base_ids: list[str] | None,
-        limit: int,
-        document_ids: list[str] | None = None,
-    ) -> list[dict]:
-        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
-
-        A PageIndex node (not the root) scores by the share of the query's terms in its title
-        (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
-        the share of terms among its keywords; it lends its score to its first pages (at most 3, the
-        later ones a little less). A page adds 0.5 x the share of terms in its summary and 0.3 x the
-        share among its keywords. Table-of-contents pages (``pages.is_toc``) never count. ``document_ids``:
-        only pages of these documents (None: of every one).
-        """
-        if not terms:
-            return []
-        sql, params = locate_statement(terms, query, knowledge_base_ids, limit, document_ids)
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute(sql, params)
-            return [dict(row) for row in cur.fetchall()]
-
 
 def like_pattern(term: str) -> str:
     """An ILIKE pattern matching the term anywhere (its own % _ \\ taken literally)."""
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def locate_statement(
-    terms: list[str], query: str, knowledge_base_ids: list[str] | None, limit: int, document_ids: list[str] | None
-) -> tuple[str, dict]:
-    """The SQL of ``locate_pages`` and its parameters. Only rows that share a word with the query can score,
-    so the nodes and pages are first filtered by an OR of their matches: a filter the trigram and keyword
-    indexes answer (``sql/schema.sql``) instead of a scan of every page of the knowledge base."""
-    patterns = [like_pattern(t) for t in terms]
-    kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-    if document_ids is not None:
-        kb_filter += " AND d.document_id = ANY(%(documents)s)"
-    title_match = " OR ".join(f"n.title ILIKE %(pattern{i})s" for i in range(len(patterns)))
-    summary_match = " OR ".join(f"p.summary ILIKE %(pattern{i})s" for i in range(len(patterns)))
-    sql = f"""
-        WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern, unnest(%(terms)s::text[]) AS term),
-        docs AS (
-            SELECT document_id FROM documents d WHERE d.status = 'published' {kb_filter}
-        ),
-        nodes AS (
-            SELECT n.document_id, n.start_page, n.end_page,
-                   (SELECT count(*) FROM terms WHERE n.title ILIKE terms.pattern)::float / %(n)s
-                   + CASE WHEN n.title ILIKE %(exact)s THEN 0.5 ELSE 0 END
-                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(n.keywords))::float / %(n)s
-                     AS score
-            FROM pageindex_nodes n JOIN docs USING (document_id)
-            WHERE n.depth > 0 AND ({title_match} OR n.title ILIKE %(exact)s OR n.keywords && %(terms)s::text[])
-        ),
-        node_pages AS (
-            SELECT document_id, page_index, max(score * (1 - 0.1 * (page_index - start_page))) AS score
-            FROM nodes, generate_series(start_page, least(end_page, start_page + 2)) AS page_index
-            WHERE score > 0
-            GROUP BY document_id, page_index
-        ),
-        summary_pages AS (
-            SELECT p.document_id, p.page_index,
-                   0.5 * (SELECT count(*) FROM terms WHERE p.summary ILIKE terms.pattern)::float / %(n)s
-                   + 0.3 * (SELECT count(*) FROM terms WHERE terms.term = ANY(p.keywords))::float / %(n)s
-                     AS score
-            FROM pages p JOIN docs USING (document_id)
-            WHERE {summary_match} OR p.keywords && %(terms)s::text[]
-        ),
-        scored AS (
-            SELECT document_id, page_index, sum(score) AS score
-            FROM (SELECT * FROM node_pages UNION ALL SELECT * FROM summary_pages) both_sources
-            GROUP BY document_id, page_index
-        )
-        SELECT s.document_id, s.page_index, s.score
-        FROM scored s JOIN pages p USING (document_id, page_index)
-        WHERE s.score > 0 AND NOT p.is_toc
-        ORDER BY s.score DESC, s.document_id, s.page_index
-        LIMIT %(limit)s
-    """
-    params = {
-        "patterns": patterns,
-        "terms": terms,
-        "n": len(terms),
-        "exact": like_pattern(" ".join(query.split())),
-        "kbs": list(knowledge_base_ids or []),
-        "documents": list(document_ids or []),
-        "limit": limit,
-        **{f"pattern{i}": pattern for i, pattern in enumerate(patterns)},
-    }
-    return sql, params

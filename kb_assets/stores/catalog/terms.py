@@ -49,9 +49,10 @@ class CatalogTerms(CatalogConnection):
                 page_size=500,
             )
             self._count_terms(cur, knowledge_base_id, change)
+            spans = [chunk.pages[1] - chunk.pages[0] for chunk in chunks if chunk.pages]
             cur.execute(
-                "UPDATE documents SET term_count = %s, updated_at = now() WHERE document_id = %s",
-                (sum(chunk.length for chunk in chunks), document_id),
+                "UPDATE documents SET term_count = %s, chunk_span = %s, updated_at = now() WHERE document_id = %s",
+                (sum(chunk.length for chunk in chunks), max(spans) if spans else None, document_id),
             )
 
     def remove_chunk_terms(self, conn, document_id: str) -> None:
