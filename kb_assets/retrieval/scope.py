@@ -199,7 +199,7 @@ def resolve(query: str, known: dict[str, dict]) -> Scoped:
             chosen = candidate if candidate != set(known) else None
             meant = sorted(
                 candidate - (unsaid["organisation"] if organisations else set()) or candidate,
-                key=lambda d: _preference(known[d], quarters),
+                key=lambda d: (_preference(known[d], quarters), d),
             )
             return Scoped(chosen, meant, notes)
     return Scoped(None)
@@ -219,6 +219,7 @@ def _preference(metadata: dict, quarters: set[int]) -> tuple:
         order.index(kind) if kind in order else len(order),
         -(period.get("fiscal_year") or 0),
         -(period.get("fiscal_quarter") or 5),
+        "".join(chr(0x10FFFF - ord(c)) for c in period.get("end") or metadata.get("date") or ""),  # latest first
     )
 
 
