@@ -234,19 +234,20 @@ class PageBM25:
         ]
 
 
-def scope_alone(searcher, questions: list[dict]) -> dict[str, bool]:
+def scope_alone(searcher, catalog, questions: list[dict]) -> dict[str, bool]:
     """The scope step measured alone (issue 53): is the first filing it means (``scope.resolve(...).meant``, on the
     question as search reads it) the question's own? False where it names none."""
     from kb_assets.retrieval import scope
     from kb_assets.retrieval.instructions import retrieval_query
 
     known = scope.known_metadata(searcher, [KB])
+    neutral = {d.document_id: Path(d.source_uri).stem for d in catalog.list_documents([KB])}
     out: dict[str, bool] = {}
     if not hasattr(scope, "resolve"):  # the code before issue 53 (a baseline): no filing meant, none right
         return {question["id"]: False for question in questions}
     for question in questions:
         meant = scope.resolve(retrieval_query(question["question"]), known).meant
-        out[question["id"]] = bool(meant) and meant[0] in evidence_pages(question)
+        out[question["id"]] = bool(meant) and neutral.get(meant[0]) in evidence_pages(question)
     return out
 
 
@@ -316,7 +317,7 @@ def score(questions: list[dict], truth: dict[str, dict], args) -> None:
     except ImportError:  # the code before issue 44 had none (measuring the baseline on the same knowledge base)
         print("search version: none (before issue 44)")
     catalog = Stores(settings).catalog
-    meant = scope_alone(searcher, questions)
+    meant = scope_alone(searcher, catalog, questions)
     runs: dict[str, list[dict]] = defaultdict(list)
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None
     engines = {}

@@ -48,3 +48,11 @@ def test_every_term_has_a_label_and_the_manuals_questions_are_left_as_they_are()
     for line in (line for path in files for line in path.read_text().splitlines() if line.strip()):
         question = json.loads(line)["query"]
         assert spelled_out(question) == question, question
+
+
+def test_a_line_item_named_routes_to_the_statement_that_prints_it():
+    route = routing(retrieval_query("AAPL capex FY19?"))
+    assert route is not None and route.weights.get("cash flows", 0) >= 0.6  # capital intensity names it first
+    route = routing(retrieval_query("BBY inventories at FY19 year end"))
+    assert route is not None and route.weights.get("balance sheet") == 0.6
+    assert routing(retrieval_query("Who is Nike's CFO?")) is None
