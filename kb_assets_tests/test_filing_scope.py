@@ -85,3 +85,9 @@ def test_the_filing_meant_first_is_the_periods_own_report():
     assert _meant("eBay revenue 2023") == "ebay-q2"  # the only 2023 filing
     assert _meant("eBay revenue 2022") == "ebay-2022"
     assert resolve("eBay's annual report", KNOWN).meant[0] == "ebay-2022"  # no period: the latest annual report
+
+
+def test_a_year_past_every_report_is_a_forecasts_not_the_report_asked():
+    assert resolve("As of FY2022, how much did eBay expect to pay its retirees in 2026?", KNOWN).documents == {
+        "ebay-2022"
+    }

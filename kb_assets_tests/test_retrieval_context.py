@@ -297,3 +297,14 @@ def test_a_prose_passage_holds_the_sentences_with_the_terms_and_figures_not_one_
     assert "Gross margin decreased in fiscal 2023." in context  # the matched chunk's sentence
     assert "higher product costs and markdowns of 200 basis points" in context  # 700 characters further on
     assert " … " in context and len(context) <= 400
+
+
+def test_a_table_page_of_scattered_rows_asked_stays_within_the_budget():
+    labels = [f"Item {n} inventories" if n % 3 == 0 else f"Other line {n}" for n in range(150)]
+    page = "BALANCE SHEET\n\n(In millions)\n\n" + "\n".join(
+        f"| {label} |  | {n:,} | {n + 1:,} |" for n, label in enumerate(labels)
+    )
+    for content in ("BALANCE SHEET", "x" * 700):
+        rows = [{"documentId": "d", "pageIndex": 0, "content": content}]
+        passages(rows, {("d", 0): page}, question_terms("What were the inventories?"), 800, table_budget=2000)
+        assert "…" in rows[0]["context"] and len(rows[0]["context"]) + len(content) <= 2000

@@ -439,7 +439,7 @@ def table_passage(
         return (f"{head}\n…\n{whole}" if head else whole), (rows[0][0], rows[-1][1])
     found = found if found is not None else occurrences(terms, page_text)
     value = _row_values(rows, found, content, terms, weights, shown, chunk_weight)
-    wanted = sum(len(r[2]) + 2 for r, v in zip(rows, value, strict=True) if v > 0)
+    wanted = sum(len(r[2]) + 3 for r, v in zip(rows, value, strict=True) if v > 0)
     if wanted > room and (keep := asked_columns(head, rows, terms)) is not None:
         rows = [(a, b, _cells(text, keep)) for a, b, text in rows]  # the rows asked do not fit: the periods asked
     chosen: set[int] = set()
@@ -447,17 +447,17 @@ def table_passage(
     for number in sorted(range(len(rows)), key=lambda n: (-value[n], n)):
         if value[number] <= 0:
             break
-        if used + len(rows[number][2]) + 2 <= room:
+        if used + len(rows[number][2]) + 3 <= room:
             chosen.add(number)
-            used += len(rows[number][2]) + 2
+            used += len(rows[number][2]) + 3
     distance = 1  # then the neighbours of the rows chosen, nearest first (a statement's rows read together)
     while chosen and distance < len(rows):
         grown = False
         for number in sorted(chosen):
             for near in (number - distance, number + distance):
-                if 0 <= near < len(rows) and near not in chosen and used + len(rows[near][2]) + 2 <= room:
+                if 0 <= near < len(rows) and near not in chosen and used + len(rows[near][2]) + 3 <= room:
                     chosen.add(near)
-                    used += len(rows[near][2]) + 2
+                    used += len(rows[near][2]) + 3
                     grown = True
         if not grown and used + 40 > room:
             break

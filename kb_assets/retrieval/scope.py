@@ -189,6 +189,9 @@ def resolve(query: str, known: dict[str, dict]) -> Scoped:
         for field in ("organisation", "period", "kind")
     }
     pool = organisations | unsaid["organisation"] if organisations else set(known)
+    if len(years) > 1:  # "as of FY2021, what does it expect to pay in 2024": a year past every report is a forecast's
+        latest = max(((known[d].get("period") or {}).get("fiscal_year") or 0 for d in pool), default=0)
+        years = {y for y in years if y <= latest} or years
     by_period, year = _by_period(pool, known, years, quarters)
     by_period = by_period | (pool & unsaid["period"]) if by_period else by_period
     by_kind = {d for d in by_period if (known[d].get("kind") or "") in kinds} if kinds else by_period
