@@ -71,8 +71,10 @@ def load_set(split: str) -> tuple[list[dict], dict[str, dict]]:
         rows = [json.loads(line) for line in TEST2.read_text().splitlines() if line.strip()]
         return [{**q, "type": q["question_type"]} for q in rows], truth
     questions = [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line.strip()]
-    if split == "all":  # issue 44's development set: both splits of issue 32, and the written analysts' questions
-        questions += [json.loads(line) for line in (HERE / "analyst_questions.jsonl").read_text().splitlines() if line]
+    if split == "all":  # issue 44's development set: both splits of issue 32, and the written analysts' questions;
+        # issue 53's reworded questions (the same questions as analysts type them), reported apart
+        for name in ("analyst_questions.jsonl", "reworded_questions.jsonl"):
+            questions += [json.loads(line) for line in (HERE / name).read_text().splitlines() if line]
     fb_types = json.loads((HERE / "financebench_types.json").read_text())
     for q in questions:  # FinanceBench's question type (the written ones: "written <type>")
         q.setdefault("question_type", fb_types.get(q.get("financebench_id"), f"written {q['type']}"))
@@ -177,6 +179,7 @@ def measure(question: dict, results: list[dict]) -> dict:
     top = results[:5]
     return {
         "rank": rank,
+        "filing@1": bool(top) and doc_of(top[0]) in evidence_pages(question),
         "filing@5": any(doc_of(r) in evidence_pages(question) for r in top),
         "passage@5": passage_inside(question, [r.get("context") or r.get("content") or "" for r in top]),
     }
@@ -192,7 +195,9 @@ def summary(rows: list[dict]) -> dict:
         "hit@1": sum(r == 1 for r in ranks) / len(rows),
         "hit@5": sum(r is not None and r <= 5 for r in ranks) / len(rows),
         "mrr": sum(1 / r for r in ranks if r) / len(rows),
+        "filing@1": sum(r["filing@1"] for r in rows) / len(rows),
         "filing@5": sum(r["filing@5"] for r in rows) / len(rows),
+        "scope@1": sum(r["scope@1"] for r in rows) / len(rows),
         "passage@5": sum(r["passage@5"] for r in rows) / len(rows),
         "p50": statistics.median(ms),
         "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))],
@@ -227,6 +232,23 @@ class PageBM25:
             {**self.pages[i], "content": self.pages[i]["text"], "pageIndex": self.pages[i]["page_index"]}
             for _, i in scores[:limit]
         ]
+
+
+def scope_alone(searcher, catalog, questions: list[dict]) -> dict[str, bool]:
+    """The scope step measured alone (issue 53): is the first filing it means (``scope.resolve(...).meant``, on the
+    question as search reads it) the question's own? False where it names none."""
+    from kb_assets.retrieval import scope
+    from kb_assets.retrieval.instructions import retrieval_query
+
+    known = scope.known_metadata(searcher, [KB])
+    neutral = {d.document_id: Path(d.source_uri).stem for d in catalog.list_documents([KB])}
+    out: dict[str, bool] = {}
+    if not hasattr(scope, "resolve"):  # the code before issue 53 (a baseline): no filing meant, none right
+        return {question["id"]: False for question in questions}
+    for question in questions:
+        meant = scope.resolve(retrieval_query(question["question"]), known).meant
+        out[question["id"]] = bool(meant) and neutral.get(meant[0]) in evidence_pages(question)
+    return out
 
 
 def metadata_accuracy(catalog, truth: dict[str, dict], misses: bool = True) -> list[str]:
@@ -295,6 +317,7 @@ def score(questions: list[dict], truth: dict[str, dict], args) -> None:
     except ImportError:  # the code before issue 44 had none (measuring the baseline on the same knowledge base)
         print("search version: none (before issue 44)")
     catalog = Stores(settings).catalog
+    meant = scope_alone(searcher, catalog, questions)
     runs: dict[str, list[dict]] = defaultdict(list)
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None
     engines = {}
@@ -315,24 +338,45 @@ def score(questions: list[dict], truth: dict[str, dict], args) -> None:
             started = time.perf_counter()
             results = search(question["question"])
             ms = (time.perf_counter() - started) * 1000
-            row = {**measure(question, results), "ms": ms, "type": question["type"], "kind": question["question_type"]}
+            row = {
+                "id": question["id"],
+                **measure(question, results),
+                "ms": ms,
+                "type": question["type"],
+                "kind": question["question_type"],
+            }
+            row |= {"scope@1": meant[question["id"]], "source": question.get("source"), "of": question.get("of")}
             runs[strategy].append(row)
             if dump:
                 top = [{"doc": doc_of(r), "page": r["pageIndex"], "score": r.get("score")} for r in results[:5]]
                 dump.write(json.dumps({"strategy": strategy, "id": question["id"], **row, "top": top}) + "\n")
     print(
-        f"\n{'strategy':10} {'questions':32} {'n':>4} {'hit@1':>6} {'hit@5':>6} {'MRR':>6} {'filing@5':>8} "
-        f"{'passage@5':>9} {'p50 ms':>7} {'p95 ms':>7}"
+        f"\n{'strategy':10} {'questions':32} {'n':>4} {'hit@1':>6} {'hit@5':>6} {'MRR':>6} {'filing@1':>8} "
+        f"{'filing@5':>8} {'scope@1':>7} {'passage@5':>9} {'p50 ms':>7} {'p95 ms':>7}"
     )
-    for strategy, rows in runs.items():
+    for strategy, every in runs.items():
+        rows = [r for r in every if r["source"] != "reworded"]
+        reworded = [r for r in every if r["source"] == "reworded"]
         groups = {"all": rows, **{t: [r for r in rows if r["type"] == t] for t in sorted({r["type"] for r in rows})}}
         if args.split != "test2":  # FinanceBench's kinds beside the set's own types
             groups |= {f"kind {k}": [r for r in rows if r["kind"] == k] for k in sorted({r["kind"] for r in rows})}
+        if reworded:  # issue 53: the same questions in an analyst's words, beside their first wording
+            originals = {r["of"] for r in reworded}
+            first_wording = [r for r in rows if r.get("id") in originals]
+            groups |= {"reworded": reworded, "original of reworded": first_wording}
+            groups |= {
+                f"reworded {t}": [r for r in reworded if r["type"] == t] for t in sorted({r["type"] for r in reworded})
+            }
+            groups |= {
+                f"reworded kind {k}": [r for r in reworded if r["kind"] == k]
+                for k in sorted({r["kind"] for r in reworded})
+            }
         for name, group in groups.items():
             s = summary(group)
             print(
                 f"{strategy:10} {name:32} {s['n']:4} {s['hit@1']:6.2f} {s['hit@5']:6.2f} {s['mrr']:6.2f} "
-                f"{s['filing@5']:8.2f} {s['passage@5']:9.2f} {s['p50']:7.0f} {s['p95']:7.0f}"
+                f"{s['filing@1']:8.2f} {s['filing@5']:8.2f} {s['scope@1']:7.2f} {s['passage@5']:9.2f} "
+                f"{s['p50']:7.0f} {s['p95']:7.0f}"
             )
     print("\n".join(metadata_accuracy(catalog, truth, misses=args.split != "test2")))
     searcher.close()

@@ -156,6 +156,15 @@ def test_a_question_naming_a_period_ranks_that_documents_first_among_one_issuers
         assert first["documentMetadata"]["period"]["label"] == f"FY{year}"
 
 
+def test_a_year_without_its_own_report_is_answered_from_the_next_with_a_warning_naming_it(cover_searcher, covers):
+    answer = cover_searcher.search(SearchRequest("What was ACME Corp's net revenue in FY2020?", [KB], 5))
+    assert Path(answer.results[0]["sourceUri"]).name == covers[2021]
+    notes = [w for w in answer.warnings if w.startswith("scope:")]
+    assert len(notes) == 1 and "FY2020" in notes[0] and "FY2021" in notes[0], answer.warnings
+    named = cover_searcher.search(SearchRequest("What was ACME Corp's net revenue in FY2022?", [KB], 5))
+    assert not [w for w in named.warnings if w.startswith("scope:")], named.warnings
+
+
 def test_api_filters_by_period_and_kind(settings, cover_searcher, covers):
     from kb_assets.service.api import create_app
 

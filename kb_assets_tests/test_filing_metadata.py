@@ -287,3 +287,58 @@ def test_our_company_is_no_issuers_name(tmp_path):
         ["Executive compensation of THE INITRODE COMPANY is set by its board."],
     ]
     assert _read(tmp_path / "ar.pdf", *headed)["organisation"] == "Initrode Company"
+
+
+def test_a_covers_trading_symbols_file_number_and_short_name_are_read(tmp_path):
+    cover = [
+        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION",
+        "FORM 10-K",
+        "ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934",
+        "For the fiscal year ended December 31, 2022",
+        "Commission File Number 1-12345",
+        "Initech Holdings, Inc.",
+        "(Exact name of registrant as specified in its charter)",
+        "Securities registered pursuant to Section 12(b) of the Act:",
+        "Title of each class   Trading Symbol(s)   Name of each exchange on which registered",
+        "Common Stock, $0.01 par value   INTK   New York Stock Exchange",
+        "1.500% Notes due 2026   INTK26   New York Stock Exchange",
+        "Securities registered pursuant to Section 12(g) of the Act: None",
+    ]
+    business = ['Initech Holdings, Inc. ("Initech" or the "Company") makes staplers.', "Item 1. Business"]
+    meta = _read(tmp_path / "k.pdf", cover, business)
+    assert meta["tickers"] == ["INTK"]  # a note's symbol is not the issuer's
+    assert meta["file_number"] == "001-12345"
+    assert meta["names"] == ["Initech"]
+    before = _read(
+        tmp_path / "old.pdf", cover[:8] + ["Common Stock, $0.01 par value   New York Stock Exchange"], business
+    )
+    assert before["tickers"] == []  # a cover from before 2019: no symbol column, its capitals are words
+
+
+def test_a_release_and_an_annual_reports_market_section_name_the_symbol(tmp_path):
+    release = ["Initech Reports Second Quarter 2023 Results", "AUSTIN, Texas -- Initech Holdings, Inc. (NYSE: INTK)"]
+    assert _read(tmp_path / "r.pdf", release)["tickers"] == ["INTK"]
+    market = [
+        "Item 5. Market for Registrant's Common Equity",
+        'Our common stock is traded on the New York Stock Exchange under the symbol "INTK".',
+    ]
+    cover = [
+        "FORM 10-K",
+        "For the fiscal year ended December 31, 2017",
+        "Initech Holdings, Inc.",
+        "(Exact name of registrant as specified in its charter)",
+    ]
+    assert _read(tmp_path / "m.pdf", cover, market)["tickers"] == ["INTK"]
+
+
+def test_a_former_name_is_read_where_the_document_says_so_and_only_a_companys(tmp_path):
+    cover = [
+        "FORM 10-K",
+        "For the fiscal year ended December 31, 2022",
+        "Block, Inc.",
+        "(Exact name of registrant as specified in its charter)",
+    ]
+    renamed = ["Block, Inc. (formerly Square, Inc.) builds tools for sellers."]
+    assert _read(tmp_path / "b.pdf", cover, renamed)["former_names"] == ["Square, Inc."]
+    officer = ["Jane Roe, formerly Chief Operating Officer, became Chief Executive Officer."]
+    assert _read(tmp_path / "c.pdf", cover, officer)["former_names"] == []

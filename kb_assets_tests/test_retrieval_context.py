@@ -235,8 +235,27 @@ def test_a_table_pages_evidence_keeps_its_head_and_the_rows_asked_within_the_bud
     passages(rows, {("d", 0): page}, terms, 800, table_budget=2000)
     context = rows[0]["context"]
     assert context.startswith(head.split("\n")[0]) and "December 31, 2022" in context  # the head, with its periods
-    assert "| Total current liabilities |  | 1,079 | 979 |" in context  # the row asked for
+    assert "| Total current liabilities | 1,079 | 979 |" in context  # the row asked for, without its empty cells
+    assert "| Inventories | 1,078 | 978 |" in context
     assert len(context) + len(chunk) <= 2000
+
+
+def test_a_table_page_gives_the_rows_of_the_asked_analysis_line_items_and_the_whole_table_when_it_fits():
+    head = "ACME Corp\n\nCONSOLIDATED BALANCE SHEETS\n\n(In millions)\n\nDecember 31, 2023\n\nDecember 31, 2022"
+    labels = ["Total current assets"] + [f"Line item number {n}" for n in range(70)] + ["Total current liabilities"]
+    body = "\n".join(f"| {label} |  | $ | {1000 + n:,} | {900 + n:,} |" for n, label in enumerate(labels))
+    page = f"{head}\n\n{body}"
+    terms = question_terms("Does ACME have a reasonably healthy liquidity profile based on its quick ratio?")
+    rows = [{"documentId": "d", "pageIndex": 0, "content": "ACME Corp CONSOLIDATED BALANCE SHEETS"}]
+    passages(rows, {("d", 0): page}, terms, 800, table_budget=2000)
+    context = rows[0]["context"]  # two rows 70 apart, neither naming a word of the question: the ratio's inputs
+    assert (
+        "| Total current assets | 1,000 | 900 |" in context and "| Total current liabilities | 1,071 | 971 |" in context
+    )
+    short = f"{head}\n\n" + "\n".join(body.splitlines()[:20])  # a table that fits: all of it, made compact
+    rows = [{"documentId": "d", "pageIndex": 1, "content": "ACME Corp"}]
+    passages(rows, {("d", 1): short}, terms, 800, table_budget=2000)
+    assert all(f"| {label} | {1000 + n:,} | {900 + n:,} |" in rows[0]["context"] for n, label in enumerate(labels[:20]))
 
 
 def test_a_results_content_and_context_stay_within_the_budget():
@@ -260,3 +279,32 @@ def test_a_table_of_words_is_not_a_statement():
     assert is_table("| Inventories |  | 7,351 | 4,946 |\n| Capital expenditure | (530.8) | (460.8) |")
     assert not is_table("| Option | Meaning |\n| -q | quiet: print nothing |\n| -v | verbose |")
     assert not is_table("Inventories are stated at cost.")
+
+
+def test_a_prose_passage_holds_the_sentences_with_the_terms_and_figures_not_one_window():
+    filler = "The company continued to invest in its stores and its people across every region it serves. " * 8
+    page = (
+        "Gross margin decreased in fiscal 2023. "
+        + filler
+        + "The decrease was driven by higher product costs and markdowns of 200 basis points. "
+        + filler
+        + "Freight costs, a driver of product costs, fell late in the year."
+    )
+    terms = question_terms("Why did the gross margin decrease in fiscal 2023: which product costs drove it?")
+    rows = [{"documentId": "d", "pageIndex": 0, "content": "Gross margin decreased in fiscal 2023."}]
+    passages(rows, {("d", 0): page}, terms, 400, table_budget=2000)
+    context = rows[0]["context"]
+    assert "Gross margin decreased in fiscal 2023." in context  # the matched chunk's sentence
+    assert "higher product costs and markdowns of 200 basis points" in context  # 700 characters further on
+    assert " … " in context and len(context) <= 400
+
+
+def test_a_table_page_of_scattered_rows_asked_stays_within_the_budget():
+    labels = [f"Item {n} inventories" if n % 3 == 0 else f"Other line {n}" for n in range(150)]
+    page = "BALANCE SHEET\n\n(In millions)\n\n" + "\n".join(
+        f"| {label} |  | {n:,} | {n + 1:,} |" for n, label in enumerate(labels)
+    )
+    for content in ("BALANCE SHEET", "x" * 700):
+        rows = [{"documentId": "d", "pageIndex": 0, "content": content}]
+        passages(rows, {("d", 0): page}, question_terms("What were the inventories?"), 800, table_budget=2000)
+        assert "…" in rows[0]["context"] and len(rows[0]["context"]) + len(content) <= 2000

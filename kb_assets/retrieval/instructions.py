@@ -3,7 +3,10 @@ places.", "Answer using the details shown in the balance sheet.", "Please show y
 to look for. ``retrieval_query`` drops such sentences and unit asides ("(in USD millions)") from the text
 search reads, and keeps the source they name ("balance sheet", "cash flow statement", "income statement",
 "the notes", "MD&A") as words of the query: the named source is the strongest cue of where the answer is.
-A question that is all instruction is kept as it is.
+A question that is all instruction is kept as it is. Analysts' shorthand ("capex", "ETR", "D&A", "NI", "B/S") is
+spelled out after it ("NKE ETR (effective tax rate) FY23", ``structure/vocabulary.py``), so every stage that reads
+the query (the dense query, BM25, the page locating, the analyses' routing, the passages) reads the words filings
+print (issue 53).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 from dataclasses import replace
 
 from kb_assets.retrieval.request import SearchRequest
+from kb_assets.structure.vocabulary import spelled_out
 
 # a sentence that starts so is an instruction to the answerer
 INSTRUCTION = re.compile(
@@ -39,6 +43,12 @@ def focused(request: SearchRequest) -> SearchRequest:
 
 
 def retrieval_query(question: str) -> str:
+    """The question without its instructions to the answerer, plus the sources those instructions name, its
+    shorthand spelled out."""
+    return spelled_out(without_instructions(question))
+
+
+def without_instructions(question: str) -> str:
     """The question without its instructions to the answerer, plus the sources those instructions name."""
     text = UNITS.sub(" ", question)
     kept, named = [], []

@@ -6,7 +6,9 @@ The BM25 analyzer (jieba + lowercase, ``stores/vectors.py``) keeps every token: 
 not zero, and a user's question is mostly made of them: a long chunk of common words then outranks the
 short one that states the detail. ``bm25_query`` segments the query as the analyzer does, drops those
 tokens and joins the rest with spaces (the analyzer splits them again the same way). A query with no
-content word left is sent as it is.
+content word left is sent as it is. A question that names a line item by shorthand or by one of its names also
+sends the words its US-GAAP elements print ("capex": payments, acquire, property, plant, equipment;
+``structure/vocabulary.py``, issue 53).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 
 from kb_assets.lib.segmentation import search_words
+from kb_assets.structure.vocabulary import printed_words
 
 _PUNCT = re.compile(r"^[\W_]+$", re.UNICODE)
 # Chinese function words and question words: what a question adds around its content words
@@ -68,7 +71,7 @@ def code_tokens(query: str) -> list[str]:
 
 def bm25_query(query: str, extra: list[str] | None = None) -> str:
     """The query's content words for BM25 (see the module docstring), then ``extra`` words (e.g. the
-    English words of a Chinese query, ``crosslingual.py``)."""
+    English words of a Chinese query, ``crosslingual.py``) and the words its line items print."""
     kept = content_words(query)
-    kept += [word for word in extra or [] if word not in kept]
+    kept += [word for word in [*(extra or []), *printed_words(query)] if word not in kept]
     return " ".join(kept) if kept else query

@@ -34,6 +34,7 @@ from kb_assets.structure.analyses import Analysis, analyses_asked, expansion, so
 from kb_assets.structure.statements import NODE_PREFIX as STATEMENT_PREFIX
 from kb_assets.structure.statements import TITLE, named_statements, statement_family
 from kb_assets.structure.topics import topics_of
+from kb_assets.structure.vocabulary import terms_in
 
 MAX_DOCUMENTS = 20
 WHY_SHARE = 0.25
@@ -44,6 +45,8 @@ CONTINUED = 0.6  # a section's later pages, against its first
 BROAD_SHARE = 0.5  # the routing value of a broad section (a discussion of results, segments, revenue, liquidity)
 BROAD = {"results", "segments", "revenue", "liquidity", "mdna", "business", "risk factors"}  # many pages, many headings
 EXACT = {"balance sheet", "income", "cash flows", "equity", "comprehensive income", "cover"}
+STATEMENTS = {"balance sheet", "income", "cash flows"}
+LINE_ITEM_SHARE = 0.6  # the routing value of the statement that prints a line item the question names
 
 
 @dataclass
@@ -62,9 +65,12 @@ def routing(question: str) -> Routing | None:
     read it; a question that asks why (``WHY``: its answer is a discussion, not the figures) has every source
     at ``WHY_SHARE``."""
     asked = analyses_asked(question)
-    if not asked:
+    printed = {t.statement for t in terms_in(question) if t.statement in STATEMENTS}
+    if not asked and not printed:
         return None
     weights = source_weights(asked)
+    for statement in printed:  # a line item named (by shorthand or name) is read in its statement (issue 53)
+        weights[statement] = max(weights.get(statement, 0.0), LINE_ITEM_SHARE)
     if WHY.search(question):
         weights = {source: weight * WHY_SHARE for source, weight in weights.items()}
     for family in named_statements(question) & weights.keys():

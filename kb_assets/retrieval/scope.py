@@ -8,13 +8,22 @@ name, case-insensitive. No document matches: nothing is searched. A period that 
 date is refused (``check_period``: 422 in the API and the MCP tool, an error naming ``--period`` in the CLI).
 
 Cues: a question that names an organisation of the knowledge bases ("Apple's", "AMD": the initials of
-Advanced Micro Devices), a fiscal year ("FY2022", "fiscal 2022", "in 2022"), a quarter ("Q2", "second
-quarter") or a kind ("10-Q", "annual report", "earnings release") is searched in the documents that match
-them all; a document whose metadata does not say (no organisation or period, a generic kind) stays in.
+Advanced Micro Devices; since issue 53 also its ticker "NKE", a short name it defines, "Costco", a former name,
+"Wal-Mart", and "J&J", "JnJ": ``issuers.py``, where documents that share a commission file number, a ticker or a
+name are one issuer), a fiscal year ("FY2022", "fiscal 2022", "in 2022", "FY22", "FYE22", "2Q24", "Q3'23",
+"1H23", "YE21", "5/31/22"), a quarter ("Q2", "second quarter"; a first half is the second quarter's report) or a
+kind ("10-Q", "annual report", "earnings release") is searched in the documents that match them all; a
+capitalised token that is also finance shorthand ("ETR", "GM": ``structure/vocabulary.py``) is taken for a ticker
+only when nothing else names an issuer; a document whose metadata does not say (no organisation or period, a
+generic kind) stays in.
 Two years named ("from 2021 to 2022"): the later, whose report holds both. A year whose own
 report is not there: the next report of the organisation within two years (it repeats the year as
 comparatives). A year without a quarter: the full-year documents of that year first. Where no document
 matches, the cue is dropped (kind first, then period, then organisation): a cue never empties a search.
+Where the question names an issuer and a period or kind it has no document of, the response carries a warning
+saying which filing was searched instead (``resolve(...).notes``). ``resolve(...).meant`` orders the filings the
+question means (the period's own report first, then a release, then the latest): the scope step measured alone
+(``benchmarks/filings.py``, ``scope@1``).
 
 The knowledge bases' metadata is read once per ``TTL_S`` per searcher (one small query).
 """
@@ -25,7 +34,10 @@ import re
 import threading
 import time
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
+
+from kb_assets.retrieval.issuers import named_organisations
 
 TTL_S = 10.0
 KIND_WORDS = {
@@ -36,10 +48,6 @@ KIND_WORDS = {
 }
 FORMS = {"10-k": "annual report", "10-q": "quarterly report", "8-k": "current report", "20-f": "annual report"}
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
-# words of organisation names that name no one on their own
-LEGAL = {"inc", "incorporated", "corporation", "corp", "company", "co", "ltd", "limited", "plc", "llc", "the", "com"}
-COMMON = {"general", "american", "united", "international", "national", "first", "new", "group", "holdings", "stores"}
-
 _CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[float, dict[str, dict]]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -114,16 +122,27 @@ def period_matches(period: dict, asked: str) -> bool:
     return bool(years) and period.get("fiscal_quarter") is None
 
 
-def scope(searcher: Any, query: str, knowledge_base_ids: list[str] | None, filters: dict | None) -> list[str] | None:
-    """The documents to search (None: every one): those the filters keep, narrowed by the question's cues."""
+def scope(
+    searcher: Any,
+    query: str,
+    knowledge_base_ids: list[str] | None,
+    filters: dict | None,
+    warnings: list[str] | None = None,
+) -> list[str] | None:
+    """The documents to search (None: every one): those the filters keep, narrowed by the question's cues; where
+    the question names a filing that is not there, ``warnings`` gets which one is searched instead."""
     if not filters and not _may_name_something(query):
         return None
     known = known_metadata(searcher, knowledge_base_ids)
-    if filters and any(filters.values()):
-        known = {d: m for d, m in known.items() if matches_filters(m, filters)}
-        narrowed = cued(query, known)
-        return sorted(narrowed if narrowed is not None else known)
-    narrowed = cued(query, known)
+    filtered = bool(filters and any(filters.values()))
+    if filtered:
+        known = {d: m for d, m in known.items() if matches_filters(m, filters or {})}
+    scoped = resolve(query, known)
+    narrowed: set[str] | None = scoped.documents
+    if narrowed is None and filtered:
+        narrowed = set(known)
+    if warnings is not None:
+        warnings.extend(scoped.notes)
     return None if narrowed is None else sorted(narrowed)
 
 
@@ -131,13 +150,24 @@ def _may_name_something(query: str) -> bool:
     return bool(re.search(r"[A-Z]|\d", query))
 
 
+@dataclass
+class Scoped:
+    """What a question names, resolved against the documents' metadata."""
+
+    documents: set[str] | None  # the documents searched (None: every one)
+    meant: list[str] = field(default_factory=list)  # the filings the question means, best first
+    notes: list[str] = field(default_factory=list)  # another filing searched than the one named, and which
+
+
 def cued(query: str, known: dict[str, dict]) -> set[str] | None:
     """The documents that match what the question names (None: it names nothing they tell apart)."""
-    words = set(re.findall(r"[a-z0-9]+", query.lower().replace("'s", " ")))
-    capitals = set(re.findall(r"\b[A-Z]{2,6}\b", query))
-    organisations = {
-        d for d, m in known.items() if m.get("organisation") and _named(m["organisation"], words, capitals)
-    }
+    return resolve(query, known).documents
+
+
+def resolve(query: str, known: dict[str, dict]) -> Scoped:
+    """The documents that match what the question names (see the module docstring), the filings it means, best
+    first, and a note where another filing than the one it names is searched."""
+    organisations = named_organisations(query, known)
     years, quarters = _years(query), _quarters(query)
     kinds = {kind for kind, pattern in KIND_WORDS.items() if re.search(pattern, query, re.I)}
     ended = _ended(query, known)  # "the quarter ended July 1, 2023": the documents whose period ends then
@@ -147,7 +177,7 @@ def cued(query: str, known: dict[str, dict]) -> set[str] | None:
     if not quarters and kinds == {"quarterly report"}:
         quarters = {1, 2, 3, 4}  # a quarterly report without its quarter: any quarter of the year, not the year
     if not organisations and not years and not kinds:
-        return None
+        return Scoped(None)
     # a document whose metadata does not say (no organisation, no period, a generic kind) is not one the
     # question rules out: a handbook's notes stay searchable when a question names the company or a year
     unsaid = {
@@ -155,19 +185,87 @@ def cued(query: str, known: dict[str, dict]) -> set[str] | None:
         for field in ("organisation", "period", "kind")
     }
     pool = organisations | unsaid["organisation"] if organisations else set(known)
-    by_period = _by_period(pool, known, years, quarters)
+    if len(years) > 1:  # "as of FY2021, what does it expect to pay in 2024": a year past every report is a forecast's
+        latest = max(((known[d].get("period") or {}).get("fiscal_year") or 0 for d in pool), default=0)
+        years = {y for y in years if y <= latest} or years
+    by_period, year = _by_period(pool, known, years, quarters)
     by_period = by_period | (pool & unsaid["period"]) if by_period else by_period
     by_kind = {d for d in by_period if (known[d].get("kind") or "") in kinds} if kinds else by_period
     by_kind = by_kind | (by_period & unsaid["kind"]) if by_kind else by_kind
+    notes = _notes(query, known, organisations, years, quarters, kinds, year, by_period, by_kind)
     for candidate in (by_kind, by_period, organisations | unsaid["organisation"] if organisations else set()):
         if candidate:
-            return candidate if candidate != set(known) else None
-    return None
+            chosen = candidate if candidate != set(known) else None
+            meant = sorted(
+                candidate - (unsaid["organisation"] if organisations else set()) or candidate,
+                key=lambda d: (_preference(known[d], quarters), d),
+            )
+            return Scoped(chosen, meant, notes)
+    return Scoped(None)
 
 
-def _by_period(pool: set[str], known: dict[str, dict], years: set[int], quarters: set[int]) -> set[str]:
+def _preference(metadata: dict, quarters: set[int]) -> tuple:
+    """The order of the filings a question means: its period's own report first (a quarter's quarterly report,
+    a year's annual report), then a release, then the latest."""
+    order = (
+        ("quarterly report", "earnings release", "annual report")
+        if quarters
+        else ("annual report", "earnings release", "quarterly report")
+    )
+    kind = metadata.get("kind") or ""
+    period = metadata.get("period") or {}
+    return (
+        order.index(kind) if kind in order else len(order),
+        -(period.get("fiscal_year") or 0),
+        -(period.get("fiscal_quarter") or 5),
+        "".join(chr(0x10FFFF - ord(c)) for c in period.get("end") or metadata.get("date") or ""),  # latest first
+    )
+
+
+def _notes(
+    query: str,
+    known: dict[str, dict],
+    organisations: set[str],
+    years: set[int],
+    quarters: set[int],
+    kinds: set[str],
+    year: int | None,
+    by_period: set[str],
+    by_kind: set[str],
+) -> list[str]:
+    """Where the question names an issuer and a period or kind that none of its documents has: which filing is
+    searched instead (a later report that repeats the year, or all of the issuer's documents)."""
+    if not organisations or not (years or kinds):
+        return []
+    names = sorted({known[d]["organisation"] for d in organisations if known[d].get("organisation")})
+    who = " / ".join(names[:2]) or "the issuer named"
+    asked = _asked_label(years, quarters, kinds)
+    if years and not by_period:
+        return [f"scope: no {asked} of {who} here; searched all of its documents"]
+    if years and year is not None and year != max(years):
+        found = sorted({describe(known[d]) for d in by_kind or by_period})
+        return [f"scope: no {asked} of {who} here; searched {'; '.join(found[:3])} instead (it repeats {max(years)})"]
+    if kinds and not by_kind:
+        return [f"scope: no {asked} of {who} here; searched its other documents of that period"]
+    return []
+
+
+def _asked_label(years: set[int], quarters: set[int], kinds: set[str]) -> str:
+    period = (f"Q{'/'.join(map(str, sorted(quarters)))} " if quarters and len(quarters) < 4 else "") + (
+        f"FY{max(years)} " if years else ""
+    )
+    return f"{period}{' or '.join(sorted(kinds)) or 'report'}".strip()
+
+
+def _by_period(
+    pool: set[str], known: dict[str, dict], years: set[int], quarters: set[int]
+) -> tuple[set[str], int | None]:
+    """The documents of the pool of the period named, and the fiscal year they are of (a later one where the year's
+    own report is not there: it repeats the year as comparatives)."""
     if not years:
-        return {d for d in pool if not quarters or (known[d].get("period") or {}).get("fiscal_quarter") in quarters}
+        return {
+            d for d in pool if not quarters or (known[d].get("period") or {}).get("fiscal_quarter") in quarters
+        }, None
     target = max(years)
 
     def period(d: str) -> dict:
@@ -183,36 +281,34 @@ def _by_period(pool: set[str], known: dict[str, dict], years: set[int], quarters
         else:
             same = {d for d in same if period(d).get("fiscal_quarter") is None} or same
         if same:
-            return same
-    return set()
-
-
-def _named(organisation: str, words: set[str], capitals: set[str]) -> bool:
-    """The question names the organisation: its first two name words, its one distinctive name word, or
-    its initials ("AMD")."""
-    name = [w for w in re.findall(r"[a-z0-9]+", organisation.lower()) if w not in LEGAL]
-    if not name:
-        return False
-    if len(name) >= 2 and name[0] in words and name[1] in words:
-        return True
-    if name[0] in words and name[0] not in COMMON and len(name[0]) > 2:
-        return True
-    return len(name) >= 2 and "".join(w[0] for w in name).upper() in capitals
+            return same, year
+    return set(), None
 
 
 def _years(text: str) -> set[int]:
-    years = {int(y) for y in re.findall(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,.]\d)", text)}
-    years |= {2000 + int(y) for y in re.findall(r"\bFY\s?'?(\d\d)\b", text, re.I)}
+    """The fiscal years a text names: "2022", "FY2022", "FY22", "FYE23", "fiscal '23", "2Q24", "Q3'23", "1H23",
+    "YE21", "5/31/22"."""
+    years = {int(y) for y in re.findall(r"(?<![\d.,$/])((?:19|20)\d\d)(?![\d,.]\d)", text)}
+    short = r"\bFYE?\s?'?(\d\d)\b|\b(?:YE|CY)\s?'?(\d\d)\b|\bfiscal\s+(?:year\s+)?'(\d\d)\b|\b[1-4]Q\s?'?(\d\d)\b"
+    short += r"|\bQ[1-4]\s?['\u2019-](\d\d)\b|\bQ[1-4](\d\d)\b|\b[12]H\s?'?(\d\d)\b|\bH[12]\s?['\u2019-]?(\d\d)\b"
+    short += r"|\b\d{1,2}/\d{1,2}/(\d\d)\b|(?<![\w'])['\u2019](\d\d)\b"
+    years |= {2000 + int(y) for found in re.findall(short, text, re.I) for y in found if y}
     return {y for y in years if 1990 <= y <= 2100}
 
 
 def _quarters(text: str) -> set[int]:
+    """The quarters a text names: "Q2", "2Q23", "second quarter", "second fiscal quarter"; a first half ("1H23",
+    "H1 2023", "first half", "six months ended") is the second quarter's report, nine months the third's."""
     found = {
         int(q) for q in re.findall(r"\bQ([1-4])(?:\b|'?\d\d\b)|\b([1-4])Q(?:'?\d\d)?\b", text, re.I) for q in q if q
     }
     found |= {
         ORDINALS[w.lower()] for w in re.findall(r"\b(first|second|third|fourth)[ -](?:fiscal[ -])?quarter", text, re.I)
     }
+    if re.search(r"\b1H\b|\b1H\s?'?\d\d\b|\bH1\b|\bfirst half\b|\bsix months\b|\b6M\b", text, re.I):
+        found.add(2)
+    if re.search(r"\bnine months\b|\b9M\b", text, re.I):
+        found.add(3)
     return found
 
 
@@ -225,6 +321,10 @@ MONTHS = {
 
 
 def _ended(query: str, known: dict[str, dict]) -> set[str]:
-    """The documents whose period ends on a date the question names ("three months ended July 1, 2023")."""
+    """The documents whose period ends on a date the question names ("three months ended July 1, 2023",
+    "at 7/1/23")."""
     dates = {f"{y}-{MONTHS[m[:3].lower()]:02d}-{int(d):02d}" for m, d, y in DATE.findall(query)}
+    for month, day, year in re.findall(r"\b(\d{1,2})/(\d{1,2})/(\d{4}|\d\d)\b", query):
+        if 1 <= int(month) <= 12 and 1 <= int(day) <= 31:
+            dates.add(f"{int(year) + (2000 if len(year) == 2 else 0)}-{int(month):02d}-{int(day):02d}")
     return {d for d, m in known.items() if (m.get("period") or {}).get("end") in dates} if dates else set()

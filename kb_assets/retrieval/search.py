@@ -198,7 +198,7 @@ class Searcher:
         if warning:
             response.warnings.append(warning)
         extra = english if self.config.translate_bm25 else []
-        documents = scope.scope(self, request.query, request.knowledge_base_ids, request.filters)
+        documents = scope.scope(self, request.query, request.knowledge_base_ids, request.filters, response.warnings)
         bm25_text = bm25_query(request.query, extra) if self.config.bm25_content_words else request.query
         return Query(
             request.query,

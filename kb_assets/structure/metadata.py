@@ -13,16 +13,17 @@ labelled as the document labels it ("fiscal 2023", "FY23"), else by the year its
 The result (``documents.metadata`` in the catalog) is a dict: ``title``, ``organisation``, ``kind``
 (``annual report``, ``quarterly report``, ``current report``, ``earnings release``, ``manual``, ...),
 ``form`` (``10-K``, ...; filings only), ``period`` (``{"label": "FY2023" | "Q2 FY2023" | "2023",
-"fiscal_year", "fiscal_quarter", "end"}``, read by ``structure.periods``), ``date``, and ``confidence`` per field
-(0-1).
+"fiscal_year", "fiscal_quarter", "end"}``, read by ``structure.periods``), ``date``, the other names of the
+issuer (``tickers``, ``names``, ``former_names``, ``file_number``: ``structure.names``), and ``confidence`` per
+field (0-1).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TypedDict
 
+from kb_assets.structure.names import IssuerNames, issuer_names
 from kb_assets.structure.periods import ORDINAL, Period, read_period
 
 FIRST_PAGES = 5  # the pages read (a cover and what follows it)
@@ -76,7 +77,7 @@ HEADER_REGISTRANT = re.compile(r"exact name of (?:the )?registrants?\b", re.I)  
 FILE_NUMBER_ROW = re.compile(r"\d{1,3}-\d{4,6}\s+(.+)")  # a registrant's row starts with its commission file number
 
 
-class DocumentMetadata(TypedDict):
+class DocumentMetadata(IssuerNames):
     """What a document says of itself, stored with it and shown as ``documentMetadata``."""
 
     title: str | None
@@ -118,6 +119,7 @@ def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> D
         "form": form,
         "period": period,
         "date": when,
+        **issuer_names(first, front, whole, organisation),
         "confidence": {k: round(v, 2) for k, v in confidence.items()},
     }
 
