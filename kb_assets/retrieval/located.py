@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
@@ -30,6 +30,7 @@ from kb_assets.stores.vectors import pages_filter
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
+T = TypeVar("T")
 MAX_PAGE_CHUNKS = 2000  # the most entities one filtered search reads for the located pages
 
 
@@ -50,23 +51,24 @@ def start_located(
     them, ``Searcher.dense_bounded``). Also the located pages this cannot answer for, to be searched in Milvus
     (``searched``).
 
-    Two reads run side by side: the kept term counts (``Catalog.located_chunk_terms``) and the entities of every
-    chunk touching the pages from one BM25 search filtered to them (the engine ranks the chunks holding a query
-    word first, on the embedded engine every other chunk of the pages after them). A lookup by primary key would
-    read every row of the collection on the embedded engine (a string key: ~165 ms for 50 chunks at 500,000),
-    while a BM25 search evaluates its filter only where its words are."""
+    The kept term counts (``Catalog.located_chunk_terms``) choose the best, whose entities are then read by primary
+    key. When the dense stage is bounded to these pages (a collection past ``dense_exact_chunks``), every chunk
+    touching them is read instead, beside the counts, by one BM25 search filtered to the pages (the engine ranks
+    the chunks holding a query word first, on the embedded engine every other chunk of the pages after them): a
+    lookup by primary key reads every row of the collection on the embedded engine (a string key: ~165 ms for 50
+    chunks at 500,000), while a BM25 search evaluates its filter only where its words are."""
     pages = [(page["document_id"], page["page_index"]) for page in located]
     if not searcher.config.kept_bm25_statistics:
         return lambda: (Found(), pages)
-    started = time.perf_counter()
     asked_terms = query_terms(query.bm25_text or query.text) + list(extra_terms)
     asked = sorted(set(asked_terms))
-    counting = searcher.pool.submit(searcher.catalog.located_chunk_terms, pages, asked)
-    reading = searcher.pool.submit(_entities, searcher, query, pages)
+    counting = searcher.pool.submit(_timed, searcher.catalog.located_chunk_terms, pages, asked)
+    # every chunk touching the pages when the dense stage is bounded to them; else the best by primary key, after
+    reading = searcher.pool.submit(_timed, _entities, searcher, query, pages) if every_chunk else None
 
     def finish() -> tuple[Found, list[tuple[str, int]]]:
         try:
-            read = counting.result()
+            read, took = counting.result()  # the stage's time: its reads' own (waiting for them overlaps others')
         except Exception as error:
             response.warnings.append(
                 f"pageindex: located pages' chunks unread ({type(error).__name__}: {short(error)}); searched in Milvus"
@@ -82,11 +84,16 @@ def start_located(
         best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
         found = Found()
         try:
-            entities = reading.result()
+            entities: dict[str, dict] = {}
+            if reading is not None:
+                entities, read_ms = reading.result()
+                took = max(took, read_ms)
             missing = [chunk_id for chunk_id in best if chunk_id not in entities]
-            if missing:  # a chunk the engine's words do not find among more than MAX_PAGE_CHUNKS: by primary key
+            if missing:  # the best by primary key (bounded: any the filtered search did not return)
+                started = time.perf_counter()
                 timeout, with_vectors = searcher.config.milvus_timeout_s, bool(query.dense_text)
                 entities.update(entities_by_id(searcher.client, query.collection, missing, timeout, with_vectors))
+                took += elapsed_ms(started)
         except Exception as error:
             found.bm25_error = error
             entities = {}
@@ -99,10 +106,15 @@ def start_located(
                 found.hits[chunk_id] = entity
                 if scores.get(chunk_id, 0.0) > 0:
                     found.bm25[chunk_id] = scores[chunk_id]
-        found.timings["locatedChunks"] = elapsed_ms(started)
+        found.timings["locatedChunks"] = round(took, 1)
         return found, [p for p in pages if p[0] in read.lacking]
 
     return finish
+
+
+def _timed(read: Callable[..., T], *args) -> tuple[T, float]:
+    started = time.perf_counter()
+    return read(*args), elapsed_ms(started)
 
 
 def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, dict]:
