@@ -76,28 +76,10 @@ class Found:
         return merged
 
 
-def fan_out(
-    client: MilvusClient,
-    pool: Executor,
-    query: Query,
-    knowledge_base_ids: list[str] | None,
-    timeout: float,
-    pages: str | None = None,
-    dense_search: bool = True,
-    bm25_search: bool = True,
-) -> Found:
-    """Dense and BM25 searches, one pair per filter, in parallel (BM25 starts while the query is embedded).
-
-    ``pages``: a filter to candidate pages or documents (pageindex); ``dense_search=False``: BM25 only;
-    ``bm25_search=False``: dense only. Every job put in the pool is a leaf (one Milvus call): nothing in it
-    waits on the pool.
-    """
-    return start(client, pool, query, knowledge_base_ids, timeout, pages, dense_search, bm25_search).result()
-
-
 @dataclass
 class Pending:
-    """Searches started by ``start``: ``result()`` waits for them (the caller may do other work first)."""
+    """Searches started by ``start``: ``result()`` waits for them and merges their candidates (the caller may do
+    other work first)."""
 
     query: Query
     bm25_jobs: dict[str | None, Future]
@@ -149,7 +131,13 @@ def start(
     dense_search: bool = True,
     bm25_search: bool = True,
 ) -> Pending:
-    """``fan_out``'s searches started: the BM25 searches, then the query embedded here, then the dense searches."""
+    """Dense and BM25 searches, one pair per filter, started in parallel: the BM25 searches, then the query embedded
+    here (while they run), then the dense searches; ``Pending.result()`` waits for them.
+
+    ``pages``: a filter to candidate pages or documents (pageindex); ``dense_search=False``: BM25 only;
+    ``bm25_search=False``: dense only. Every job put in the pool is a leaf (one Milvus call): nothing in it
+    waits on the pool.
+    """
     started = time.perf_counter()
     filters = _kb_filters(knowledge_base_ids, pages)
     bm25_jobs = {

@@ -227,7 +227,7 @@ class Searcher:
         dense_search: bool = True,
         bm25_search: bool = True,
     ) -> Found:
-        """The dense and BM25 searches of the requested knowledge bases (see ``fanout.fan_out``), in the
+        """The dense and BM25 searches of the requested knowledge bases (see ``fanout.start``), in the
         documents the request's filters and the question's cues leave (``scope.py``)."""
         return self.start_fan_out(request, query, pages, dense_search, bm25_search).result()
 
