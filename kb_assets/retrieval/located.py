@@ -24,6 +24,8 @@ from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
+from kb_assets.stores.catalog.locating import LocatedPage
+from kb_assets.stores.entities import Entity
 from kb_assets.stores.vector_search import entities_by_id, search_bm25
 from kb_assets.stores.vectors import pages_filter
 
@@ -37,12 +39,12 @@ def start_located(
     searcher: Searcher,
     response: SearchResponse,
     query: Query,
-    located: list[dict],
+    located: list[LocatedPage],
     limit: int | None = None,
     extra_terms: tuple[str, ...] = (),
     every_chunk: bool = False,
 ) -> Callable[[], tuple[Found, list[tuple[str, int]]]]:
-    """Start reading the candidates of the located pages ({document_id, page_index} rows); the function returned
+    """Start reading the candidates of the located pages; the function returned
     waits for them: their entities with their BM25 scores (and stored vectors when the model reads the query), the
     best ``limit`` (``query.limit``) by BM25 over the query's words and ``extra_terms`` (the routed pages' section
     titles: which chunks are read, not how they score; search scores every candidate by the query's words,
@@ -55,7 +57,7 @@ def start_located(
     word first, on the embedded engine every other chunk of the pages after them). A lookup by primary key would
     read every row of the collection on the embedded engine (a string key: ~165 ms for 50 chunks at 500,000),
     while a BM25 search evaluates its filter only where its words are."""
-    pages = [(page["document_id"], page["page_index"]) for page in located]
+    pages = [(page.document_id, page.page_index) for page in located]
     if not searcher.config.kept_bm25_statistics:
         return lambda: (Found(), pages)
     started = time.perf_counter()
@@ -105,7 +107,7 @@ def start_located(
     return finish
 
 
-def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, dict]:
+def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, Entity]:
     """The entities (with their stored vectors when the model reads the query) of the chunks touching these pages,
     at most ``MAX_PAGE_CHUNKS``: a BM25 search filtered to them."""
     ranges: dict[str, list[tuple[int, int]]] = {}

@@ -178,7 +178,7 @@ def order_pages(
     missing = [key for key in head if key not in texts]
     if missing:
         facts = searcher.page_facts(missing, response, with_text=True)
-        texts = {**texts, **{key: fact.get("text") or "" for key, fact in facts.items()}}
+        texts = {**texts, **{key: fact.text or "" for key, fact in facts.items()}}
     rows = []
     for rank, key in enumerate(head, 1):
         best = by_page[key][0]
