@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval import fanout, scope, scoring
 from kb_assets.retrieval.candidates import candidate_rows, served
 from kb_assets.retrieval.context import passages, question_terms
@@ -175,7 +176,7 @@ class Searcher:
         return response
 
     # stages strategies build on ------------------------------------------------------------------
-    def candidates(self, request: SearchRequest, response: SearchResponse) -> list[dict]:
+    def candidates(self, request: SearchRequest, response: SearchResponse) -> list[JsonObject]:
         """Every candidate of the dense and BM25 searches of the requested knowledge bases, scored
         (neither cut nor ordered)."""
         query = self.prepare(request, response)
@@ -278,7 +279,7 @@ class Searcher:
 
     def score(
         self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
-    ) -> list[dict]:
+    ) -> list[JsonObject]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
         warnings for degraded modes. What the candidates need of the catalog is read once (``candidate_rows``:
         their documents' rows, term counts, the BM25 statistics not read yet, and the marks of their pages and

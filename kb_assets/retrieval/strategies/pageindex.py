@@ -43,7 +43,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.lib.json_types import JsonObject
-from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
+from kb_assets.retrieval.context import Term, coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.located import searched, start_located
 from kb_assets.retrieval.page_scorer import PAGES, order_pages
 from kb_assets.retrieval.query import Query, query_terms
@@ -71,7 +71,7 @@ T = TypeVar("T")
 ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two a page)
 
 
-def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
+def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[JsonObject]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     # past the engine's exact range the dense stage reads the located pages' chunks, not the knowledge base
     bounded = searcher.dense_bounded(request)
@@ -211,7 +211,7 @@ def routed_list(
 def add_page_coverage(
     searcher: Searcher,
     response: SearchResponse,
-    terms: list,
+    terms: list[Term],
     by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
 ) -> dict[tuple[str, int], str]:
@@ -238,7 +238,7 @@ def add_named_statement(
     response: SearchResponse,
     statements: Future[tuple[list[tuple[str, str, int, int]], float]],
     named: set[str],
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
 ) -> None:
     """Add ``named_statement`` to the relevance of the pages of the statements the question names (in place;
@@ -276,16 +276,16 @@ def locate_weight(config: SearchConfig, query: Query) -> float:
 
 
 def assemble(
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
     toc: set[tuple[str, int]],
     chunks_per_page: int,
-) -> list[dict]:
+) -> list[JsonObject]:
     """Results from each page's chunks (best first): its best chunk at the page's relevance, up to
     ``chunks_per_page`` - 1 more, none next to one taken, at their own scores; table-of-contents pages last."""
     items = []
     for key, chunks in by_page.items():
-        taken: list[dict] = []
+        taken: list[JsonObject] = []
         for row in chunks:
             if len(taken) == chunks_per_page:
                 break
@@ -297,17 +297,17 @@ def assemble(
     return [item[-1] for item in items]
 
 
-def _value(row: dict) -> float:
+def _value(row: JsonObject) -> float:
     """A chunk's value for ordering: its second-stage score where there is one, else its hybrid score."""
     return row["scores"].get("rerank", row["score"])
 
 
-def rerank_key(row: dict):
+def rerank_key(row: JsonObject) -> tuple:
     """Chunks by their second-stage score (the hybrid score without one), then as ``rank_key``."""
     return (-_value(row),) + rank_key(row)[1:]
 
 
-def _located_page(row: dict, located: dict[tuple[str, int], float]) -> tuple[str, int]:
+def _located_page(row: JsonObject, located: dict[tuple[str, int], float]) -> tuple[str, int]:
     """The located page a chunk belongs to (a chunk spanning pages counts for the first located one)."""
     for page in range(row["pageIndex"], row["pageEnd"] + 1):
         if (row["documentId"], page) in located:
