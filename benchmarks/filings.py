@@ -259,7 +259,7 @@ def metadata_accuracy(catalog, truth: dict[str, dict], misses: bool = True) -> l
     stored = catalog.published_versions([d.document_id for d in documents])
     for document in documents:
         doc = Path(document.source_uri).stem
-        expected, found = truth[doc], stored[document.document_id].get("metadata") or {}
+        expected, found = truth[doc], stored[document.document_id].metadata or {}
         period = found.get("period") or {}
         checks = metadata_checks(found, expected)
         right.update(field for field, ok in checks.items() if ok)

@@ -241,7 +241,7 @@ def measure(size: int, alias: str, client, searcher, model, queries: list[str], 
         located = searcher.catalog.locate_pages(query_terms(q), q, [KB], searcher.config.pageindex_pages)
         ranges: dict = {}
         for page in located:
-            ranges.setdefault(page["document_id"], []).append((page["page_index"], page["page_index"]))
+            ranges.setdefault(page.document_id, []).append((page.page_index, page.page_index))
         page_filters[q] = f"({in_filter('knowledge_base_id', [KB])}) and ({pages_filter(ranges)})" if ranges else None
 
     def raw(q: str, flt: str, dense: bool = True) -> None:

@@ -72,7 +72,7 @@ def scanned(catalog, terms: list[str], query: str, knowledge_base_ids: list[str]
 
 def indexed(catalog, terms, query, knowledge_base_ids, limit, documents=None) -> list:
     pages = catalog.locate_pages(terms, query, knowledge_base_ids, limit, documents)
-    return [(p["document_id"], p["page_index"], round(p["score"], 9)) for p in pages]
+    return [(p.document_id, p.page_index, round(p.score, 9)) for p in pages]
 
 
 @pytest.mark.parametrize("question", QUESTIONS)

@@ -41,7 +41,7 @@ def test_located_pages_give_the_chunks_a_filtered_bm25_search_gives(searcher, qu
     request, response, query, pages = located(searcher, question)
     assert pages, f"no page located for {question!r}: the comparison below would check nothing"
     kept = located_chunks(searcher, request, response, query, pages)
-    milvus = searched(searcher, request, query, [(p["document_id"], p["page_index"]) for p in pages])
+    milvus = searched(searcher, request, query, [(p.document_id, p.page_index) for p in pages])
     assert kept.bm25_error is None and milvus.bm25_error is None
     assert "locatedChunks" in kept.timings and "bm25Search" not in kept.timings  # no Milvus search ran
     assert set(kept.hits) <= set(milvus.hits), response.warnings
@@ -63,7 +63,7 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
 
     request, response, query, pages = located(searcher, QUESTIONS[0])
     assert pages
-    document_id = pages[0]["document_id"]
+    document_id = pages[0].document_id
     chunks = lake.read("chunks", document_id)
     before = located_chunks(searcher, request, response, query, pages)
     with catalog.connect() as conn, conn.cursor() as cur:

@@ -355,7 +355,7 @@ def test_pageindex_locates_pages_then_gives_each_page_at_most_two_separate_chunk
         for p in catalog.read_pages(backups.document_id)
         if "## Encryption" in p["text"] or p["text"].lstrip().startswith("Encryption")
     )
-    assert (located[0]["document_id"], located[0]["page_index"]) == (backups.document_id, encryption_page)
+    assert (located[0].document_id, located[0].page_index) == (backups.document_id, encryption_page)
 
     response = kb_searcher.search(SearchRequest("Encryption", ["alpha"], limit=5, strategy="pageindex"))
     rows = response.results
@@ -410,7 +410,7 @@ def test_locating_pages_reads_the_locating_index_not_every_page(kb_searcher):
             cur.execute("DEALLOCATE locate_plan")
         assert "locate_terms_token" in plan and "Seq Scan on pages" not in plan, plan
         located = catalog.locate_pages(query_terms(query), query, [kb], 12, None)
-        assert [(p["document_id"], p["page_index"]) for p in located] == [("locate-25", 50), ("locate-3", 17)]
+        assert [(p.document_id, p.page_index) for p in located] == [("locate-25", 50), ("locate-3", 17)]
     finally:
         with catalog.connect() as conn, conn.cursor() as cur:
             cur.execute("DELETE FROM documents WHERE knowledge_base_id = %s", (kb,))

@@ -1,7 +1,8 @@
 """Rows by column: a ``pages`` row and a ``pageindex_nodes`` row as Postgres stores them (``sql/schema.sql``)
 and the stages read and extend them (a page's summary and ``is_toc``, a node's summary). Mappings by column
-name, declared once here for the catalog (``stores/catalog``) and the stages (``structure/``, ``chunking/``);
-typed records once the retrieval code that reads them too (the search-speed issue's) has landed."""
+name, declared once here for the catalog (``stores/catalog``) and the stages (``structure/``, ``chunking/``).
+Search reads its own named values of pages (``PageFacts``, ``MatchedPage``:
+``stores/catalog/search_reads.py``); only the naive baseline reads whole rows."""
 
 from typing import Any
 

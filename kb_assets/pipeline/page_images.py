@@ -64,7 +64,7 @@ def ensure_page_image(key: str, catalog: Catalog, store: ObjectStore) -> bool:
     page_index = int(match["page_index"])
     page = catalog.page_facts([(doc.document_id, page_index)]).get((doc.document_id, page_index))
     original = original_of(doc, match["version"])
-    if page is None or page["image_key"] != key or not store.exists(original):
+    if page is None or page.image_key != key or not store.exists(original):
         return False
     renders = render_page_images(store.get(original), doc.source_kind, [page_index])
     if page_index not in renders:

@@ -11,11 +11,13 @@ from bisect import bisect_right
 import numpy as np
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.lib.json_types import JsonObject
+from kb_assets.lib.rows import PageRow
 
 WINDOW, OVERLAP = 512, 50
 
 
-def windows(pages: list[dict]) -> list[tuple[str, int, int]]:
+def windows(pages: list[PageRow]) -> list[tuple[str, int, int]]:
     """(text, first page, last page) windows over the concatenated page texts of one document."""
     starts, parts, offset = [], [], 0
     for page in sorted(pages, key=lambda p: p["page_index"]):
@@ -35,10 +37,11 @@ def windows(pages: list[dict]) -> list[tuple[str, int, int]]:
 
 
 class NaiveBaseline:
-    """Dense-only exact search over 512-character windows of the given documents."""
+    """Dense-only exact search over 512-character windows of the given documents (each its ``knowledgeBaseId`` and
+    ``sourceUri``, and its pages)."""
 
-    def __init__(self, model: EmbeddingModel, documents: list[tuple[dict, list[dict]]]):
-        self.rows: list[dict] = []
+    def __init__(self, model: EmbeddingModel, documents: list[tuple[dict[str, str], list[PageRow]]]):
+        self.rows: list[JsonObject] = []
         texts = []
         for doc, pages in documents:
             for text, first, last in windows(pages):
@@ -56,7 +59,8 @@ class NaiveBaseline:
         self.vectors = model.encode(texts) if texts else np.zeros((0, model.dimension), dtype=np.float32)
         self.kb = np.array([row["knowledgeBaseId"] for row in self.rows])
 
-    def search(self, query: str, knowledge_base_ids: list[str] | None, limit: int = 10) -> list[dict]:
+    def search(self, query: str, knowledge_base_ids: list[str] | None, limit: int = 10) -> list[JsonObject]:
+        """The ``limit`` windows nearest the query, as result rows (the fields ``evaluation.py`` reads)."""
         scores = self.vectors @ self.model.encode_queries([query])[0]
         if knowledge_base_ids:
             scores = np.where(np.isin(self.kb, knowledge_base_ids), scores, -np.inf)

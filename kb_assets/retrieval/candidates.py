@@ -14,7 +14,7 @@ from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchResponse, short
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
-from kb_assets.stores.catalog.search_reads import CandidateRows
+from kb_assets.stores.catalog.search_reads import CandidateRows, ServingVersion
 
 
 def candidate_rows(
@@ -57,18 +57,24 @@ def served(response: SearchResponse, found: Found, rows: CandidateRows | None) -
         return found
     versions = rows.versions
     for document_id, row in versions.items():
-        if row["published_version"] and row["published_version"] != row["version"]:
+        if row.published_version and row.published_version != row.version:
             response.last_good[document_id] = (
-                f"the current file of {document_id} failed ({row['error']}): results come from its last good "
-                f"version {row['published_version'][:12]}"
-                if row["status"] == "failed"
+                f"the current file of {document_id} failed ({row.error}): results come from its last good "
+                f"version {row.published_version[:12]}"
+                if row.status == "failed"
                 else f"a new version of {document_id} is being ingested: results come from its published version "
-                f"{row['published_version'][:12]}"
+                f"{row.published_version[:12]}"
             )
     return found.only(
         {
             chunk_id
             for chunk_id, hit in found.hits.items()
-            if versions.get(hit["document_id"], {}).get("published_version") == hit.get("document_version")
+            if _published(versions, hit["document_id"]) == hit.get("document_version")
         }
     )
+
+
+def _published(versions: dict[str, ServingVersion], document_id: str) -> str | None:
+    """The version of the document that may serve (None: none, or its row unread)."""
+    row = versions.get(document_id)
+    return row.published_version if row is not None else None

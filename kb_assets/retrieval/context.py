@@ -31,6 +31,7 @@ the chunk: en 0.84 / 0.95, zh 0.56 / 0.73 (with the whitespace-blind chunk findi
 
 from __future__ import annotations
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.prose import prose_passage
 from kb_assets.retrieval.tables import table_passage
 from kb_assets.retrieval.windows import (
@@ -62,7 +63,7 @@ __all__ = [
 
 
 def passages(
-    rows: list[dict],
+    rows: list[JsonObject],
     page_texts: dict[tuple[str, int], str],
     terms: list[Term],
     budget: int,

@@ -22,10 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from kb_assets.lib.json_types import JsonObject
+
 K_FOR_MRR = 10
 
 
-def load_questions(path: Path) -> list[dict]:
+def load_questions(path: Path) -> list[JsonObject]:
+    """The questions of a JSON-lines file, each as written (the fields above, and whatever a benchmark adds)."""
     questions = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
@@ -36,11 +39,12 @@ def load_questions(path: Path) -> list[dict]:
     return questions
 
 
-def is_hit(result: dict, question: dict) -> bool:
+def is_hit(result: JsonObject, question: JsonObject) -> bool:
     source = (result.get("sourceUri") or "").replace("\\", "/")
     if not source.endswith(question["file"]) and Path(source).name != Path(question["file"]).name:
         return False
-    start, end = result["pageIndex"], result.get("pageEnd", result["pageIndex"])
+    start: int = result["pageIndex"]
+    end: int = result.get("pageEnd", start)
     first, last = question["pages"]
     if end < first or start > last:
         return False
@@ -48,7 +52,7 @@ def is_hit(result: dict, question: dict) -> bool:
     return not all(page in toc for page in range(start, end + 1))
 
 
-def first_hit_rank(results: list[dict], question: dict) -> int | None:
+def first_hit_rank(results: list[JsonObject], question: JsonObject) -> int | None:
     for rank, result in enumerate(results[:K_FOR_MRR], 1):
         if is_hit(result, question):
             return rank
@@ -79,13 +83,13 @@ def answer_in(answer: str, text: str, lang: str = "en") -> bool:
     return False
 
 
-def returned_text(result: dict) -> str:
+def returned_text(result: JsonObject) -> str:
     """What a reader of the result gets: its ``context`` when the response adds one (the passage around
     the chunk, which holds the chunk), else its ``content``."""
     return result.get("context") or result.get("content") or ""
 
 
-def first_answer_rank(results: list[dict], question: dict) -> int | None:
+def first_answer_rank(results: list[JsonObject], question: JsonObject) -> int | None:
     """The rank of the first result whose returned text holds the question's answer phrase (top 10)."""
     for rank, result in enumerate(results[:K_FOR_MRR], 1):
         if answer_in(question["answer"], returned_text(result), question.get("lang", "en")):
@@ -93,8 +97,9 @@ def first_answer_rank(results: list[dict], question: dict) -> int | None:
     return None
 
 
-def evaluate(search: Callable[[dict], list[dict]], questions: list[dict]) -> dict:
-    """Scores of a search function (question -> ranked results) per knowledge base and overall."""
+def evaluate(search: Callable[[JsonObject], list[JsonObject]], questions: list[JsonObject]) -> dict[str, JsonObject]:
+    """Scores of a search function (question -> ranked results, as the API answers them) per knowledge base and
+    overall (``summarize``: reported as JSON)."""
     per_kb: dict[str, list[tuple]] = defaultdict(list)
     for question in questions:
         started = time.perf_counter()
@@ -109,7 +114,7 @@ def evaluate(search: Callable[[dict], list[dict]], questions: list[dict]) -> dic
     return report
 
 
-def summarize(rows: list[tuple]) -> dict:
+def summarize(rows: list[tuple]) -> JsonObject:
     """hit@1/@5, MRR, latency p50/p95; for questions with an answer phrase (rows of four: page rank, ms,
     answer rank, longest returned text of the top 5) also answer@1/@5, answer MRR and that length."""
     if not rows:

@@ -17,6 +17,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import elapsed_ms
+from kb_assets.stores.entities import Entity
 from kb_assets.stores.vector_search import search_bm25, search_dense
 from kb_assets.stores.vectors import in_filter
 
@@ -28,7 +29,7 @@ MAX_SEPARATE_KB_SEARCHES = 8
 class Found:
     """What the searches of a query returned: entities, raw scores, failures."""
 
-    hits: dict[str, dict] = field(default_factory=dict)
+    hits: dict[str, Entity] = field(default_factory=dict)
     dense: dict[str, float] = field(default_factory=dict)
     bm25: dict[str, float] = field(default_factory=dict)
     no_bm25: set[str] = field(default_factory=set)  # returned by dense; BM25 exhausted without them: score 0

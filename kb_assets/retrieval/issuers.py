@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kb_assets.structure.vocabulary import is_shorthand
+
+if TYPE_CHECKING:
+    from kb_assets.structure.metadata import DocumentMetadata
 
 # words of organisation names that name no one on their own
 LEGAL = {"inc", "incorporated", "corporation", "corp", "company", "co", "ltd", "limited", "plc", "llc", "the", "com"}
 COMMON = {"general", "american", "united", "international", "national", "first", "new", "group", "holdings", "stores"}
 
 
-def named_organisations(query: str, known: dict[str, dict]) -> set[str]:
+def named_organisations(query: str, known: dict[str, DocumentMetadata]) -> set[str]:
     """The documents of the issuers the question names (``issuers``): by a name, a short or former name, a ticker
     or initials. A capitalised token that is also finance shorthand ("ETR", "GM": ``vocabulary.is_shorthand``)
     counts only when nothing else in the question names an issuer."""
@@ -57,10 +61,10 @@ class _Issuer:
     phrases: list[_Phrase] = field(default_factory=list)  # names, short and former names
 
 
-_ISSUERS: dict[int, tuple[dict[str, dict], dict[str, _Issuer]]] = {}
+_ISSUERS: dict[int, tuple[dict[str, DocumentMetadata], dict[str, _Issuer]]] = {}
 
 
-def issuers(known: dict[str, dict]) -> dict[str, _Issuer]:
+def issuers(known: dict[str, DocumentMetadata]) -> dict[str, _Issuer]:
     """The issuers of the documents: documents that share a commission file number, a ticker or a name are one
     issuer, whose names, short and former names, tickers and initials all name every document of it (a 10-K of
     2018 lists no ticker on its cover, its 2022 one does; "Wal-Mart Stores, Inc." became "Walmart Inc.")."""
@@ -75,10 +79,13 @@ def issuers(known: dict[str, dict]) -> dict[str, _Issuer]:
         return key
 
     keys: dict[str, list[str]] = {}
+    organisation: dict[str, str] = {}  # of the documents that name theirs
     for document, metadata in known.items():
-        if not metadata.get("organisation"):
+        name = metadata.get("organisation")
+        if not name:
             continue
-        own = [f"doc:{document}", f"name:{_key(metadata['organisation'])}"]
+        organisation[document] = name
+        own = [f"doc:{document}", f"name:{_key(name)}"]
         own += [f"name:{_key(n)}" for n in metadata.get("former_names") or []]
         own += [f"ticker:{t}" for t in metadata.get("tickers") or []]
         own += [f"file:{metadata['file_number']}"] if metadata.get("file_number") else []
@@ -90,7 +97,7 @@ def issuers(known: dict[str, dict]) -> dict[str, _Issuer]:
         issuer = found.setdefault(root(own[0]), _Issuer())
         issuer.documents.add(document)
         metadata = known[document]
-        names = [metadata["organisation"], *(metadata.get("names") or []), *(metadata.get("former_names") or [])]
+        names = [organisation[document], *(metadata.get("names") or []), *(metadata.get("former_names") or [])]
         for name in names:
             for phrase in _phrases(name):
                 if all(p.pattern.pattern != phrase.pattern.pattern for p in issuer.phrases):

@@ -27,7 +27,7 @@ def rescored(query_text: str, found: Found, rows: CandidateRows | None, warnings
         warnings.append("BM25 statistics unavailable (document rows unread); lexical scores are Milvus's")
         return found
     documents = {hit["document_id"] for hit in found.hits.values()}
-    lacking = sorted(d for d in documents if versions.get(d, {}).get("term_count") is None)
+    lacking = sorted(d for d in documents if d not in versions or versions[d].term_count is None)
     if lacking:
         warnings.append(
             f"BM25 statistics not kept yet for {len(lacking)} document(s) ({', '.join(lacking[:3])}); "

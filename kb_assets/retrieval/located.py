@@ -24,6 +24,8 @@ from kb_assets.lib.lexical import Statistics, bm25, query_terms
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, elapsed_ms, short
+from kb_assets.stores.catalog.locating import LocatedPage
+from kb_assets.stores.entities import Entity
 from kb_assets.stores.vector_search import entities_by_id, search_bm25
 from kb_assets.stores.vectors import pages_filter
 
@@ -38,12 +40,12 @@ def start_located(
     searcher: Searcher,
     response: SearchResponse,
     query: Query,
-    located: list[dict],
+    located: list[LocatedPage],
     limit: int | None = None,
     extra_terms: tuple[str, ...] = (),
     every_chunk: bool = False,
 ) -> Callable[[], tuple[Found, list[tuple[str, int]]]]:
-    """Start reading the candidates of the located pages ({document_id, page_index} rows); the function returned
+    """Start reading the candidates of the located pages; the function returned
     waits for them: their entities with their BM25 scores (and stored vectors when the model reads the query), the
     best ``limit`` (``query.limit``) by BM25 over the query's words and ``extra_terms`` (the routed pages' section
     titles: which chunks are read, not how they score; search scores every candidate by the query's words,
@@ -57,7 +59,7 @@ def start_located(
     the chunks holding a query word first, on the embedded engine every other chunk of the pages after them): a
     lookup by primary key reads every row of the collection on the embedded engine (a string key: ~165 ms for 50
     chunks at 500,000), while a BM25 search evaluates its filter only where its words are."""
-    pages = [(page["document_id"], page["page_index"]) for page in located]
+    pages = [(page.document_id, page.page_index) for page in located]
     if not searcher.config.kept_bm25_statistics:
         return lambda: (Found(), pages)
     asked_terms = query_terms(query.bm25_text or query.text) + list(extra_terms)
@@ -84,7 +86,7 @@ def start_located(
         best = sorted((c for c in scores if scores[c] > 0), key=lambda c: (-scores[c], c))[: limit or query.limit]
         found = Found()
         try:
-            entities: dict[str, dict] = {}
+            entities: dict[str, Entity] = {}
             if reading is not None:
                 entities, read_ms = reading.result()
                 took = max(took, read_ms)
@@ -117,7 +119,7 @@ def _timed(read: Callable[..., T], *args) -> tuple[T, float]:
     return read(*args), elapsed_ms(started)
 
 
-def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, dict]:
+def _entities(searcher: Searcher, query: Query, pages: list[tuple[str, int]]) -> dict[str, Entity]:
     """The entities (with their stored vectors when the model reads the query) of the chunks touching these pages,
     at most ``MAX_PAGE_CHUNKS``: a BM25 search filtered to them."""
     ranges: dict[str, list[tuple[int, int]]] = {}

@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,12 +32,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval import scope
 from kb_assets.retrieval.context import is_table
 from kb_assets.retrieval.request import SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
+    from kb_assets.structure.metadata import DocumentMetadata
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,7 @@ class PageScorer:
         """The scores of pages (one row of ``FEATURES`` each)."""
         return ((rows - self.mean) / self.scale) @ self.weights
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonObject:
         return {
             "format": FORMAT,
             "version": self.version,
@@ -118,7 +121,7 @@ def scorer_version(path: Path | None = None) -> str:
     return scorer.version if scorer else "none"
 
 
-def page_features(page: dict, question: dict) -> list[float]:
+def page_features(page: Mapping[str, float], question: Mapping[str, float]) -> list[float]:
     """One page's ``FEATURES`` from its signals (``page``: the names of ``PAGE_FEATURES``) and the question's
     (``QUESTION_FEATURES``: 0 or 1)."""
     values = [float(page.get(name, 0.0)) for name in PAGE_FEATURES]
@@ -152,19 +155,18 @@ def train(
     return PageScorer(version, mean, scale, w)
 
 
-def is_filing(metadata: dict | None) -> bool:
-    metadata = metadata or {}
-    return bool(metadata.get("form")) or metadata.get("kind") in FILING_KINDS
+def is_filing(metadata: DocumentMetadata | None) -> bool:
+    return metadata is not None and (bool(metadata.get("form")) or metadata.get("kind") in FILING_KINDS)
 
 
 def order_pages(
     searcher: Searcher,
     request: SearchRequest,
     response: SearchResponse,
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
     locate_score: dict[tuple[str, int], float],
-    question: dict,
+    question: Mapping[str, float],
     texts: dict[tuple[str, int], str],
 ) -> None:
     """Order the ``PAGES`` best pages of a filings search by the scorer (in place: their relevance becomes the
@@ -178,7 +180,7 @@ def order_pages(
     missing = [key for key in head if key not in texts]
     if missing:
         facts = searcher.page_facts(missing, response, with_text=True)
-        texts = {**texts, **{key: fact.get("text") or "" for key, fact in facts.items()}}
+        texts = {**texts, **{key: fact.text or "" for key, fact in facts.items()}}
     rows = []
     for rank, key in enumerate(head, 1):
         best = by_page[key][0]

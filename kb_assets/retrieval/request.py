@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kb_assets.lib.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from kb_assets.stores.catalog.search_reads import PageFacts
 
 
 @dataclass
@@ -39,20 +45,22 @@ STAGES = (
 
 @dataclass
 class SearchResponse:
-    results: list[dict] = field(default_factory=list)
+    results: list[JsonObject] = field(default_factory=list)  # as the API answers them (``rows.py``)
     warnings: list[str] = field(default_factory=list)
     strategy: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)  # stage (``STAGES``) -> milliseconds
-    last_good: dict = field(default_factory=dict)  # document id -> notice: a newer file failed, an older version serves
-    page_features: list = field(default_factory=list)  # pageindex, filings: ((document id, page), FEATURES) ordered
+    # document id -> notice: a newer file failed, an older version serves
+    last_good: dict[str, str] = field(default_factory=dict)
+    # pageindex, filings: ((document id, page), FEATURES) ordered
+    page_features: list[tuple[tuple[str, int], list[float]]] = field(default_factory=list)
     # what this search read of the catalog, so that nothing is read twice (not answered): page facts
     # ((document id, page) -> is_toc, image_key and, once read, text) and BM25 statistics (kb -> (chunks,
     # total length, term -> chunks holding it)) with the terms they were read for
-    pages: dict[tuple[str, int], dict] = field(default_factory=dict)
+    pages: dict[tuple[str, int], PageFacts] = field(default_factory=dict)
     statistics: dict[str, tuple[int, int, dict[str, int]]] = field(default_factory=dict)
     statistics_terms: dict[str, set[str]] = field(default_factory=dict)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonObject:
         return {
             "results": self.results,
             "warnings": self.warnings,

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.lexical_query import content_words
 
 NEAR = 40  # characters between two neighbouring question words that count as a kept phrase
@@ -90,7 +91,7 @@ def features(words: list[Word], content: str) -> tuple[float, float]:
     return coverage, near / len(pairs)
 
 
-def rerank(rows: list[dict], words: list[Word], coverage_weight: float, proximity_weight: float) -> None:
+def rerank(rows: list[JsonObject], words: list[Word], coverage_weight: float, proximity_weight: float) -> None:
     """Add ``coverage``, ``proximity`` and ``rerank`` to each row's ``scores`` (in place)."""
     for row in rows:
         coverage, proximity = features(words, row["content"])

@@ -3,6 +3,14 @@ scored chunk or a fallback page, and the ``/v1/assets/...`` URLs of page and fig
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kb_assets.lib.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from kb_assets.stores.catalog.search_reads import MatchedPage
+    from kb_assets.stores.entities import Entity
+
 # where the service serves page images and figure crops, by object-store key (``pages/<documentId>/...``)
 ASSETS_PATH = "/v1/assets"
 
@@ -12,8 +20,11 @@ def asset_url(key: str | None) -> str | None:
     return f"{ASSETS_PATH}/{key}" if key else None
 
 
-def result_row(entity: dict, score: float | None, scores: dict, source: str = "hybrid") -> dict:
-    """A result from a Milvus entity (or a page shaped like one); ``pageImageUrl`` is filled in later."""
+def result_row(
+    entity: Entity, score: float | None, scores: dict[str, float | None], source: str = "hybrid"
+) -> JsonObject:
+    """A result (as the API answers it) from a Milvus entity (or a page shaped like one); ``pageImageUrl`` is filled
+    in later."""
     return {
         "chunkId": entity.get("chunk_id"),
         "documentId": entity["document_id"],
@@ -34,15 +45,20 @@ def result_row(entity: dict, score: float | None, scores: dict, source: str = "h
     }
 
 
-def page_row(page: dict) -> dict:
+def page_row(page: MatchedPage) -> JsonObject:
     """A page-fallback result: page text from Postgres, no hybrid score."""
-    row = result_row(
-        {**page, "content": page["text"][:2000], "page_end": page["page_index"], "image_key": None},
-        None,
-        {"dense": None, "lexical": None, "exactBoost": None},
-        source="fallback_pages",
-    )
-    row["pageSummary"] = page.get("summary")
-    if page.get("image_key"):
-        row["pageImageUrl"] = asset_url(page["image_key"])
+    shaped = {
+        "document_id": page.document_id,
+        "knowledge_base_id": page.knowledge_base_id,
+        "document_title": page.document_title,
+        "source_uri": page.source_uri,
+        "page_index": page.page_index,
+        "page_end": page.page_index,
+        "page_label": page.page_label,
+        "content": page.text[:2000],
+    }
+    row = result_row(shaped, None, {"dense": None, "lexical": None, "exactBoost": None}, source="fallback_pages")
+    row["pageSummary"] = page.summary
+    if page.image_key:
+        row["pageImageUrl"] = asset_url(page.image_key)
     return row

@@ -35,9 +35,12 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kb_assets.retrieval.issuers import named_organisations
+
+if TYPE_CHECKING:
+    from kb_assets.structure.metadata import DocumentMetadata
 
 TTL_S = 10.0
 KIND_WORDS = {
@@ -48,7 +51,9 @@ KIND_WORDS = {
 }
 FORMS = {"10-k": "annual report", "10-q": "quarterly report", "8-k": "current report", "20-f": "annual report"}
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
-_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[float, dict[str, dict]]]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[float, dict[str, DocumentMetadata]]]] = (
+    weakref.WeakKeyDictionary()
+)
 _LOCK = threading.Lock()
 
 
@@ -58,7 +63,7 @@ def unknown_knowledge_bases(unknown: list[str], readable: list[str]) -> str:
     return f"no knowledge base {', '.join(map(repr, unknown))}: known ones are {', '.join(readable) or 'none yet'}"
 
 
-def known_metadata(searcher: Any, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
+def known_metadata(searcher: Any, knowledge_base_ids: list[str] | None) -> dict[str, DocumentMetadata]:
     """{document_id: metadata} of the published documents of these knowledge bases (cached per searcher)."""
     key = tuple(sorted(knowledge_base_ids)) if knowledge_base_ids else ()
     with _LOCK:
@@ -74,7 +79,24 @@ def known_metadata(searcher: Any, knowledge_base_ids: list[str] | None) -> dict[
     return found
 
 
-def matches_filters(metadata: dict, filters: dict[str, str | None]) -> bool:
+class Fiscal(NamedTuple):
+    """The period a document's metadata names (``DocumentMetadata.period``), each part None where it names none."""
+
+    year: int | None
+    quarter: int | None
+    end: str | None  # ISO date
+    label: str | None
+
+
+def fiscal(metadata: DocumentMetadata) -> Fiscal:
+    """The parts of the period a document's metadata names (all None without one)."""
+    period = metadata.get("period")
+    if not period:
+        return Fiscal(None, None, None, None)
+    return Fiscal(period.get("fiscal_year"), period.get("fiscal_quarter"), period.get("end"), period.get("label"))
+
+
+def matches_filters(metadata: DocumentMetadata, filters: dict[str, str | None]) -> bool:
     """A document's metadata against the request's ``period``, ``kind`` and ``organisation``."""
     organisation, kind, period = (filters.get(name) for name in ("organisation", "kind", "period"))
     if organisation and organisation.casefold() not in (metadata.get("organisation") or "").casefold():
@@ -83,20 +105,21 @@ def matches_filters(metadata: dict, filters: dict[str, str | None]) -> bool:
         wanted = FORMS.get(kind.strip().lower(), kind.strip().lower())
         if wanted not in ((metadata.get("kind") or "").lower(), (metadata.get("form") or "").lower()):
             return False
-    return period_matches(metadata.get("period") or {}, period) if period else True
+    return period_matches(fiscal(metadata), period) if period else True
 
 
 SHOWN_CONFIDENCE = 0.5  # a field read with less (a handbook's "founded in 2019" as its period) is not shown
 
 
-def describe(metadata: dict | None) -> str:
+def describe(metadata: DocumentMetadata | None) -> str:
     """A document's organisation, period and kind, those read with confidence, as results show them: "ACME
     Corp · FY2023 · annual report" ("" when none is)."""
-    metadata = metadata or {}
+    if not metadata:
+        return ""
     sure = metadata.get("confidence") or {}
     fields = {
         "organisation": metadata.get("organisation"),
-        "period": (metadata.get("period") or {}).get("label"),
+        "period": fiscal(metadata).label,
         "kind": metadata.get("kind"),
     }
     return " · ".join(str(v) for k, v in fields.items() if v and sure.get(k, 1.0) >= SHOWN_CONFIDENCE)
@@ -109,24 +132,24 @@ def check_period(asked: str) -> str:
     raise ValueError(f'{asked!r} names no year, quarter or date: give "FY2022", "2022", "Q2 FY2023" or "2023-05-18"')
 
 
-def period_matches(period: dict, asked: str) -> bool:
+def period_matches(period: Fiscal, asked: str) -> bool:
     asked = asked.strip()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", asked):
-        return period.get("end") == asked
+        return period.end == asked
     years = _years(asked)
     quarters = _quarters(asked)
-    if years and period.get("fiscal_year") not in years:
+    if years and period.year not in years:
         return False
     if quarters:
-        return period.get("fiscal_quarter") in quarters
-    return bool(years) and period.get("fiscal_quarter") is None
+        return period.quarter in quarters
+    return bool(years) and period.quarter is None
 
 
 def scope(
     searcher: Any,
     query: str,
     knowledge_base_ids: list[str] | None,
-    filters: dict | None,
+    filters: dict[str, str | None] | None,
     warnings: list[str] | None = None,
 ) -> list[str] | None:
     """The documents to search (None: every one): those the filters keep, narrowed by the question's cues; where
@@ -159,12 +182,12 @@ class Scoped:
     notes: list[str] = field(default_factory=list)  # another filing searched than the one named, and which
 
 
-def cued(query: str, known: dict[str, dict]) -> set[str] | None:
+def cued(query: str, known: dict[str, DocumentMetadata]) -> set[str] | None:
     """The documents that match what the question names (None: it names nothing they tell apart)."""
     return resolve(query, known).documents
 
 
-def resolve(query: str, known: dict[str, dict]) -> Scoped:
+def resolve(query: str, known: dict[str, DocumentMetadata]) -> Scoped:
     """The documents that match what the question names (see the module docstring), the filings it means, best
     first, and a note where another filing than the one it names is searched."""
     organisations = named_organisations(query, known)
@@ -172,8 +195,8 @@ def resolve(query: str, known: dict[str, dict]) -> Scoped:
     kinds = {kind for kind, pattern in KIND_WORDS.items() if re.search(pattern, query, re.I)}
     ended = _ended(query, known)  # "the quarter ended July 1, 2023": the documents whose period ends then
     if ended:
-        quarters |= {q for d in ended if (q := (known[d].get("period") or {}).get("fiscal_quarter"))}
-        years = {y for d in ended if (y := (known[d].get("period") or {}).get("fiscal_year"))} or years
+        quarters |= {q for d in ended if (q := fiscal(known[d]).quarter)}
+        years = {y for d in ended if (y := fiscal(known[d]).year)} or years
     if not quarters and kinds == {"quarterly report"}:
         quarters = {1, 2, 3, 4}  # a quarterly report without its quarter: any quarter of the year, not the year
     if not organisations and not years and not kinds:
@@ -186,7 +209,7 @@ def resolve(query: str, known: dict[str, dict]) -> Scoped:
     }
     pool = organisations | unsaid["organisation"] if organisations else set(known)
     if len(years) > 1:  # "as of FY2021, what does it expect to pay in 2024": a year past every report is a forecast's
-        latest = max(((known[d].get("period") or {}).get("fiscal_year") or 0 for d in pool), default=0)
+        latest = max((fiscal(known[d]).year or 0 for d in pool), default=0)
         years = {y for y in years if y <= latest} or years
     by_period, year = _by_period(pool, known, years, quarters)
     by_period = by_period | (pool & unsaid["period"]) if by_period else by_period
@@ -204,7 +227,7 @@ def resolve(query: str, known: dict[str, dict]) -> Scoped:
     return Scoped(None)
 
 
-def _preference(metadata: dict, quarters: set[int]) -> tuple:
+def _preference(metadata: DocumentMetadata, quarters: set[int]) -> tuple:
     """The order of the filings a question means: its period's own report first (a quarter's quarterly report,
     a year's annual report), then a release, then the latest."""
     order = (
@@ -213,18 +236,18 @@ def _preference(metadata: dict, quarters: set[int]) -> tuple:
         else ("annual report", "earnings release", "quarterly report")
     )
     kind = metadata.get("kind") or ""
-    period = metadata.get("period") or {}
+    period = fiscal(metadata)
     return (
         order.index(kind) if kind in order else len(order),
-        -(period.get("fiscal_year") or 0),
-        -(period.get("fiscal_quarter") or 5),
-        "".join(chr(0x10FFFF - ord(c)) for c in period.get("end") or metadata.get("date") or ""),  # latest first
+        -(period.year or 0),
+        -(period.quarter or 5),
+        "".join(chr(0x10FFFF - ord(c)) for c in period.end or metadata.get("date") or ""),  # latest first
     )
 
 
 def _notes(
     query: str,
-    known: dict[str, dict],
+    known: dict[str, DocumentMetadata],
     organisations: set[str],
     years: set[int],
     quarters: set[int],
@@ -237,7 +260,7 @@ def _notes(
     searched instead (a later report that repeats the year, or all of the issuer's documents)."""
     if not organisations or not (years or kinds):
         return []
-    names = sorted({known[d]["organisation"] for d in organisations if known[d].get("organisation")})
+    names = sorted({name for d in organisations if (name := known[d].get("organisation"))})
     who = " / ".join(names[:2]) or "the issuer named"
     asked = _asked_label(years, quarters, kinds)
     if years and not by_period:
@@ -258,28 +281,20 @@ def _asked_label(years: set[int], quarters: set[int], kinds: set[str]) -> str:
 
 
 def _by_period(
-    pool: set[str], known: dict[str, dict], years: set[int], quarters: set[int]
+    pool: set[str], known: dict[str, DocumentMetadata], years: set[int], quarters: set[int]
 ) -> tuple[set[str], int | None]:
     """The documents of the pool of the period named, and the fiscal year they are of (a later one where the year's
     own report is not there: it repeats the year as comparatives)."""
     if not years:
-        return {
-            d for d in pool if not quarters or (known[d].get("period") or {}).get("fiscal_quarter") in quarters
-        }, None
+        return {d for d in pool if not quarters or fiscal(known[d]).quarter in quarters}, None
     target = max(years)
-
-    def period(d: str) -> dict:
-        return known[d].get("period") or {}
-
     for year in (target, target + 1, target + 2):  # a later report repeats the year as comparatives
-        same = {d for d in pool if period(d).get("fiscal_year") == year}
+        same = {d for d in pool if fiscal(known[d]).year == year}
         if quarters:
-            quarterly = {d for d in same if period(d).get("fiscal_quarter") in quarters}
-            same = quarterly or (
-                {d for d in same if period(d).get("fiscal_quarter") is None} if year > target else set()
-            )
+            quarterly = {d for d in same if fiscal(known[d]).quarter in quarters}
+            same = quarterly or ({d for d in same if fiscal(known[d]).quarter is None} if year > target else set())
         else:
-            same = {d for d in same if period(d).get("fiscal_quarter") is None} or same
+            same = {d for d in same if fiscal(known[d]).quarter is None} or same
         if same:
             return same, year
     return set(), None
@@ -320,11 +335,11 @@ MONTHS = {
 }
 
 
-def _ended(query: str, known: dict[str, dict]) -> set[str]:
+def _ended(query: str, known: dict[str, DocumentMetadata]) -> set[str]:
     """The documents whose period ends on a date the question names ("three months ended July 1, 2023",
     "at 7/1/23")."""
     dates = {f"{y}-{MONTHS[m[:3].lower()]:02d}-{int(d):02d}" for m, d, y in DATE.findall(query)}
     for month, day, year in re.findall(r"\b(\d{1,2})/(\d{1,2})/(\d{4}|\d\d)\b", query):
         if 1 <= int(month) <= 12 and 1 <= int(day) <= 31:
             dates.add(f"{int(year) + (2000 if len(year) == 2 else 0)}-{int(month):02d}-{int(day):02d}")
-    return {d for d, m in known.items() if (m.get("period") or {}).get("end") in dates} if dates else set()
+    return {d for d, m in known.items() if fiscal(m).end in dates} if dates else set()

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.query import Query, keyword_overlap, query_terms
@@ -45,7 +46,7 @@ def score(
     weights: Weights,
     warnings: list[str],
     read_vectors: Callable[[list[str]], dict[str, list[float]]],
-) -> list[dict]:
+) -> list[JsonObject]:
     """The hybrid score of every candidate as a result row (neither cut nor ordered); degraded modes add
     to ``warnings``. ``read_vectors``: chunk ids -> their stored vectors, for candidates that came
     without one."""
@@ -109,7 +110,7 @@ def score(
     return rows
 
 
-def rank_key(row: dict):
+def rank_key(row: JsonObject) -> tuple:
     """Results order: score, then document, page, chunk."""
     return (-row["score"], row["documentId"], row["pageIndex"], row["chunkIndex"] or 0, row["chunkId"] or "")
 

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pymilvus import MilvusClient
 
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval import fanout, scope, scoring
 from kb_assets.retrieval.candidates import candidate_rows, served
 from kb_assets.retrieval.context import passages, question_terms
@@ -47,8 +48,9 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.strategies import rank_function
 from kb_assets.settings import SearchConfig
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.search_reads import PageFacts
 from kb_assets.stores.entities import not_loaded, stored_vectors
-from kb_assets.stores.vectors import collection_spec, engine, in_filter, load, published_collection
+from kb_assets.stores.vectors import SpecRecord, collection_spec, engine, in_filter, load, published_collection
 
 __all__ = ["SearchRequest", "SearchResponse", "Searcher"]
 log = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ class Searcher:
         self.config = config or SearchConfig()
         # Milvus and Postgres calls of one search run here; every job is a leaf (waits on nothing in the pool)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kb-search")
-        self._published: tuple[float, str, dict] | None = None
+        self._published: tuple[float, str, SpecRecord] | None = None
         self._sizes: tuple[float, dict[str, int]] | None = None  # knowledge_base_chunks(), when read
         self._loaded: str | None = None  # the collection this searcher loaded (again after a failure)
         self._lock = threading.Lock()
@@ -158,12 +160,12 @@ class Searcher:
         if budget > 0:  # without the page text (page facts failed): the chunk, cut to the budget
             started = time.perf_counter()
             terms = question_terms(request.query, self.dictionary_words(request.query))
-            texts = {key: fact.get("text") or "" for key, fact in facts.items()}
+            texts = {key: fact.text or "" for key, fact in facts.items()}
             passages(response.results, texts, terms, budget, table_budget=self.config.table_context_chars)
             response.add_ms("context", started)
         for row in response.results:
-            fact = facts.get((row["documentId"], row["pageIndex"]), {})
-            row["pageImageUrl"] = asset_url(fact.get("image_key"))
+            fact = facts.get((row["documentId"], row["pageIndex"]))
+            row["pageImageUrl"] = asset_url(fact.image_key if fact else None)
             row["documentMetadata"] = known.get(row["documentId"])
             if row["documentId"] in response.last_good:
                 row["versionNotice"] = response.last_good[row["documentId"]]
@@ -174,7 +176,7 @@ class Searcher:
         return response
 
     # stages strategies build on ------------------------------------------------------------------
-    def candidates(self, request: SearchRequest, response: SearchResponse) -> list[dict]:
+    def candidates(self, request: SearchRequest, response: SearchResponse) -> list[JsonObject]:
         """Every candidate of the dense and BM25 searches of the requested knowledge bases, scored
         (neither cut nor ordered)."""
         query = self.prepare(request, response)
@@ -277,7 +279,7 @@ class Searcher:
 
     def score(
         self, response: SearchResponse, query: Query, found: Found, pages: Sequence[tuple[str, int]] = ()
-    ) -> list[dict]:
+    ) -> list[JsonObject]:
         """The hybrid score of every candidate (see ``scoring``; BM25 from ``lexical_scores``), with
         warnings for degraded modes. What the candidates need of the catalog is read once (``candidate_rows``:
         their documents' rows, term counts, the BM25 statistics not read yet, and the marks of their pages and
@@ -304,7 +306,9 @@ class Searcher:
         response.add_ms("fusion", started)
         return scored
 
-    def page_facts(self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False) -> dict:
+    def page_facts(
+        self, pages: list[tuple[str, int]], response: SearchResponse, with_text: bool = False
+    ) -> dict[tuple[str, int], PageFacts]:
         """Page image keys and table-of-contents marks (and page texts) from Postgres; without them, a warning.
         What this search read already (``response.pages``) is not read again."""
         if "page facts unavailable" in " ".join(response.warnings):
@@ -312,7 +316,7 @@ class Searcher:
         missing = [
             key
             for key in dict.fromkeys(pages)
-            if key not in response.pages or (with_text and "text" not in response.pages[key])
+            if key not in response.pages or (with_text and response.pages[key].text is None)
         ]
         if missing:
             try:
@@ -325,7 +329,7 @@ class Searcher:
                 return {}
         return {key: response.pages[key] for key in pages if key in response.pages}
 
-    def published(self) -> tuple[str, dict]:
+    def published(self) -> tuple[str, SpecRecord]:
         """The collection the alias publishes and its embedding spec (reused for ``spec_ttl_s``), loaded.
 
         Searches name the collection, not the alias, so a query is embedded with the model of the

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from pymilvus import MilvusClient
 
+from kb_assets.stores.entities import Entity
 from kb_assets.stores.vectors import OUTPUT_FIELDS, in_filter
 
 
@@ -16,7 +17,7 @@ def dense_index_type(client: MilvusClient, collection: str) -> str:
     return client.describe_index(collection, "dense")["index_type"]
 
 
-def dense_search_params(index_type: str, limit: int) -> dict:
+def dense_search_params(index_type: str, limit: int) -> dict[str, int]:
     """The search-time parameters of a dense index type for ``limit`` hits."""
     if index_type.startswith("HNSW"):
         return {"ef": max(64, limit * 2)}
@@ -75,7 +76,7 @@ def entities_by_id(
     chunk_ids: list[str],
     timeout: float | None = None,
     with_vectors: bool = False,
-) -> dict[str, dict]:
+) -> dict[str, Entity]:
     """The entities of these chunks (``OUTPUT_FIELDS``, plus ``dense`` when ``with_vectors``), by chunk id:
     a lookup by primary key, not a pass over the collection (``entities.stored_vectors``: the vectors alone)."""
     if not chunk_ids:

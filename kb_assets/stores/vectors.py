@@ -33,7 +33,7 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
@@ -179,7 +179,17 @@ def build_schema(client: MilvusClient, spec: EmbeddingSpec):
     return schema
 
 
-def spec_record(spec: EmbeddingSpec) -> dict:
+class SpecRecord(TypedDict):
+    """The embedding spec as stored with a collection (JSON: ``spec_record`` writes it, ``collection_spec`` reads it
+    back); readers take a record without ``languages`` or ``schemaVersion`` as English, of this schema version."""
+
+    model: str
+    dimension: int
+    languages: NotRequired[list[str]]
+    schemaVersion: NotRequired[int]
+
+
+def spec_record(spec: EmbeddingSpec) -> SpecRecord:
     """What is stored with a collection of the spec (``collection_spec`` reads it back)."""
     return {
         "model": spec.model,
@@ -262,7 +272,7 @@ def flush(client: MilvusClient, collection: str) -> None:
     client.flush(collection)
 
 
-def collection_spec(client: MilvusClient, collection: str, timeout: float | None = None) -> dict:
+def collection_spec(client: MilvusClient, collection: str, timeout: float | None = None) -> SpecRecord:
     """The embedding spec stored with a collection (model, dimension, languages, schemaVersion): its
     property where the engine keeps properties, else its schema description."""
     described = client.describe_collection(collection, timeout=timeout)
@@ -275,7 +285,7 @@ def collection_spec(client: MilvusClient, collection: str, timeout: float | None
         spec = None
     if not isinstance(spec, dict) or "model" not in spec:
         raise RuntimeError(f"collection {collection} carries no embedding spec ({SPEC_PROPERTY} or its description)")
-    return spec
+    return cast(SpecRecord, spec)
 
 
 def milvus_string(value: str) -> str:

@@ -2,7 +2,7 @@
 
 The strategy named ``NAME`` is the module ``strategies/NAME.py``, which defines
 
-    def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]
+    def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[JsonObject]
 
 returning the results, best first, at most ``request.limit`` (warnings go into ``response``). It builds
 on the searcher's stages: ``searcher.candidates`` (every candidate of the fan-out, scored), or one by
@@ -20,12 +20,13 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.request import SearchRequest, SearchResponse
 from kb_assets.settings import SearchConfig
 
 # (searcher, request, response) -> ranked rows; the searcher is ``retrieval.search.Searcher``, which
 # imports this module (so it is not named here)
-Rank = Callable[[Any, SearchRequest, SearchResponse], list[dict]]
+Rank = Callable[[Any, SearchRequest, SearchResponse], list[JsonObject]]
 
 STRATEGIES = ("hybrid", "pageindex")
 # measured better on the dev set and on paraphrased questions (benchmarks/retrieval_quality.py)

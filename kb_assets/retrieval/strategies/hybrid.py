@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.request import SearchRequest, SearchResponse
 from kb_assets.retrieval.scoring import rank_key
 
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from kb_assets.retrieval.search import Searcher
 
 
-def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
+def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[JsonObject]:
     rows = searcher.candidates(request, response)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     rows.sort(key=rank_key)

@@ -42,7 +42,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
-from kb_assets.retrieval.context import coverage, occurrences, question_terms, rarity
+from kb_assets.lib.json_types import JsonObject
+from kb_assets.retrieval.context import Term, coverage, occurrences, question_terms, rarity
 from kb_assets.retrieval.located import searched, start_located
 from kb_assets.retrieval.page_scorer import PAGES, order_pages
 from kb_assets.retrieval.query import Query, query_terms
@@ -60,6 +61,7 @@ from kb_assets.retrieval.routing import (
 )
 from kb_assets.retrieval.scoring import rank_key
 from kb_assets.settings import SearchConfig
+from kb_assets.stores.catalog.locating import LocatedPage
 from kb_assets.structure.statements import named_statements, statement_family
 
 if TYPE_CHECKING:
@@ -69,7 +71,7 @@ T = TypeVar("T")
 ROUTED_CHUNKS = 40  # at most this many chunks of the routed pages are read (two a page)
 
 
-def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[dict]:
+def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -> list[JsonObject]:
     query = searcher.prepare(request, response)  # embeds nothing yet; names the documents searched
     # past the engine's exact range the dense stage reads the located pages' chunks, not the knowledge base
     bounded = searcher.dense_bounded(request)
@@ -96,7 +98,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         statements = searcher.pool.submit(_timed, read, request.knowledge_base_ids, query.documents)
     searches = searcher.start_fan_out(request, query, dense_search=not bounded)  # the query embedded here
     # the located pages' chunks read while the searches run (and the routed pages' beside them)
-    located: list[dict] = []
+    located: list[LocatedPage] = []
     try:
         located, response.timings_ms["locate"] = locating.result()
     except Exception as error:
@@ -121,7 +123,7 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
         response.warnings.append("pageindex: no page located by titles, summaries or keywords")
     if bounded and not located and not routed:  # nothing located: the dense search of the whole knowledge base
         found = found.merge(searcher.fan_out(request, query, bm25_search=False))
-    pages = [(p["document_id"], p["page_index"]) for p in located + routed]
+    pages = [(p.document_id, p.page_index) for p in located + routed]
     rows = searcher.score(response, query, found, pages)
     rows = [r for r in rows if request.min_score is None or r["score"] >= request.min_score]
     config = searcher.config
@@ -129,8 +131,8 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     if config.rerank_coverage or config.rerank_proximity:
         rerank(rows, question_words(request.query, query.translations), config.rerank_coverage, config.rerank_proximity)
     response.add_ms("rerank", started)
-    locate_score = {(p["document_id"], p["page_index"]): p["score"] for p in located}
-    by_page: dict[tuple[str, int], list[dict]] = {}
+    locate_score = {(p.document_id, p.page_index): p.score for p in located}
+    by_page: dict[tuple[str, int], list[JsonObject]] = {}
     for row in sorted(rows, key=rerank_key):
         by_page.setdefault(_located_page(row, locate_score), []).append(row)
     weight = locate_weight(searcher.config, query)
@@ -161,14 +163,14 @@ def rank(searcher: Searcher, request: SearchRequest, response: SearchResponse) -
     toc = searcher.page_facts(list(by_page), response)
     response.add_ms("pageFacts", started)
     return assemble(
-        by_page, relevance, {key for key in by_page if toc.get(key, {}).get("is_toc")}, searcher.config.chunks_per_page
+        by_page, relevance, {key for key in by_page if key in toc and toc[key].is_toc}, searcher.config.chunks_per_page
     )[: request.limit]
 
 
 def read_best_pages(
     searcher: Searcher,
     response: SearchResponse,
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
     count: int,
 ) -> None:
@@ -189,7 +191,7 @@ def routed_list(
     response: SearchResponse,
     route: Routing,
     nodes: Future[tuple[list[tuple[str, str, str, int, int]], float]],
-) -> list[dict]:
+) -> list[LocatedPage]:
     """The pages the question's analyses route to (``routing.py``; ``route.pages``, ``route.exact`` and
     ``route.titles`` set in place), as located pages of score 0 (their chunks are read as the located pages' are)."""
     try:
@@ -203,14 +205,14 @@ def routed_list(
     route.pages = routed_pages(read, route.weights)
     route.exact = exact_pages(read, route.weights)
     route.titles = title_words(read, route.weights)
-    return [{"document_id": d, "page_index": p, "score": 0.0} for d, p in sorted(route.pages)]
+    return [LocatedPage(d, p, 0.0) for d, p in sorted(route.pages)]
 
 
 def add_page_coverage(
     searcher: Searcher,
     response: SearchResponse,
-    terms: list,
-    by_page: dict[tuple[str, int], list[dict]],
+    terms: list[Term],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
 ) -> dict[tuple[str, int], str]:
     """Add ``page_coverage`` x the page's ``pageCoverage`` to the relevance of the ``page_coverage_pages``
@@ -219,7 +221,7 @@ def add_page_coverage(
     started = time.perf_counter()
     config = searcher.config
     head = sorted(relevance, key=lambda key: -relevance[key])[: config.page_coverage_pages]
-    texts = {key: fact.get("text") or "" for key, fact in searcher.page_facts(head, response, with_text=True).items()}
+    texts = {key: fact.text or "" for key, fact in searcher.page_facts(head, response, with_text=True).items()}
     found = {key: occurrences(terms, text) for key, text in texts.items()}
     weights = rarity(list(found.values()))
     for key, text in texts.items():
@@ -236,7 +238,7 @@ def add_named_statement(
     response: SearchResponse,
     statements: Future[tuple[list[tuple[str, str, int, int]], float]],
     named: set[str],
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
 ) -> None:
     """Add ``named_statement`` to the relevance of the pages of the statements the question names (in place;
@@ -274,16 +276,16 @@ def locate_weight(config: SearchConfig, query: Query) -> float:
 
 
 def assemble(
-    by_page: dict[tuple[str, int], list[dict]],
+    by_page: dict[tuple[str, int], list[JsonObject]],
     relevance: dict[tuple[str, int], float],
     toc: set[tuple[str, int]],
     chunks_per_page: int,
-) -> list[dict]:
+) -> list[JsonObject]:
     """Results from each page's chunks (best first): its best chunk at the page's relevance, up to
     ``chunks_per_page`` - 1 more, none next to one taken, at their own scores; table-of-contents pages last."""
     items = []
     for key, chunks in by_page.items():
-        taken: list[dict] = []
+        taken: list[JsonObject] = []
         for row in chunks:
             if len(taken) == chunks_per_page:
                 break
@@ -295,17 +297,17 @@ def assemble(
     return [item[-1] for item in items]
 
 
-def _value(row: dict) -> float:
+def _value(row: JsonObject) -> float:
     """A chunk's value for ordering: its second-stage score where there is one, else its hybrid score."""
     return row["scores"].get("rerank", row["score"])
 
 
-def rerank_key(row: dict):
+def rerank_key(row: JsonObject) -> tuple:
     """Chunks by their second-stage score (the hybrid score without one), then as ``rank_key``."""
     return (-_value(row),) + rank_key(row)[1:]
 
 
-def _located_page(row: dict, located: dict[tuple[str, int], float]) -> tuple[str, int]:
+def _located_page(row: JsonObject, located: dict[tuple[str, int], float]) -> tuple[str, int]:
     """The located page a chunk belongs to (a chunk spanning pages counts for the first located one)."""
     for page in range(row["pageIndex"], row["pageEnd"] + 1):
         if (row["documentId"], page) in located:

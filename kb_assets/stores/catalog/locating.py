@@ -6,12 +6,20 @@ from) and repairs."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import psycopg2.errors
-import psycopg2.extras
 
 from kb_assets.stores.catalog.connection import CatalogConnection
 from kb_assets.stores.catalog.search_reads import like_pattern
+
+
+class LocatedPage(NamedTuple):
+    """A page located for a question (``locate_pages``), or routed to by its analyses (score 0)."""
+
+    document_id: str
+    page_index: int
+    score: float
 
 
 class CatalogLocating(CatalogConnection):
@@ -22,8 +30,8 @@ class CatalogLocating(CatalogConnection):
         knowledge_base_ids: list[str] | None,
         limit: int,
         document_ids: list[str] | None = None,
-    ) -> list[dict]:
-        """Pages most likely to answer a query, best first: [{document_id, page_index, score}].
+    ) -> list[LocatedPage]:
+        """Pages most likely to answer a query, best first.
 
         A PageIndex node (not the root) scores by the share of the query's terms in its title
         (substring match, so Chinese works), plus 0.5 when the whole query is in the title, plus 0.3 x
@@ -36,13 +44,13 @@ class CatalogLocating(CatalogConnection):
             return []
         params = locate_parameters(terms, query, knowledge_base_ids, limit, document_ids)
         execute = f"EXECUTE kb_locate ({', '.join(['%s'] * len(params))})"
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        with self.reader() as conn, conn.cursor() as cur:
             try:
                 cur.execute(execute, params)
             except psycopg2.errors.InvalidSqlStatementName:  # this connection's first: prepared once (autocommit)
                 cur.execute(f"PREPARE kb_locate ({LOCATE_TYPES}) AS {LOCATE_SQL}")
                 cur.execute(execute, params)
-            return [dict(row) for row in cur.fetchall()]
+            return [LocatedPage(*row) for row in cur.fetchall()]
 
     def locate_drift(self) -> dict[str, int]:
         """Document -> how many locating entries differ from those its pages and nodes make (none listed when

@@ -5,10 +5,12 @@ statistics)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import psycopg2.extras
+from typing import TYPE_CHECKING, NamedTuple
 
 from kb_assets.stores.catalog.connection import CatalogConnection, one_row
+
+if TYPE_CHECKING:
+    from kb_assets.structure.metadata import DocumentMetadata
 
 Statistics = dict[str, tuple[int, int, dict[str, int]]]  # kb -> (chunks, total length, term -> chunks holding it)
 # BM25 statistics of what serves in knowledge bases ``{kbs}`` (an array or a subquery) for the terms %(terms)s, as
@@ -32,6 +34,44 @@ def _statistics(totals: list | None, frequencies: list | None) -> Statistics:
     return out
 
 
+class ServingVersion(NamedTuple):
+    """What search may serve of a document (its ``documents`` row): ``published_version`` (None: nothing), the
+    current ``version``, ``status`` and ``error`` (a failed newer version: the last good one serves), ``term_count``
+    (None: no BM25 statistics kept for what serves)."""
+
+    published_version: str | None
+    version: str | None
+    status: str
+    error: str | None
+    term_count: int | None
+    metadata: DocumentMetadata | None = None  # read from content (``published_versions``; not ``candidate_rows``)
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    """What search results need of a page (``page_facts``): its table-of-contents mark, its image's key, and its
+    text where it was read (None: not read; a page always has one)."""
+
+    is_toc: bool
+    image_key: str | None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class MatchedPage:
+    """A published page that holds some of a question's terms (``search_pages``: the page fallback)."""
+
+    document_id: str
+    knowledge_base_id: str
+    document_title: str | None
+    source_uri: str
+    page_index: int
+    page_label: str | None
+    summary: str | None
+    text: str
+    image_key: str | None
+
+
 @dataclass(frozen=True)
 class LocatedRows:
     """The chunks of located pages (``located_chunk_terms``)."""
@@ -46,15 +86,15 @@ class LocatedRows:
 class CandidateRows:
     """What one search read of the catalog for its candidates (``candidate_rows``)."""
 
-    versions: dict[str, dict]  # document id -> published_version, version, status, error, term_count
+    versions: dict[str, ServingVersion]  # by document id
     term_counts: dict[str, tuple[int, dict[str, int]]]  # chunk id -> (length in terms, term -> occurrences)
     statistics: Statistics
-    pages: dict[tuple[str, int], dict]  # (document id, page index) -> is_toc, image_key
+    pages: dict[tuple[str, int], PageFacts]  # (document id, page index) -> its facts, without its text
 
 
 class CatalogSearchReads(CatalogConnection):
     # retrieval (read-only, pooled connections) -------------------------------------------------
-    def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[dict]:
+    def search_pages(self, terms: list[str], knowledge_base_ids: list[str] | None, limit: int) -> list[MatchedPage]:
         """Published pages ranked by how many of the terms they contain (substring match: works for Chinese).
 
         Ties go to pages whose summary holds more of the terms, then document order; table-of-contents
@@ -65,11 +105,13 @@ class CatalogSearchReads(CatalogConnection):
         if not terms:
             return []
         kb_filter = "AND d.knowledge_base_id = ANY(%(kbs)s)" if knowledge_base_ids else ""
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
                 f"""
                 WITH terms AS (SELECT unnest(%(patterns)s::text[]) AS pattern)
-                SELECT * FROM (
+                SELECT document_id, knowledge_base_id, document_title, source_uri, page_index, page_label, summary,
+                       text, image_key
+                FROM (
                     SELECT p.document_id, d.knowledge_base_id, d.title AS document_title, d.source_uri,
                            p.page_index, p.page_label, p.summary, p.text, p.image_key, p.is_toc,
                            (SELECT count(*) FROM terms WHERE p.text ILIKE terms.pattern) AS matched_terms,
@@ -83,21 +125,21 @@ class CatalogSearchReads(CatalogConnection):
                 """,
                 {"patterns": [like_pattern(t) for t in terms], "kbs": list(knowledge_base_ids or []), "limit": limit},
             )
-            return [dict(row) for row in cur.fetchall()]
+            return [MatchedPage(*row) for row in cur.fetchall()]
 
-    def published_versions(self, document_ids: list[str]) -> dict[str, dict]:
+    def published_versions(self, document_ids: list[str]) -> dict[str, ServingVersion]:
         """What search may serve of these documents: ``published_version`` (None: nothing), and the
         current ``version``, ``status`` and ``error`` (a failed newer version means the last good one serves),
         ``term_count`` (None: no BM25 statistics kept for what serves) and ``metadata`` (read from content)."""
         if not document_ids:
             return {}
-        with self.reader() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
                 "SELECT document_id, published_version, version, status, error, term_count, metadata FROM documents "
                 "WHERE document_id = ANY(%s)",
                 (list(set(document_ids)),),
             )
-            return {row["document_id"]: dict(row) for row in cur.fetchall()}
+            return {row[0]: ServingVersion(*row[1:]) for row in cur.fetchall()}
 
     def candidate_rows(
         self,
@@ -133,15 +175,14 @@ class CatalogSearchReads(CatalogConnection):
                 },
             )
             documents, counts, totals, frequencies, facts = one_row(cur)
-        keys = ("published_version", "version", "status", "error", "term_count")
         term_counts: dict[str, tuple[int, dict[str, int]]] = {}
         for chunk_id, length, term, tf in counts or []:
             term_counts.setdefault(chunk_id, (length, {}))[1][term] = tf
         return CandidateRows(
-            versions={row[0]: dict(zip(keys, row[1:], strict=True)) for row in documents or []},
+            versions={row[0]: ServingVersion(*row[1:]) for row in documents or []},
             term_counts=term_counts,
             statistics=_statistics(totals, frequencies),
-            pages={(d, i): {"is_toc": toc, "image_key": key} for d, i, toc, key in facts or []},
+            pages={(d, i): PageFacts(toc, key) for d, i, toc, key in facts or []},
         )
 
     def knowledge_base_chunks(self) -> dict[str, int]:
@@ -153,7 +194,7 @@ class CatalogSearchReads(CatalogConnection):
             )
             return {kb: int(chunks or 0) for kb, chunks in cur.fetchall()}
 
-    def document_metadata(self, knowledge_base_ids: list[str] | None) -> dict[str, dict]:
+    def document_metadata(self, knowledge_base_ids: list[str] | None) -> dict[str, DocumentMetadata]:
         """{document_id: metadata read from content} of the published documents of these knowledge bases."""
         with self.reader() as conn, conn.cursor() as cur:
             cur.execute(
@@ -225,9 +266,8 @@ class CatalogSearchReads(CatalogConnection):
             )
             return {row[0] for row in cur.fetchall()}
 
-    def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], dict]:
-        """``is_toc`` and ``image_key`` (and the page ``text`` when asked) of (document_id, page_index)
-        pairs, for search results."""
+    def page_facts(self, pages: list[tuple[str, int]], with_text: bool = False) -> dict[tuple[str, int], PageFacts]:
+        """The facts of (document_id, page_index) pairs for search results (their ``text`` when asked)."""
         if not pages:
             return {}
         with self.reader() as conn, conn.cursor() as cur:
@@ -237,10 +277,7 @@ class CatalogSearchReads(CatalogConnection):
                 "USING (document_id, page_index)",
                 ([d for d, _ in pages], [i for _, i in pages]),
             )
-            return {
-                (d, i): {"is_toc": toc, "image_key": key, **({"text": text} if with_text else {})}
-                for d, i, toc, key, text in cur.fetchall()
-            }
+            return {(d, i): PageFacts(toc, key, text) for d, i, toc, key, text in cur.fetchall()}
 
     def statement_nodes(
         self, knowledge_base_ids: list[str] | None, document_ids: list[str] | None = None
