@@ -83,7 +83,7 @@ def test_a_bad_filter_is_one_line_naming_the_option_with_the_apis_reason(client,
     assert result.output.startswith(f"Error: invalid value for {option}: ") and reason in result.output
     answer = client.post("/v1/kb/search", json={"query": "net revenue", option.removeprefix("--"): value})
     assert answer.status_code == 422
-    assert reason in answer.json()["detail"][0]["msg"]
+    assert reason in answer.json()["errors"][0]["msg"]
 
 
 def test_the_mcp_tool_refuses_a_bad_period_with_the_same_reason_and_filters_a_good_one(settings, years):

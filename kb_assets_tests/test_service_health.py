@@ -48,7 +48,7 @@ def test_malformed_requests_answer_4xx_never_500(client, catalog):
     surrogate = client.post(
         "/v1/kb/search", headers={**ALL, "Content-Type": "application/json"}, content=b'{"query": "\\ud800"}'
     )
-    assert surrogate.status_code == 422 and surrogate.json()["detail"][0]["loc"] == ["body", "query"]
+    assert surrogate.status_code == 422 and surrogate.json()["errors"][0]["loc"] == ["body", "query"]
     nul = client.post("/v1/kb/search", headers=ALL, json={"query": "backups\x00"})
     assert nul.status_code == 422
     assert client.post("/v1/kb/search", headers=ALL, json={"query": "x", "minScore": "NaN"}).status_code == 422

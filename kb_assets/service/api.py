@@ -20,7 +20,6 @@ import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
-from fastapi.responses import JSONResponse
 
 from kb_assets.lib.logs import Outages
 from kb_assets.retrieval.rows import ASSETS_PATH
@@ -28,10 +27,12 @@ from kb_assets.retrieval.search import Searcher
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.service.errors import (
+    PROBLEM_RESPONSES,
     RETRY_AFTER_S,
     BodyTimeout,
     check_knowledge_base_ids,
     install_error_handlers,
+    problem,
 )
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import SearchAnswer, SearchBody
@@ -90,7 +91,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         if own_searcher:
             service.searcher.close()
 
-    app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan, responses=PROBLEM_RESPONSES)
     app.state.service = service
     install_error_handlers(app, service.outages)
     app.add_middleware(BodyTimeout, timeout_s=settings.body_timeout_s)
@@ -101,9 +102,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         async def loopback_only(request: Request, call_next):
             """Without KB_API_KEYS nobody is authenticated: answer this machine only."""
             if not is_loopback(request.client.host if request.client else None):
-                return JSONResponse(
-                    {"detail": "no API keys are configured: this service answers 127.0.0.1 only"}, status_code=403
-                )
+                return problem(403, "no API keys are configured: this service answers 127.0.0.1 only")
             return await call_next(request)
 
     app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)  # outermost: before any body is read
@@ -142,19 +141,16 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     @app.get("/readyz")
     def readyz():
-        """Readiness: 200 when Postgres and Milvus answer, else 503 naming the store that does not (any
-        Host; the reason goes to the log, not to the unauthenticated caller)."""
+        """Readiness: 200 when Postgres and Milvus answer, else a 503 problem naming the store that does not
+        (any Host; the reason goes to the log, not to the unauthenticated caller)."""
         checks = {
             "Postgres": lambda: _postgres_answers(service.searcher.catalog),
             "Milvus": lambda: _milvus_answers(service.searcher),
         }
         down = [store for store, check in checks.items() if not _answers(store, check, service.outages)]
         if down:
-            return JSONResponse(
-                {"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
-                status_code=503,
-                headers={"Retry-After": RETRY_AFTER_S},
-            )
+            kind = f"{down[0].lower()}_unavailable" if len(down) == 1 else "service_unavailable"
+            return problem(503, f"{' and '.join(down)} unavailable", kind, {"Retry-After": RETRY_AFTER_S})
         note = _size_note(service.searcher)
         return {"status": "ready", **({"note": note} if note else {})}
 

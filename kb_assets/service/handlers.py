@@ -26,7 +26,7 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.scope import unknown_knowledge_bases
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.service.auth import ApiKeys, Caller
-from kb_assets.service.errors import check_id
+from kb_assets.service.errors import Problem, check_id
 from kb_assets.service.healing import MilvusWatchdog
 from kb_assets.service.signing import UrlSigner
 from kb_assets.settings import Settings
@@ -121,7 +121,8 @@ class Service:
             readable = self._readable(caller, fresh=True)  # made since it was read, or really unknown
         if readable is None or wanted <= readable:
             return
-        raise HTTPException(404, unknown_knowledge_bases(sorted(wanted - readable), sorted(readable)))
+        unknown = unknown_knowledge_bases(sorted(wanted - readable), sorted(readable))
+        raise Problem(404, unknown, "unknown_knowledge_base")
 
     def _readable(self, caller: Caller, fresh: bool) -> set[str] | None:
         """The knowledge bases (of documents, deleted ones too) that the caller may read (cached
@@ -219,7 +220,7 @@ class Service:
     def documents(self, knowledge_base_id: str, caller: Caller) -> dict:
         check_id(knowledge_base_id, "knowledge base")
         if not caller.may_read(knowledge_base_id):
-            raise HTTPException(404, f"no knowledge base {knowledge_base_id}")
+            raise Problem(404, f"no knowledge base {knowledge_base_id}", "unknown_knowledge_base")
         docs = self.stores.catalog.list_documents([knowledge_base_id])
         return {"documents": [self.document_row(d) for d in docs]}
 

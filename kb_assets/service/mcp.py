@@ -43,6 +43,7 @@ from starlette.types import Receive, Scope, Send
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN, validate_knowledge_base_id
 from kb_assets.retrieval.scope import describe
 from kb_assets.service.auth import ANONYMOUS, Caller
+from kb_assets.service.errors import problem
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import KnowledgeBases, MetadataText, PeriodText, QueryText, SearchAnswer
 from kb_assets.service.signing import URL_FIELDS
@@ -211,7 +212,7 @@ class McpEndpoint:
         """RFC 9728 protected-resource metadata: the resource and how to present a key (no authorization
         server: API keys come from the operator's ``KB_API_KEYS``)."""
         if not self.service.keys.enabled:
-            return JSONResponse({"detail": "no API keys are configured: /mcp is not a protected resource"}, 404)
+            return problem(404, "no API keys are configured: /mcp is not a protected resource")
         return JSONResponse(
             {
                 "resource": base_url(self.service, request) + MCP_PATH,
@@ -227,9 +228,9 @@ class McpEndpoint:
             challenge = f'resource_metadata="{base_url(self.service, request)}{METADATA_PATH}"'
             if authorization:
                 challenge = f'error="invalid_token", {challenge}'
-            response = JSONResponse(
-                {"detail": "missing or unknown API key (send Authorization: Bearer KEY; keys come from the operator)"},
-                status_code=401,
+            response = problem(
+                401,
+                "missing or unknown API key (send Authorization: Bearer KEY; keys come from the operator)",
                 headers={"WWW-Authenticate": f"Bearer {challenge}"},
             )
             await response(scope, receive, send)

@@ -16,10 +16,9 @@ async function api(path, options = {}) {
   if (response.status === 401) throw new AuthNeeded("an API key is needed");
   let body = null;
   try { body = await response.json(); } catch (_) { body = null; }
-  if (!response.ok) {
-    const detail = !body || !body.detail ? response.statusText : typeof body.detail === "string" ? body.detail
-      : Array.isArray(body.detail) ? body.detail.map((d) => `${(d.loc || []).slice(-1)[0]}: ${d.msg}`).join("; ")
-      : JSON.stringify(body.detail);
+  if (!response.ok) {  // an RFC 9457 problem: its detail says what failed (a 422: each field's message)
+    const fields = body && Array.isArray(body.errors) ? body.errors.map((e) => `${(e.loc || []).slice(-1)[0]}: ${e.msg}`) : [];
+    const detail = fields.length ? fields.join("; ") : body && body.detail ? String(body.detail) : response.statusText;
     throw new Error(`${response.status}: ${detail}`);
   }
   return body;
