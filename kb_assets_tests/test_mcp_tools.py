@@ -34,7 +34,7 @@ def mcp_settings(settings, handbook):
 def start(stack: ExitStack, settings, searcher) -> str:
     from kb_assets.service.api import create_app
 
-    return stack.enter_context(live_server(create_app(settings, searcher, heal_milvus=False)))
+    return stack.enter_context(live_server(create_app(settings, searcher, heal=False)))
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ def client(settings, years):
     from kb_assets.service.api import create_app, make_searcher
 
     searcher = make_searcher(settings)
-    app = create_app(replace(settings, api_keys=""), searcher, heal_milvus=False)
+    app = create_app(replace(settings, api_keys=""), searcher, heal=False)
     with TestClient(app, client=("127.0.0.1", 50000), base_url="http://localhost") as client:
         yield client
     searcher.close()
@@ -92,7 +92,7 @@ def test_the_mcp_tool_refuses_a_bad_period_with_the_same_reason_and_filters_a_go
     from kb_assets_tests.test_mcp_tools import call
 
     keyed = replace(settings, api_keys="reader=filings", url_signing_secret="filters-test", public_url="")
-    with live_server(create_app(keyed, heal_milvus=False)) as url:
+    with live_server(create_app(keyed, heal=False)) as url:
         refused = call(url, "reader", "kb_search", {"query": "net revenue", "period": "last year"})
         found = call(url, "reader", "kb_search", {"query": "net revenue", "period": "FY2023"})
     assert refused.is_error and "'last year' names no year, quarter or date" in refused.content[0].text

@@ -88,7 +88,7 @@ def site(kb_home, settings, handbook):
 
     ensure_retrieval_corpus(kb_home, settings)
     app = create_app(
-        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"), heal_milvus=False
+        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"), heal=False
     )
     with live_server(app) as url:
         yield url
@@ -309,9 +309,7 @@ def filings_site(kb_home, settings):
     from kb_assets.service.api import create_app
 
     years = ensure_fiscal_years(kb_home, settings)
-    app = create_app(
-        replace(settings, api_keys="filings-key=filings", url_signing_secret="page-secret"), heal_milvus=False
-    )
+    app = create_app(replace(settings, api_keys="filings-key=filings", url_signing_secret="page-secret"), heal=False)
     with live_server(app) as url:
         yield url, years
 

@@ -9,8 +9,8 @@ original files are also served on short-lived signed URLs (``signing.py``), whic
 (and ``kb-assets serve`` binds 127.0.0.1). Every route but ``/healthz`` and ``/readyz`` answers only
 requests to an allowed ``Host`` (``auth.HostPolicy``: loopback names, ``KB_PUBLIC_URL``,
 ``KB_ALLOWED_HOSTS``), else 421. A store that is down answers 503 with the reason, a malformed request
-4xx, a body that does not arrive within ``KB_BODY_TIMEOUT_S`` 408 (``errors.py``); the embedded Milvus
-Lite server is restarted when it dies (``healing.py``).
+4xx, a body that does not arrive within ``KB_BODY_TIMEOUT_S`` 408, each an RFC 9457 problem (``errors.py``);
+the embedded Milvus engine and Postgres are restarted when they stop (``healing.py``).
 """
 
 from __future__ import annotations
@@ -68,17 +68,15 @@ def one_thread_per_query(settings: Settings) -> Settings:
     return dataclasses.replace(settings, encoder_threads=1)
 
 
-def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus: bool | None = None) -> FastAPI:
-    """The service. ``heal_milvus``: restart the embedded Milvus Lite server when it dies (default: when
+def create_app(settings: Settings, searcher: Searcher | None = None, heal: bool | None = None) -> FastAPI:
+    """The service. ``heal``: restart the embedded Milvus engine and Postgres when they stop (default: when
     the app builds its own searcher, as ``kb-assets serve`` does)."""
     from kb_assets.service.mcp import METADATA_PATH, base_url, mcp_app
     from kb_assets.service.routes import web_router
 
     hosts = HostPolicy.from_settings(settings)  # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
     own_searcher = searcher is None
-    service = Service(
-        settings, searcher or make_searcher(settings), heal_milvus=own_searcher if heal_milvus is None else heal_milvus
-    )
+    service = Service(settings, searcher or make_searcher(settings), heal=own_searcher if heal is None else heal)
     mcp = mcp_app(service)
 
     @asynccontextmanager
