@@ -104,6 +104,14 @@ def test_a_search_reports_the_time_of_every_stage(open_client):
     assert all(timings[stage] > 0 for stage in ran), timings  # the default strategy ran each of them
     spec = open_client.get("/openapi.json").json()["components"]["schemas"]
     assert set(spec["Timings"]["properties"]) == set(STAGES)
+    # the time outside the stages is named: total less the stages' critical path (searches beside encoding)
+    beside = max(timings["queryEncoding"] + timings["denseSearch"], timings["bm25Search"], timings["locate"])
+    after = sum(ms for stage, ms in timings.items() if stage not in PARALLEL)
+    assert timings["other"] == pytest.approx(max(0.0, timings["total"] - beside - after), abs=0.2)
+    assert "model" in spec["Timings"]["properties"]["other"]["description"]
+
+
+PARALLEL = ("queryEncoding", "denseSearch", "bm25Search", "locate", "other", "total")
 
 
 def test_search_reads_are_never_jit_compiled(catalog):
