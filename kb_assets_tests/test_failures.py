@@ -285,6 +285,8 @@ def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_p
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     first = ingest([folder], "still-failing", settings)
     assert [f["sourceUri"].rsplit("/", 1)[1] for f in first.failures] == ["broken.pdf"]
+    # the summary counts the broken file as failed, not among the new ones
+    assert first.as_json()["documents"] == {"new": 1, "changed": 0, "unchanged": 0, "deleted": 0, "failed": 1}
 
     again = ingest([folder], "still-failing", settings)
 

@@ -13,7 +13,7 @@ from kb_assets.cli.common import (
     pass_settings,
     stores_of,
 )
-from kb_assets.retrieval.scope import describe
+from kb_assets.cli.render import labelled
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
@@ -45,10 +45,10 @@ def docs(settings, knowledge_base_ids, as_json):
     def render(d):
         for doc in d["documents"]:
             click.echo(
-                f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
-                f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else "")
+                f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  {counts(doc)}{doc['documentId']}"
+                + (f"\n          {doc['error']}" if doc["error"] else "")
             )
-            if described := describe(doc["metadata"]):
+            if described := labelled(doc["metadata"]):
                 click.echo(f"          {described}")
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")
@@ -59,6 +59,12 @@ def docs(settings, knowledge_base_ids, as_json):
                 )
 
     emit(data, as_json, render)
+
+
+def counts(doc: dict) -> str:
+    """A document's pages and chunks where known (a document that failed or waits has none yet)."""
+    known = [f"{name}={doc[name]}" for name in ("pages", "chunks") if doc[name] is not None]
+    return "".join(f"{part} " for part in known) + (" " if known else "")
 
 
 @click.command()

@@ -60,10 +60,11 @@ class IngestReport:
     warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
+        failed = {failure.get("documentId") for failure in self.failures}  # counted as failed, not as new or changed
         return {
             "documents": {
-                "new": len(self.new),
-                "changed": len(self.changed),
+                "new": sum(1 for d in self.new if d not in failed),
+                "changed": sum(1 for d in self.changed if d not in failed),
                 "unchanged": len(self.unchanged),
                 "deleted": len(self.deleted),
                 "failed": len(self.failures),
