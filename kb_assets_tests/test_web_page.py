@@ -396,3 +396,76 @@ def test_the_documents_table_reads_at_400_px_with_the_failure_reason_and_says_ho
         assert note.is_displayed() and "KB_DAGSTER_URL" in note.text
     finally:
         browser.set_window_size(1280, 900)
+
+
+def test_tables_are_tables_in_the_lineage_panel_and_the_document_view_and_a_page_repeats_no_sentence(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "handbook")
+    # page 4 twice in the results: the sentence that answers is handed over once (retrieval/overlap.py)
+    assert sum("Backups are kept for 35 days." in r.text for r in results) == 1
+    card = next(r for r in results if "Backups are kept for 35 days" in r.text)
+    card.find_element(By.TAG_NAME, "button").click()
+    table = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#page-text table"))
+    rows = table.find_elements(By.CSS_SELECTOR, "tr")
+    assert len(rows) >= 5 and "Raw event streams" in table.text and "30 days" in table.text
+    text = browser.find_element(By.ID, "page-text")
+    assert not any(line.strip().startswith("|") for line in text.text.splitlines())
+    assert text.find_elements(By.TAG_NAME, "mark")  # the chunk still marked
+
+    browser.find_element(By.XPATH, "//section[@id='lineage']//button[contains(., 'All chunks')]").click()
+    chunk = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".chunk-text table"))
+    assert "Security Engineering" in chunk.text
+    assert not any(
+        line.strip().startswith("|")
+        for node in browser.find_elements(By.CSS_SELECTOR, ".chunk-text")
+        for line in node.text.splitlines()
+    )
+    browser.find_element(By.ID, "tab-search").click()
+
+
+# every table of a card or panel lies inside it and inside the window; one wider than its box scrolls in it
+TABLES_INSIDE = """
+const out = [];
+for (const wrap of document.querySelectorAll('.passage-table-wrap')) {
+  if (!wrap.offsetParent) continue;  // not shown
+  const box = wrap.closest('.result, .page-text, .chunk').getBoundingClientRect(), r = wrap.getBoundingClientRect();
+  const scrolls = ['auto', 'scroll'].includes(getComputedStyle(wrap).overflowX);
+  if (r.left < box.left - 1 || r.right > box.right + 1 || r.right > window.innerWidth
+      || (wrap.scrollWidth > wrap.clientWidth + 1 && !scrolls)) out.push(wrap.innerText.slice(0, 60));
+}
+return [document.documentElement.scrollWidth <= window.innerWidth, out];
+"""
+
+
+def test_no_table_is_cut_at_400_px_or_in_the_split_view(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    browser.set_window_size(400, 844)
+    try:
+        results = search(browser, "What does each team pay for storage?", "handbook")
+        assert any(r.find_elements(By.CSS_SELECTOR, ".passage table") for r in results)
+        assert browser.execute_script(TABLES_INSIDE) == [True, []]
+        results = search(browser, "How long are backups kept?", "handbook")
+        retention = next(
+            w for w in browser.find_elements(By.CSS_SELECTOR, ".passage-table-wrap") if "Raw event streams" in w.text
+        )  # a three-column table fits a phone: its words wrap, nothing to scroll
+        assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth + 1", retention)
+        assert browser.execute_script(TABLES_INSIDE) == [True, []]
+    finally:
+        browser.set_window_size(1280, 900)
+    results = search(browser, "What does each team pay for storage?", "handbook")
+    card = next(r for r in results if r.find_elements(By.CSS_SELECTOR, ".passage table"))
+    card.find_element(By.TAG_NAME, "button").click()  # the split view: results beside the lineage
+    wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed() and d.find_elements(By.ID, "page-label"))
+    wait(browser, lambda d: d.find_element(By.ID, "page-text").text.strip())
+    assert browser.execute_script(TABLES_INSIDE) == [True, []]
+    last = (  # the cost report's last column shows, unscrolled: its words wrap instead
+        "const t = [...document.querySelectorAll('.split .result .passage-table')]"
+        ".find(t => t.innerText.includes('Cost (USD)')); const cells = t.rows[0].cells;"
+        "return cells[cells.length - 1].getBoundingClientRect().right <= "
+        "t.closest('.passage-table-wrap').getBoundingClientRect().right + 1"
+    )
+    assert browser.execute_script(last)
