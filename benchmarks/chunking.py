@@ -180,7 +180,7 @@ def main() -> None:
             report["ingest"][kb] = {
                 **result.as_json()["documents"],
                 "seconds": round(time.perf_counter() - started, 1),
-                "failures": result.failures,
+                "failures": [f.as_json() for f in result.failures],
             }
             print(f"{kb}: {report['ingest'][kb]}", flush=True)
 

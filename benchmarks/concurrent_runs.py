@@ -57,7 +57,7 @@ def ingest_once(cache: Path) -> dict:
             "documents": len(documents),
             "pages": sum(d.page_count or 0 for d in documents),
             "chunks": sum(d.chunk_count or 0 for d in documents),
-            "consistent": report["consistent"],
+            "consistent": report.consistent,
         }
     finally:
         stop_milvus(settings.home)

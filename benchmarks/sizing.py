@@ -156,7 +156,7 @@ def main() -> None:
         docs = [d for d in stores.catalog.list_documents(["sizing"]) if d.status == "published"]
         pages = sum(d.page_count or 0 for d in docs)
         chunks = sum(d.chunk_count or 0 for d in docs)
-        entities = count_entities(stores.milvus, report.published["collection"])
+        entities = count_entities(stores.milvus, report.published.collection)
 
         import polars as pl
 

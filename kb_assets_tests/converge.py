@@ -18,7 +18,7 @@ def converge(settings) -> list[str]:
     catalog = Stores(settings).catalog
     docs = [d for d in catalog.list_documents() if d.status == "published"]
     stale = stale_documents(
-        docs, step_versions(settings), {c["name"]: c["model"] for c in catalog.collections()}, migrating=False
+        docs, step_versions(settings), {c.name: c.model for c in catalog.collections()}, migrating=False
     )
     instance = dagster_instance(settings)
     plans = plan_runs(

@@ -21,6 +21,10 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb_assets.pipeline.verify import VerifyReport
 from pathlib import Path
 
 import httpx
@@ -60,7 +64,7 @@ class SoakReport:
     lost_documents: list[str] = field(default_factory=list)  # files present at the end but not published
     leftover_processes: list[str] = field(default_factory=list)  # processes of a killed ingest still alive
     killed_ingest_children: int = 0  # the processes the killed ingest had started (its parse workers)
-    verify: dict | None = None
+    verify: VerifyReport | None = None
     seconds: float = 0.0
 
     def p95_ms(self) -> float:
@@ -78,7 +82,7 @@ class SoakReport:
             f"{self.ingest_killed_at_s} s (with {self.killed_ingest_children} child processes); "
             f"{self.unavailable} answers 503 with Retry-After; "
             f"{len(self.lost_documents)} lost documents, {len(self.leftover_processes)} leftover processes; "
-            f"verify consistent: {(self.verify or {}).get('consistent')}"
+            f"verify consistent: {self.verify.consistent if self.verify else None}"
         )
 
 

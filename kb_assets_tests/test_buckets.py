@@ -78,7 +78,7 @@ def bumped_and_current(bumped, folder, before, pages_run, catalog, settings) -> 
 
     report = ingest([folder], "buckets-bump", bumped)
     assert not report.failures and report.run_ids
-    assert sorted((s["step"], s["documentId"]) for s in report.stale) == sorted(
+    assert sorted((s.step, s.document_id) for s in report.stale) == sorted(
         ("chunks", d.document_id) for d in before.values()
     )
     instance = dagster_instance(settings)
@@ -110,7 +110,7 @@ def test_a_bucket_lists_its_failed_document_and_its_good_documents_are_searchabl
 
     docs = docs_of(catalog, "buckets-bad")
     broken = docs.pop("broken.pdf")
-    assert [f["documentId"] for f in report.failures] == [broken.document_id] and broken.status == "failed"
+    assert [f.document_id for f in report.failures] == [broken.document_id] and broken.status == "failed"
     assert {d.status for d in docs.values()} == {"published"}
     answer = make_searcher(buckets).search(
         SearchRequest("Where is the key of the loading dock?", ["buckets-bad"], limit=1)
@@ -128,7 +128,7 @@ def test_a_bucket_lists_its_failed_document_and_its_good_documents_are_searchabl
     )  # never materialized as if nothing had failed
 
     again = ingest([folder], "buckets-bad", buckets)  # not retried unasked
-    assert again.run_ids == [] and [f["documentId"] for f in again.failures] == [broken.document_id]
+    assert again.run_ids == [] and [f.document_id for f in again.failures] == [broken.document_id]
     retried = ingest([folder], "buckets-bad", buckets, retry_failed=True)
     assert retried.run_ids and catalog.get_document(broken.document_id).last_run_id in retried.run_ids
     assert {d.status for d in docs_of(catalog, "buckets-bad").values() if d.document_id != broken.document_id} == {
@@ -141,7 +141,7 @@ def test_a_bucket_lists_its_failed_document_and_its_good_documents_are_searchabl
     purged = ingest([folder], "buckets-bad", buckets)
     assert sorted(purged.deleted) == sorted([gone.document_id, broken.document_id])
     assert catalog.get_document(gone.document_id).status == "deleted"
-    assert count_entities(milvus_client, purged.published["collection"], f'document_id == "{gone.document_id}"') == 0
+    assert count_entities(milvus_client, purged.published.collection, f'document_id == "{gone.document_id}"') == 0
     assert not lake.exists("chunks", gone.document_id) and not lake.exists("embeddings", gone.document_id)
     assert catalog.read_pages(gone.document_id) == [] and not stores.objects.exists(gone.object_key)
     gone_bucket = partition_key(gone, buckets.partitioning)
@@ -176,9 +176,9 @@ def test_embedding_model_migration_backfills_validates_and_swaps_under_buckets(
     report = ingest([folder], "buckets-migrate", new)  # the spec changed: backfill, validate, swap
     try:
         migration = report.migration
-        assert migration["status"] == "published", migration.get("problems")
-        assert published_collection(milvus_client, catalog, settings.alias) == migration["collection"] != before
-        assert migration["entities"] == migration["chunkRows"]
+        assert migration is not None and migration.status == "published", migration
+        assert published_collection(milvus_client, catalog, settings.alias) == migration.published != before
+        assert migration.validation is not None and migration.validation.entities == migration.validation.chunk_rows
         instance = dagster_instance(settings)
         backfills = [instance.get_run_by_id(r) for r in report.run_ids]
         backfills = [r for r in backfills if r.job_name == "ingest_documents"]

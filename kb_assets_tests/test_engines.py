@@ -134,9 +134,9 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
         assert published_collection(client, own_catalog, alias) == first
 
         swapped = migration.swap(own_catalog, client, alias, second)
-        assert (swapped["previous"], swapped["published"]) == (first, second)
+        assert (swapped.previous, swapped.published) == (first, second)
         assert published_collection(client, own_catalog, alias) == second
-        states = {c["name"]: c["state"] for c in own_catalog.collections()}
+        states = {c.name: c.state for c in own_catalog.collections()}
         assert (states[first], states[second]) == ("retired", "published")
         if engine(client).aliases:  # a server: the alias moved, atomically
             assert client.describe_alias(alias)["collection_name"] == second
@@ -145,9 +145,9 @@ def test_a_collection_is_published_swapped_and_rolled_back_on_each_engine(any_cl
             assert count_entities(client, first) == 3
 
         rolled = migration.rollback(own_catalog, client, alias)
-        assert (rolled["previous"], rolled["published"]) == (second, first)
+        assert (rolled.previous, rolled.published) == (second, first)
         assert published_collection(client, own_catalog, alias) == first
-        assert {c["name"]: c["state"] for c in own_catalog.collections()}[second] == "retired"
+        assert {c.name: c.state for c in own_catalog.collections()}[second] == "retired"
     finally:
         if engine(client).aliases and alias in client.list_aliases().get("aliases", []):
             client.drop_alias(alias)

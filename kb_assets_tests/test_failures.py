@@ -46,7 +46,7 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(
     report = ingest([folder], "failures", settings)
     docs = {d.source_path: d for d in catalog.list_documents(["failures"])}
     broken, good = docs["broken.pdf"], docs["boilers.md"]
-    assert [f["documentId"] for f in report.failures] == [broken.document_id] and broken.status == "failed"
+    assert [f.document_id for f in report.failures] == [broken.document_id] and broken.status == "failed"
     instance = dagster_instance(settings)
     step = broken.failed_step.partition("@")[0]
     assert partition_status(instance, step, broken.partition_key) == dg.AssetPartitionStatus.FAILED
@@ -64,8 +64,8 @@ def test_failed_document_shows_failed_and_its_last_good_version_serves(
 
     api = SearchAnswer.model_validate({"results": answer.results, "warnings": answer.warnings})
     assert "last good version" in api.results[0].versionNotice
-    notices = verify(catalog, lake, milvus_client, settings.alias)["notices"]
-    assert any(n["documentId"] == good.document_id and "last good version" in n["notice"] for n in notices)
+    notices = verify(catalog, lake, milvus_client, settings.alias).notices
+    assert any(n.document_id == good.document_id and "last good version" in n.notice for n in notices)
 
 
 def materializations(instance, step: str, key: str) -> list:
@@ -93,7 +93,7 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
 
     docs = {d.source_path: d for d in catalog.list_documents(["batch-failure"])}
     broken = docs["broken.pdf"]
-    assert [f["documentId"] for f in report.failures] == [broken.document_id]
+    assert [f.document_id for f in report.failures] == [broken.document_id]
     (run_id,) = report.run_ids  # one batch run, no retry of its own
     instance = dagster_instance(settings)
     run = instance.get_run_by_id(run_id)
@@ -191,20 +191,18 @@ def test_half_written_version_never_serves_and_repair_run_removes_it(tmp_path, s
     answer = make_searcher(settings).search(SearchRequest("boiler room key cabinet", ["strays"], limit=5))
     assert answer.results and all("red cabinet" not in r["content"] for r in answer.results)
     found = verify(catalog, lake, milvus_client, settings.alias)
-    (stray,) = [p for p in found["problems"] if p["documentId"] == doc.document_id]
-    assert "1 stray entities" in stray["problem"]
+    (stray,) = [p for p in found.problems if p.document_id == doc.document_id]
+    assert "1 stray entities" in stray.problem
 
     instance = dagster_instance(settings)
     repaired = repair(make_definitions(settings), instance)  # verify --repair is a run
 
-    assert any(p["documentId"] == doc.document_id and p["repaired"] for p in repaired["problems"])
-    run = instance.get_run_by_id(repaired["runId"])
+    assert any(p.document_id == doc.document_id and p.repaired for p in repaired.problems)
+    run = instance.get_run_by_id(repaired.run_id or "")
     assert run.job_name == "repair_stores" and run.status == dg.DagsterRunStatus.SUCCESS
     assert run.tags["kb/store_change"] == "repair"
     assert not [
-        p
-        for p in verify(catalog, lake, milvus_client, settings.alias)["problems"]
-        if p["documentId"] == doc.document_id
+        p for p in verify(catalog, lake, milvus_client, settings.alias).problems if p.document_id == doc.document_id
     ]
 
 
@@ -284,7 +282,7 @@ def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_p
     (folder / "boilers.md").write_text(GOOD)
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     first = ingest([folder], "still-failing", settings)
-    assert [f["sourceUri"].rsplit("/", 1)[1] for f in first.failures] == ["broken.pdf"]
+    assert [f.source_uri.rsplit("/", 1)[1] for f in first.failures] == ["broken.pdf"]
     # the summary counts the broken file as failed, not among the new ones
     assert first.as_json()["documents"] == {"new": 1, "changed": 0, "unchanged": 0, "deleted": 0, "failed": 1}
 
@@ -292,9 +290,9 @@ def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_p
 
     assert again.run_ids == []  # nothing ran for a file that failed and has not changed
     (failure,) = again.failures
-    assert failure["stillFailing"] and failure["reason"] == first.failures[0]["reason"]
+    assert failure.still_failing and failure.reason == first.failures[0].reason
     assert again.as_json()["documents"] == {"new": 0, "changed": 0, "unchanged": 1, "deleted": 0, "failed": 1}
     retried = ingest([folder], "still-failing", settings, retry_failed=True)
-    assert len(retried.run_ids) == 1 and not retried.failures[0].get("stillFailing")
+    assert len(retried.run_ids) == 1 and not retried.failures[0].still_failing
     broken = next(d for d in catalog.list_documents(["still-failing"]) if d.source_path == "broken.pdf")
     assert broken.status == "failed" and broken.last_run_id == retried.run_ids[0]

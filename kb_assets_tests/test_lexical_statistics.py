@@ -211,7 +211,7 @@ def test_statistics_missing_are_said_and_the_next_run_keeps_them_without_writing
     }
 
     report = _ingest(lexical_folder, settings)
-    assert [(s["step"], "BM25" in s["reason"]) for s in report.stale if s["documentId"] == first.document_id] == [
+    assert [(s.step, "BM25" in s.reason) for s in report.stale if s.document_id == first.document_id] == [
         ("milvus_collection", True)
     ], report.stale
     (run_id,) = report.run_ids

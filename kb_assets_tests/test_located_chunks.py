@@ -69,7 +69,7 @@ def test_a_document_kept_without_page_ranges_is_searched_in_milvus_and_verify_sa
         floor = min(before.bm25.values())
         assert all(fallback.bm25[c] < floor / 2 for c in set(fallback.hits) - set(before.hits))
         report = verify(catalog, lake, milvus_client, settings.alias)
-        said = [p["problem"] for p in report["problems"] if p["documentId"] == document_id]
+        said = [p.problem for p in report.problems if p.document_id == document_id]
         assert said and all("page ranges" in problem for problem in said), said
     finally:  # what ``verify --repair`` writes (test_verify checks the repair itself)
         with catalog.connect() as conn:

@@ -81,35 +81,36 @@ def test_spec_change_migrates_by_itself_without_a_failed_search_and_rolls_back(
 
     assert not errors and not empty and done, (errors, empty)
     migration = report.migration
-    assert migration["status"] == "published", migration
+    assert migration is not None and migration.status == "published", migration
     assert (
-        migration["collection"]
+        migration.published
         == "kb_chunks__minilm_l6__d256__v1"
         == published_collection(milvus_client, catalog, "kb_chunks")
     )
-    assert migration["entities"] == migration["chunkRows"] >= before_count
-    assert migration["quality"]["published"] >= 0.8  # chunk search, not the page fallback, was measured
-    assert migration["quality"]["new"] >= migration["quality"]["published"] - 0.05
+    validation = migration.validation
+    assert validation is not None and validation.entities == validation.chunk_rows >= before_count
+    assert validation.quality_published >= 0.8  # chunk search, not the page fallback, was measured
+    assert validation.quality_new >= validation.quality_published - 0.05
     (publish,) = instance.get_runs(filters=dg.RunsFilter(job_name="publish_collection"), limit=1)
     assert publish.status == dg.DagsterRunStatus.SUCCESS and publish.tags["kb/store_change"] == "migration"
     alias_event = instance.get_latest_materialization_event(dg.AssetKey("collection_alias"))
-    assert alias_event.asset_materialization.metadata["swap"].value == f"{before} -> {migration['collection']}"
+    assert alias_event.asset_materialization.metadata["swap"].value == f"{before} -> {migration.published}"
     searcher = make_searcher(new)
     answer = searcher.search(SearchRequest("How long are backups kept?", ["handbook"], limit=3))
     assert answer.results[0]["sourceUri"].endswith("platform-handbook.pdf")
     parking = searcher.search(SearchRequest("Where do visitors park?", ["edits"], limit=1))
     assert "level five" in parking.results[0]["content"]
     assert milvus_client.has_collection(before)  # kept for rollback
-    states = {c["name"]: c["state"] for c in catalog.collections()}
-    assert states[before] == "retired" and states[migration["collection"]] == "published"
+    states = {c.name: c.state for c in catalog.collections()}
+    assert states[before] == "retired" and states[migration.published] == "published"
     assert ingest([folder], "edits", new).migration is None  # nothing left to migrate
 
     rolled = rollback(catalog, milvus_client, settings.alias)
 
-    assert rolled == {"published": before, "previous": migration["collection"]}
+    assert (rolled.published, rolled.previous) == (before, migration.published)
     assert published_collection(milvus_client, catalog, "kb_chunks") == before
-    states = {c["name"]: c["state"] for c in catalog.collections()}
-    assert states[before] == "published" and states[migration["collection"]] == "retired"
+    states = {c.name: c.state for c in catalog.collections()}
+    assert states[before] == "published" and states[migration.published] == "retired"
 
     # after the rollback the documents' lake vectors are of the 256-d spec: they re-encode from the lake
     # (no parse) and the stores converge on the published spec again

@@ -79,7 +79,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
     )
     assert not ingest([folder], "daemon-notes", settings).failures
     before = published_collection(milvus_client, catalog, settings.alias)
-    assert {c["name"]: c["model"] for c in catalog.collections()}[before] != SPEC
+    assert {c.name: c.model for c in catalog.collections()}[before] != SPEC
     instance = dagster_instance(settings)  # the session's: it knows every document's partition
     started = datetime.now(UTC)
 
@@ -111,7 +111,7 @@ def test_the_daemon_migrates_a_changed_spec_by_itself(settings, catalog, milvus_
             if published != before:
                 break
             time.sleep(3)
-        models = {c["name"]: c["model"] for c in catalog.collections()}
+        models = {c.name: c.model for c in catalog.collections()}
         assert models.get(published) == SPEC, (published, (tmp_path / "daemon.log").read_text()[-4000:])
 
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/sensor_name": SENSOR}, created_after=started))

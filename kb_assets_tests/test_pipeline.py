@@ -61,7 +61,7 @@ def test_pdf_keeps_physical_pages_and_records_the_offline_parser_mode(handbook, 
 
 def test_milvus_holds_exactly_one_entity_per_chunk_row(handbook, catalog, lake, milvus_client, settings):
     collection = published_collection(milvus_client, catalog, settings.alias)
-    assert collection == handbook.published["collection"]
+    assert collection == handbook.published.collection
     chunk_rows = sum(lake.read("chunks", d.document_id).height for d in _docs(catalog).values())
     assert chunk_rows > 0
     assert count_entities(milvus_client, collection, 'knowledge_base_id == "handbook"') == chunk_rows
@@ -111,7 +111,7 @@ def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
     ids_before = {
         d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list() for d in _docs(catalog).values()
     }
-    count_before = count_entities(milvus_client, handbook.published["collection"])
+    count_before = count_entities(milvus_client, handbook.published.collection)
 
     report = ingest([corpus_dir], "handbook", settings)
 
@@ -127,7 +127,7 @@ def test_second_ingest_of_unchanged_files_launches_no_run_and_keeps_ids(
     assert {
         d.document_id: lake.read("chunks", d.document_id)["chunk_id"].to_list() for d in _docs(catalog).values()
     } == ids_before
-    assert count_entities(milvus_client, handbook.published["collection"]) == count_before
+    assert count_entities(milvus_client, handbook.published.collection) == count_before
 
 
 def test_every_step_after_parsing_shows_the_parser_mode_of_the_partition(handbook, settings, catalog):
@@ -179,10 +179,10 @@ def test_a_corrupt_file_fails_with_a_clear_reason_and_the_others_publish(setting
 
     assert report.as_json()["documents"]["failed"] == 1
     (failure,) = report.failures
-    assert failure["sourceUri"].endswith("broken.pdf")
-    assert "broken.pdf" in failure["reason"]
+    assert failure.source_uri.endswith("broken.pdf")
+    assert "broken.pdf" in failure.reason
     docs = _docs(catalog, "mixed")
-    assert docs["broken.pdf"].status == "failed" and docs["broken.pdf"].error == failure["reason"]
+    assert docs["broken.pdf"].status == "failed" and docs["broken.pdf"].error == failure.reason
     assert docs["architecture.md"].status == "published"
     assert catalog.read_pages(docs["broken.pdf"].document_id) == []
 
@@ -201,7 +201,7 @@ def test_changed_file_gets_a_new_version_and_deleted_file_disappears_everywhere(
     assert first.as_json()["documents"]["new"] == 2 and not first.failures
     old_version = docs["notes.md"].version
     gone = docs["gone.md"]
-    collection = first.published["collection"]
+    collection = first.published.collection
 
     (folder / "notes.md").write_text("# Notes\n\nThe canary release runs for 72 hours before full rollout.\n")
     (folder / "gone.md").unlink()

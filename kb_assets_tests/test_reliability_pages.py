@@ -43,7 +43,7 @@ def test_document_refused_for_its_chunk_count_keeps_no_pages_and_serves_none(tmp
     (folder / "pumps.md").write_text(MANUAL)
     report = ingest([folder], "refused-chunks", replace(settings, max_chunks_per_document=2))
     doc = the_document(catalog, "refused-chunks")
-    assert doc.status == "failed" and "KB_MAX_CHUNKS_PER_DOCUMENT" in report.failures[0]["reason"]
+    assert doc.status == "failed" and "KB_MAX_CHUNKS_PER_DOCUMENT" in report.failures[0].reason
     assert catalog.read_pages(doc.document_id) == [] and catalog.read_nodes(doc.document_id) == []
     answer = client.get(f"/v1/documents/{doc.document_id}/pages/0")
     assert answer.status_code == 404
@@ -70,7 +70,7 @@ def test_failed_newer_version_serves_its_last_good_pages_only_while_they_are_kep
     # refused at raw_files for its size: the pages of the published version are still what the catalog holds
     (folder / "pumps.md").write_text(MANUAL)
     small_files = replace(settings, parse=replace(settings.parse, max_file_bytes=1000))
-    assert "KB_PARSE_MAX_FILE_BYTES" in ingest([folder], "newer-fails", small_files).failures[0]["reason"]
+    assert "KB_PARSE_MAX_FILE_BYTES" in ingest([folder], "newer-fails", small_files).failures[0].reason
     page = client.get(f"/v1/documents/{first.document_id}/pages/0")
     assert page.status_code == 200 and page.json()["version"] == first.version
     assert "one litre of water" in page.json()["text"]

@@ -53,8 +53,8 @@ def test_ingest_fails_noise_with_its_reason_and_publishes_the_latin1_file(tmp_pa
     report = ingest([folder], "encodings", settings)
     docs = {d.source_path: d for d in catalog.list_documents(["encodings"])}
     (failure,) = report.failures
-    assert failure["documentId"] == docs["noise.txt"].document_id
-    assert failure["reason"].startswith("noise.txt: not text in a known encoding (")
+    assert failure.document_id == docs["noise.txt"].document_id
+    assert failure.reason.startswith("noise.txt: not text in a known encoding (")
     assert docs["noise.txt"].status == "failed" and catalog.read_pages(docs["noise.txt"].document_id) == []
     assert docs["cafe.txt"].status == "published"
     assert catalog.read_pages(docs["cafe.txt"].document_id)[0]["text"] == FRENCH.strip()

@@ -44,7 +44,7 @@ def test_a_bad_document_in_a_batch_fails_alone(many_notes, catalog):
     docs = {d.source_path: d for d in catalog.list_documents(["many-notes"])}
     failed = {path for path, d in docs.items() if d.status != "published"}
     assert failed == {"note-0150-empty.md"}, failed
-    assert [f["sourceUri"].rsplit("/", 1)[-1] for f in report.failures] == ["note-0150-empty.md"]
+    assert [f.source_uri.rsplit("/", 1)[-1] for f in report.failures] == ["note-0150-empty.md"]
     assert "empty file" in docs["note-0150-empty.md"].error
     assert len(report.new) == DOCUMENTS + 1
 

@@ -71,7 +71,7 @@ def test_sensor_launches_new_files_skips_unchanged_and_purges_deleted(watched, s
     result = watched.purge.execute_in_process(instance=instance, run_config=purge.run_config, tags=purge.tags)
     assert result.success  # the purge is a run: what it removed is its output metadata
     (removed,) = result.output_for_node("purge")
-    assert removed["sourcePath"] == "faq.md" and sum(removed["entitiesRemoved"].values()) >= 1
+    assert removed.source_path == "faq.md" and sum(removed.entities_removed.values()) >= 1
     assert catalog.get_document(doc.document_id).status == "deleted"
     assert not instance.has_dynamic_partition(documents_partitions.name, doc.document_id)
     again = watched.sensor(dg.build_sensor_context(instance=instance, resources=watched.resources))

@@ -19,4 +19,4 @@ def test_soak_with_ingests_and_a_killed_milvus_has_no_errors_and_ends_consistent
     assert not report.errors, report.errors[:5]
     assert report.milvus_killed_at_s is not None and report.milvus_back, report.summary()
     assert report.ingests >= 2, report.summary()
-    assert report.verify["consistent"], report.verify["problems"][:5]
+    assert report.verify is not None and report.verify.consistent, report.verify and report.verify.problems[:5]

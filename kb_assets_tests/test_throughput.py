@@ -180,8 +180,8 @@ def test_a_document_over_the_chunk_budget_is_refused_and_the_small_one_publishes
     docs = _docs(catalog, "budget")
     assert docs["z-note.md"].status == "published"
     (failure,) = report.failures
-    assert failure["sourceUri"].endswith("a-huge-log.txt")
-    assert "a-huge-log.txt" in failure["reason"] and "KB_MAX_CHUNKS_PER_DOCUMENT" in failure["reason"]
+    assert failure.source_uri.endswith("a-huge-log.txt")
+    assert "a-huge-log.txt" in failure.reason and "KB_MAX_CHUNKS_PER_DOCUMENT" in failure.reason
     assert docs["a-huge-log.txt"].status == "failed"
 
 
@@ -229,8 +229,8 @@ def test_two_ingests_of_the_same_folder_started_together_both_succeed(
         assert child.returncode == 0, err[-3000:]
     docs = _docs(catalog, "twice")
     assert len(docs) == 8 and {d.status for d in docs.values()} == {"published"}
-    assert _no_duplicate_entities(milvus_client, handbook.published["collection"], "twice")
-    assert verify(catalog, stores.lake, milvus_client, settings.alias)["consistent"]
+    assert _no_duplicate_entities(milvus_client, handbook.published.collection, "twice")
+    assert verify(catalog, stores.lake, milvus_client, settings.alias).consistent
 
 
 def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(
@@ -257,9 +257,9 @@ def test_three_runs_over_overlapping_ranges_leave_the_stores_consistent(
     assert len(run_ids) == 3 and all(instance.get_run_by_id(r).is_success for r in run_ids)
     docs = _docs(catalog, "overlap")
     assert {d.status for d in docs.values()} == {"published"}
-    ids = _no_duplicate_entities(milvus_client, handbook.published["collection"], "overlap")
+    ids = _no_duplicate_entities(milvus_client, handbook.published.collection, "overlap")
     assert ids and len(ids) == sum(d.chunk_count for d in docs.values())
-    assert verify(catalog, stores.lake, milvus_client, settings.alias)["consistent"]
+    assert verify(catalog, stores.lake, milvus_client, settings.alias).consistent
 
 
 # hash-bucket partitions ---------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ pytestmark = pytest.mark.slow
 
 def test_verify_reports_consistent_stores_after_ingest(handbook, catalog, lake, milvus_client, settings):
     report = verify(catalog, lake, milvus_client, settings.alias)
-    assert report["consistent"], report["problems"]
+    assert report.consistent, report.problems
 
 
 def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, milvus_client, settings):
-    collection = handbook.published["collection"]
+    collection = handbook.published.collection
     doc = next(d for d in catalog.list_documents(["handbook"]) if d.source_path == "runbook.html")
     flt = f"document_id == {milvus_string(doc.document_id)}"
     expected = lake.read("chunks", doc.document_id).height
@@ -56,21 +56,21 @@ def test_verify_repairs_missing_entities_and_orphans(handbook, catalog, lake, mi
     )
 
     found = verify(catalog, lake, milvus_client, settings.alias)
-    assert not found["consistent"]
-    assert {p["documentId"] for p in found["problems"]} == {doc.document_id, "doc-unknown"}
+    assert not found.consistent
+    assert {p.document_id for p in found.problems} == {doc.document_id, "doc-unknown"}
 
     from kb_assets.stores.models import load_model
 
     repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True, load_model=load_model)
-    assert all(p["repaired"] for p in repaired["problems"])
+    assert all(p.repaired for p in repaired.problems)
     assert count_entities(milvus_client, collection, flt) == expected
     assert count_entities(milvus_client, collection, 'document_id == "doc-unknown"') == 0
-    assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
+    assert verify(catalog, lake, milvus_client, settings.alias).consistent
 
 
 def test_a_released_collection_is_loaded_on_demand(handbook, milvus_client):
     """Milvus Lite brings collections back released after a restart; counting, reading and purging load them."""
-    collection = handbook.published["collection"]
+    collection = handbook.published.collection
     before = count_entities(milvus_client, collection)
     milvus_client.release_collection(collection)
     assert count_entities(milvus_client, collection) == before > 0
@@ -106,16 +106,16 @@ def test_verify_repairs_bm25_statistics_from_the_lake(handbook, catalog, lake, m
     try:
         assert any("BM25 statistics not kept" in w for w in searcher.search(request).warnings)
         found = verify(catalog, lake, milvus_client, settings.alias)
-        assert not found["consistent"]
-        problems = {p["documentId"]: p["problem"] for p in found["problems"]}
+        assert not found.consistent
+        problems = {p.document_id: p.problem for p in found.problems}
         assert problems.keys() == {missing.document_id, torn.document_id, None}
         assert "BM25 term counts of knowledge base handbook" in problems[None]  # its chunk rows went, not its counts
         assert "no BM25 statistics kept" in problems[missing.document_id]
         assert f"kept for {torn.chunk_count - 1} of its {torn.chunk_count} chunks" in problems[torn.document_id]
     finally:
         repaired = verify(catalog, lake, milvus_client, settings.alias, repair=True)
-    assert all(p["repaired"] for p in repaired["problems"])
-    assert verify(catalog, lake, milvus_client, settings.alias)["consistent"]
+    assert all(p.repaired for p in repaired.problems)
+    assert verify(catalog, lake, milvus_client, settings.alias).consistent
     assert {d: catalog.kept_term_chunks(d) for d in kept_before} == kept_before
     assert catalog.term_statistics(asked, ["handbook"]) == statistics_before
     assert not searcher.search(request).warnings

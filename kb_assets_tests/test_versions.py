@@ -97,7 +97,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     report = ingest([folder], kb, new)
 
     assert not report.failures
-    assert {(s["documentId"], s["step"]) for s in report.stale} == {(d.document_id, "chunks") for d in docs.values()}
+    assert {(s.document_id, s.step) for s in report.stale} == {(d.document_id, "chunks") for d in docs.values()}
     instance = dagster_instance(settings)
     (run_id,) = report.run_ids
     assert run_selection(instance, run_id) == {"chunks", "embeddings", "milvus_collection"}
@@ -108,7 +108,7 @@ def test_chunker_version_bump_reruns_only_chunks_onward_and_reencodes_only_chang
     assert changed.height == 1 and after.height == vectors_before[beta.document_id].height  # one re-encoded
     assert materialization_total(instance, run_id, "milvus_collection", "written") == 1
     chunk_id, vector = changed["chunk_id"][0], changed["vector"][0].to_list()
-    stored = stored_vectors(milvus_client, report.published["collection"], [chunk_id])[chunk_id]
+    stored = stored_vectors(milvus_client, report.published.collection, [chunk_id])[chunk_id]
     assert max(abs(a - b) for a, b in zip(stored, vector, strict=False)) < 1e-6  # upserted in place
     refreshed = catalog.get_documents([alpha.document_id, beta.document_id])
     assert {d.step_versions["chunks"] for d in refreshed.values()} == {"test-2"}
@@ -201,7 +201,7 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
     with ChatServer(503) as broken:
         report = ingest([folder], kb, with_endpoint(broken.url))
     assert not report.failures and len(broken.requests) == 1  # one failed call, no failed document
-    assert {s["step"] for s in report.stale} == {"chunks"}
+    assert {s.step for s in report.stale} == {"chunks"}
     assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
     assert all(lake.read("embeddings", i).equals(vectors_before[i]) for i in ids)  # nothing re-encoded
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1+context:tiny:partial"}
@@ -233,6 +233,6 @@ def test_a_chunk_contextualizer_rechunks_from_chunks_one_that_fails_is_retried_a
         assert cur.fetchone() == (text_chunks, sentence)
 
     report = ingest([folder], kb, settings)  # turned off: plain inputs again
-    assert not report.failures and {s["step"] for s in report.stale} == {"chunks"}
+    assert not report.failures and {s.step for s in report.stale} == {"chunks"}
     assert all(lake.read("chunks", i).drop("run_id").equals(chunks_before[i].drop("run_id")) for i in ids)
     assert {d.step_versions["chunks"] for d in catalog.get_documents(ids).values()} == {"1"}

@@ -282,7 +282,7 @@ def test_lineage_credits_milvus_collection_only_to_a_run_that_wrote_entities(
     # a run that publishes the document again (a new step version) and finds every entity in place
     doc = stores.catalog.get_document(document_id)
     again = publish_document(doc, stores.catalog, stores.lake, milvus_client, doc.collection_name, "idle-run", "2")
-    assert again["written"] == again["deleted"] == 0 and not again["skipped"]
+    assert again.written == again.deleted == 0 and not again.skipped
     assert stores.catalog.get_document(document_id).last_run_id == "idle-run"
     after = {r["asset"]: r["runId"] for r in client.get(f"/v1/chunks/{chunk_id}/lineage", headers=ALL).json()["runs"]}
     assert after == runs

@@ -14,9 +14,19 @@ taken (chunks come in reading order and do not overlap), else the first one.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from kb_assets.lib.text import SPACE_NEAR_CJK, normalize_ws
 
-Region = dict  # {"page_index": int, "l": float, "t": float, "r": float, "b": float}
+
+class Region(TypedDict):
+    """Where on a page a chunk's text lies (PDF points, top-left origin), stored with the chunk as JSON."""
+
+    page_index: int
+    l: float  # noqa: E741  (left, as stored)
+    t: float
+    r: float
+    b: float
 
 
 class _Text:

@@ -18,7 +18,7 @@ from kb_assets.settings import Settings
 @click.option("--debug", is_flag=True, help="Show the traceback of an expected failure too.")
 @click.version_option(package_name="kb-assets", prog_name="kb-assets")
 @click.pass_context
-def main(ctx: click.Context, debug: bool):
+def main(ctx: click.Context, debug: bool) -> None:
     """kb-assets: a page-aware RAG knowledge base kept in step with its documents by Dagster."""
     ctx.meta["kb_debug"] = debug
     quiet_libraries(debug)  # pymilvus' per-call tracebacks only under --debug

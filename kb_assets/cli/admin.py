@@ -7,7 +7,9 @@ import sys
 import click
 
 from kb_assets.cli.common import emit, pass_settings, stores_of
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
+from kb_assets.settings import Settings
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
@@ -16,7 +18,7 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.argument("action", required=False, type=click.Choice(["rollback"]))
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def collections(settings, action, as_json):
+def collections(settings: Settings, action: str | None, as_json: bool) -> None:
     """Collection versions (name, model, dimension, state, count, published); `rollback` re-publishes
     the previous version."""
     from kb_assets.stores.entities import count_entities
@@ -32,7 +34,7 @@ def collections(settings, action, as_json):
         except LookupError as error:
             raise click.ClickException(str(error)) from None
         if not as_json:
-            click.echo(f"alias {settings.alias}: {rolled['previous']} -> {rolled['published']}")
+            click.echo(f"alias {settings.alias}: {rolled.previous} -> {rolled.published}")
     current = published_collection(client, stores.catalog, settings.alias)
     runs_on = engine(client)
     published_count = count_entities(client, current) if current else 0
@@ -44,19 +46,19 @@ def collections(settings, action, as_json):
         "published": current,
         "collections": [
             {
-                "name": c["name"],
-                "model": c["model"],
-                "dimension": c["dimension"],
-                "languages": c["languages"],
-                "state": c["state"],
-                "count": c["entity_count"],
-                "published": c["name"] == current,
+                "name": c.name,
+                "model": c.model,
+                "dimension": c.dimension,
+                "languages": c.languages,
+                "state": c.state,
+                "count": c.entity_count,
+                "published": c.name == current,
             }
             for c in stores.catalog.collections()
         ],
     }
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         click.echo(f"{d['engine']}: {d['published'] or 'nothing'} published as {d['alias']}")
         if d["sizeNote"]:
             click.echo(f"note: {d['sizeNote']}")
@@ -70,10 +72,11 @@ def collections(settings, action, as_json):
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def migrate(settings, as_json):
+def migrate(settings: Settings, as_json: bool) -> None:
     """Build, validate and publish the collection of the configured embedding spec (KB_EMBEDDING_MODEL):
     the backfill runs and the publish_collection run, in-process (the migration sensor does the same)."""
     from kb_assets.launch.instance import dagster_instance, definitions, fail_abandoned_runs
+    from kb_assets.launch.store_changes import MigrationReport
     from kb_assets.launch.store_changes import migrate as run_migration
     from kb_assets.pipeline.migration import migration_due
     from kb_assets.stores.vectors import published_collection
@@ -84,11 +87,12 @@ def migrate(settings, as_json):
     progress = (lambda message: None) if as_json else (lambda message: click.echo(message, err=True))
     due = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model)
     if due is None:
-        data = {"status": "unchanged", "published": published_collection(stores.milvus, stores.catalog, settings.alias)}
+        report = MigrationReport("unchanged", published_collection(stores.milvus, stores.catalog, settings.alias))
     else:
-        data = run_migration(definitions(settings), stores, instance, due, progress)
+        report = run_migration(definitions(settings), stores, instance, due, progress)
+    data = report.as_json()
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         click.echo(f"{d['status']}: alias {settings.alias} -> {d['published']}")
         if "quality" in d:
             click.echo(
@@ -106,7 +110,7 @@ def migrate(settings, as_json):
 @click.option("--repair", is_flag=True, help="Fix what can be fixed from Postgres and the lake.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def verify(settings, repair, as_json):
+def verify(settings: Settings, repair: bool, as_json: bool) -> None:
     """Consistency per document: Postgres rows vs lake rows vs Milvus entities (every entity counted against
     the published chunk rows); exit 1 if inconsistent. --repair runs as a Dagster run (repair_stores)."""
     from kb_assets.pipeline.verify import verify as run_verify
@@ -118,11 +122,11 @@ def verify(settings, repair, as_json):
 
         instance = dagster_instance(settings)
         fail_abandoned_runs(instance)
-        data = run_repair(definitions(settings), instance, settings.runs_log)
+        data = run_repair(definitions(settings), instance, settings.runs_log).as_json()
     else:
-        data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias)
+        data = run_verify(stores.catalog, stores.lake, stores.milvus, settings.alias).as_json()
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         click.echo(
             ("consistent" if d["consistent"] else f"{len(d['problems'])} problems:")
             + f" ({d['entities']} entities for {d['publishedChunkRows']} published chunk rows)"
@@ -141,7 +145,7 @@ def verify(settings, repair, as_json):
 @click.argument("action", type=click.Choice(["up", "down", "status"]))
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def services(settings, action, as_json):
+def services(settings: Settings, action: str, as_json: bool) -> None:
     """Start, stop or show the embedded Postgres and Milvus Lite server under KB_HOME (and the warm ingest
     runner, which `down` stops too)."""
     from kb_assets import services as svc
@@ -166,7 +170,7 @@ def services(settings, action, as_json):
         "ingestRunner": {"running": pid is not None, "pid": pid, "idleSeconds": settings.runner_idle_seconds},
     }
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         for name in ("postgres", "milvus"):
             status = d[name]
             state = "external" if "external" in status else ("running" if status.get("running") else "stopped")

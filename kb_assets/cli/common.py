@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.settings import Settings
 
+if TYPE_CHECKING:
+    from kb_assets.pipeline.versions import Staleness
+    from kb_assets.stores import Stores
+    from kb_assets.stores.catalog import Catalog, Document
 
-def emit(data, as_json: bool, render) -> None:
+KbNames = TypeVar("KbNames", str, tuple[str, ...], None)  # --kb once, many times, or not given
+
+
+def emit(data: JsonObject, as_json: bool, render: Callable[[JsonObject], None]) -> None:
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
@@ -41,7 +51,7 @@ def log_runs(settings: Settings) -> Path:
     return path
 
 
-def stores_of(settings: Settings):
+def stores_of(settings: Settings) -> Stores:
     from kb_assets.stores import Stores
 
     return Stores(settings)
@@ -50,19 +60,20 @@ def stores_of(settings: Settings):
 pass_settings = click.make_pass_decorator(Settings)
 
 
-def knowledge_base_names(ctx, param, value):
+def knowledge_base_names(ctx: click.Context, param: click.Parameter, value: KbNames) -> KbNames:
     """Callback of ``--kb``: every name must match ``kb_assets/lib/names.py``'s pattern."""
     from kb_assets.lib.names import validate_knowledge_base_id
 
     try:
-        for name in value if isinstance(value, tuple) else () if value is None else (value,):
+        names: tuple[str, ...] = value if isinstance(value, tuple) else () if value is None else (value,)
+        for name in names:
             validate_knowledge_base_id(name)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
     return value
 
 
-def metadata_filter(ctx, param, value):
+def metadata_filter(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Callback of ``search --period/--kind/--organisation``: the API's validation of that field
     (``SearchBody``), its reason in one line naming the option."""
     if value is None:
@@ -79,7 +90,7 @@ def metadata_filter(ctx, param, value):
     return value
 
 
-def document_json(doc, stale=None) -> dict:
+def document_json(doc: Document, stale: Staleness | None = None) -> JsonObject:
     from kb_assets.pipeline.verify import last_good_notice
 
     return {
@@ -106,7 +117,7 @@ def document_json(doc, stale=None) -> dict:
     }
 
 
-def find_document(catalog, key):
+def find_document(catalog: Catalog, key: str) -> Document:
     """A document by id, by source path as ``ingest`` recorded it, or by a path to its file (relative
     to the current folder or absolute, symlinks followed or not)."""
     path = Path(key).expanduser()
@@ -120,14 +131,14 @@ class UnknownKnowledgeBase(click.ClickException):
     kind = "unknown_knowledge_base"  # the error object's kind with --json
 
 
-def known_knowledge_bases(catalog, knowledge_base_ids) -> None:
+def known_knowledge_bases(catalog: Catalog, knowledge_base_ids: Sequence[str]) -> None:
     """Refuse knowledge bases that hold no document, naming those that do (a typo gets an error, not an
     empty answer): the API's and the MCP tool's words."""
     from kb_assets.retrieval.scope import unknown_knowledge_bases
 
     if not knowledge_base_ids:
         return
-    known = [row["knowledge_base_id"] for row in catalog.knowledge_base_counts()]
+    known = [row.knowledge_base_id for row in catalog.knowledge_base_counts()]
     unknown = sorted(set(knowledge_base_ids) - set(known))
     if unknown:
         raise UnknownKnowledgeBase(

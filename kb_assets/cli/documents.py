@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from kb_assets.cli.common import (
@@ -14,7 +16,9 @@ from kb_assets.cli.common import (
     stores_of,
 )
 from kb_assets.cli.render import labelled
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
+from kb_assets.settings import Settings
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
@@ -23,7 +27,7 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.option("--kb", "knowledge_base_ids", multiple=True, callback=knowledge_base_names)
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def docs(settings, knowledge_base_ids, as_json):
+def docs(settings: Settings, knowledge_base_ids: tuple[str, ...], as_json: bool) -> None:
     """Documents with their status, version, pages and chunks; which step is stale (a newer pipeline
     version or embedding spec) and why; where a newer file failed, that its last good version serves.
     partitionKey is the document's Dagster partition key; metadata: its organisation, period and kind as
@@ -38,11 +42,11 @@ def docs(settings, knowledge_base_ids, as_json):
     documents = catalog.list_documents(list(knowledge_base_ids) or None)
     migrating = migration_due(stores.milvus, stores.catalog, settings.alias, settings.embedding_model) is not None
     stale = stale_documents(
-        documents, step_versions(settings), {c["name"]: c["model"] for c in catalog.collections()}, migrating
+        documents, step_versions(settings), {c.name: c.model for c in catalog.collections()}, migrating
     )
     data = {"documents": [document_json(d, stale.get(d.document_id)) for d in documents]}
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         for doc in d["documents"]:
             click.echo(
                 f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  {counts(doc)}{doc['documentId']}"
@@ -71,7 +75,7 @@ def counts(doc: dict) -> str:
 @click.argument("document")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def pages(settings, document, as_json):
+def pages(settings: Settings, document: str, as_json: bool) -> None:
     """Page records of a document (id, source path or file path): label, parser, mode, summary, text."""
     catalog = stores_of(settings).catalog
     doc = find_document(catalog, document)
@@ -106,7 +110,7 @@ def pages(settings, document, as_json):
 @click.argument("document")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def chunks(settings, document, as_json):
+def chunks(settings: Settings, document: str, as_json: bool) -> None:
     """Chunk records of a document: content, embeddingInput, page range, section."""
     from kb_assets.pipeline.lineage import chunk_records
 
@@ -124,10 +128,12 @@ def chunks(settings, document, as_json):
     )
 
 
-def emit_records(document_id: str, name: str, records: list[dict], line, as_json: bool) -> None:
+def emit_records(
+    document_id: str, name: str, records: list[JsonObject], line: Callable[[JsonObject], str], as_json: bool
+) -> None:
     """A document's records: ``{"documentId": ..., name: records}`` as JSON, else one line a record."""
 
-    def render(data: dict) -> None:
+    def render(data: JsonObject) -> None:
         for record in data[name]:
             click.echo(line(record))
 
@@ -138,7 +144,7 @@ def emit_records(document_id: str, name: str, records: list[dict], line, as_json
 @click.argument("chunk_id")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def lineage(settings, chunk_id, as_json):
+def lineage(settings: Settings, chunk_id: str, as_json: bool) -> None:
     """Which page of which version of which file a chunk came from, and which runs wrote it."""
     from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage
 
@@ -148,7 +154,7 @@ def lineage(settings, chunk_id, as_json):
     except ChunkNotFound as error:
         raise click.ClickException(str(error)) from None
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         doc = d["document"]
         click.echo(f"chunk {d['chunkId']} (#{d['chunkIndex']}, section {d['sectionTitle']})")
         click.echo(f"  pages {d['pageIndex'] + 1}-{d['pageEnd'] + 1} of {doc['title']} ({doc['sourceUri']})")

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 import click
+
+from kb_assets.lib.json_types import JsonObject
 
 EXIT_FAILED = 1  # a command's own failure (a document failed, bad input)
 EXIT_UNAVAILABLE = 3  # a store (Postgres, Milvus, S3) cannot be reached or refuses the credentials
@@ -24,7 +27,7 @@ class Explained:
     message: str
     exit_code: int = EXIT_UNAVAILABLE
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonObject:
         return {"error": {"kind": self.kind, "message": self.message}}
 
 
@@ -72,7 +75,7 @@ def explain(error: BaseException) -> Explained | None:
 class KbAssetsGroup(click.Group):
     """The ``kb-assets`` group: expected failures as one line (``--debug``: with the traceback)."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         as_json = "--json" in [*ctx._protected_args, *ctx.args]  # the command's own arguments
         try:
             return super().invoke(ctx)

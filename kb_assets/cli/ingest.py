@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from kb_assets.cli.common import emit, knowledge_base_names, log_runs, pass_settings, stores_of
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
+from kb_assets.settings import Settings
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
@@ -21,7 +23,9 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.option("--retry-failed", is_flag=True, help="Run documents again that failed before and have not changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
-def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
+def ingest(
+    settings: Settings, paths: tuple[str, ...], knowledge_base_id: str, retry_failed: bool, as_json: bool
+) -> None:
     """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
     new/changed ones, purge gone ones. A file that failed before and has not changed is reported as still
     failing, not run again, unless --retry-failed. On a terminal, a progress bar shows documents done /
@@ -58,7 +62,7 @@ def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
             raise click.ClickException(str(error)) from None
         raise
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         counts = d["documents"]
         click.echo(f"ingested into {knowledge_base_id}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         click.echo(f"published: alias {d['published']['alias']} -> {d['published']['collection']}")
@@ -77,11 +81,12 @@ def ingest(settings, paths, knowledge_base_id, retry_failed, as_json):
 @click.option("--kb", "knowledge_base_ids", multiple=True, callback=knowledge_base_names)
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def roots(settings, knowledge_base_ids, as_json):
+def roots(settings: Settings, knowledge_base_ids: tuple[str, ...], as_json: bool) -> None:
     """The source roots (folders, s3:// prefixes) each knowledge base holds documents from, with counts."""
-    data = {"roots": stores_of(settings).catalog.root_summary(list(knowledge_base_ids) or None)}
+    summary = stores_of(settings).catalog.root_summary(list(knowledge_base_ids) or None)
+    data = {"roots": [row.as_json() for row in summary]}
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         for row in d["roots"]:
             counts = ", ".join(f"{n} {status}" for status, n in row["documents"].items())
             click.echo(f"{row['knowledgeBaseId']}  {row['sourceRoot']}  ({counts})")
@@ -101,7 +106,7 @@ def roots(settings, knowledge_base_ids, as_json):
 )
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def relocate(settings, old_root, new_root, knowledge_base_id, as_json):
+def relocate(settings: Settings, old_root: str, new_root: str, knowledge_base_id: str, as_json: bool) -> None:
     """Tell KB that the files of OLD_ROOT now live under NEW_ROOT (same relative paths): the documents keep
     their ids, versions, partitions and everything published, and the next ingest of NEW_ROOT finds them
     unchanged. Without it, ingesting NEW_ROOT would make new documents."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -16,8 +17,12 @@ from kb_assets.cli.common import (
     pass_settings,
     stores_of,
 )
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
+
+if TYPE_CHECKING:
+    from kb_assets.retrieval.baseline import NaiveBaseline
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 
@@ -35,7 +40,18 @@ STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
 @click.option("--organisation", callback=metadata_filter, help="Only documents whose organisation's name holds this.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def search(settings, query, knowledge_base_ids, limit, min_score, strategy, period, kind, organisation, as_json):
+def search(
+    settings: Settings,
+    query: str,
+    knowledge_base_ids: tuple[str, ...],
+    limit: int,
+    min_score: float | None,
+    strategy: str | None,
+    period: str | None,
+    kind: str | None,
+    organisation: str | None,
+    as_json: bool,
+) -> None:
     """Search the published knowledge base(s): the same code path as POST /v1/kb/search. Each result shows
     its document's organisation, period and kind when they were read from its content, and the passage a
     reader should read (its context: the window of its page chosen for the question), the question's words
@@ -57,7 +73,7 @@ def search(settings, query, knowledge_base_ids, limit, min_score, strategy, peri
     finally:
         searcher.close()
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         for warning in d["warnings"]:
             click.echo(f"warning: {warning}", err=True)
         if not d["results"]:
@@ -136,7 +152,14 @@ def marked(text: str, query: str) -> str:
 @click.option("--baseline", is_flag=True, help="Also score the naive chunk-RAG baseline on the same pages.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_settings
-def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_json):
+def evaluate(
+    settings: Settings,
+    questions: Path,
+    knowledge_base_ids: tuple[str, ...],
+    strategy: str | None,
+    baseline: bool,
+    as_json: bool,
+) -> None:
     """Page-hit@1/@5, MRR and latency p50/p95 of labelled questions. QUESTIONS: one JSON object a line,
     {"kb", "query", "file", "pages": [first, last]} and optionally "answer" (a phrase the returned text
     holds: answer@1/@5) and "lang"."""
@@ -167,7 +190,7 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
         naive = naive_baseline(settings, sorted({q["kb"] for q in rows}))
         data["baseline"] = score(lambda q: naive.search(q["query"], [q["kb"]], 10), rows)
 
-    def render(d):
+    def render(d: JsonObject) -> None:
         for name in ("scores", "baseline"):
             if name not in d:
                 continue
@@ -183,7 +206,7 @@ def evaluate(settings, questions, knowledge_base_ids, strategy, baseline, as_jso
     emit(data, as_json, render)
 
 
-def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
+def naive_baseline(settings: Settings, knowledge_base_ids: list[str]) -> NaiveBaseline:
     """The naive chunk-RAG baseline over the published pages of these knowledge bases."""
     from kb_assets.retrieval.baseline import NaiveBaseline
 
@@ -200,13 +223,13 @@ def naive_baseline(settings: Settings, knowledge_base_ids: list[str]):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
 @pass_settings
-def serve(settings, host, port):
+def serve(settings: Settings, host: str, port: int) -> None:
     """Serve POST /v1/kb/search and friends (OpenAPI at /docs); without KB_API_KEYS only on 127.0.0.1.
     Requests must name an allowed Host: loopback names, KB_PUBLIC_URL's host, KB_ALLOWED_HOSTS."""
     from kb_assets.service import lean
     from kb_assets.service.auth import HostPolicy, is_loopback
 
-    def refuse(reason: str):
+    def refuse(reason: str) -> NoReturn:
         click.echo(f"Error: {reason}", err=True)
         raise SystemExit(2)
 

@@ -8,7 +8,8 @@ from typing import TypedDict
 
 import dagster as dg
 
-from kb_assets.defs.assets import MILVUS_COLLECTION
+from kb_assets.defs.document_steps import Metadata
+from kb_assets.defs.publish_assets import MILVUS_COLLECTION
 from kb_assets.pipeline import migration
 from kb_assets.stores import Stores
 from kb_assets.stores.vectors import SCHEMA_VERSION, ensure_collection, flush, published_collection
@@ -44,36 +45,36 @@ def collection_candidate(context: dg.AssetExecutionContext, stores: dg.ResourceP
     collection = ensure_collection(client, stores.embedding_spec(), stores.settings.milvus_dense_index)
     flush(client, collection)
     report = migration.validate(cat, stores.lake, client, collection, stores.alias, model.dimension, stores.model)
-    metadata = {
+    metadata: Metadata = {
         "collection": collection,
-        "published": report["previous"] or "none",
-        "entities": report["entities"],
-        "chunk_rows": report["chunkRows"],
-        "documents": report["documents"],
-        "not_carried_over": dg.MetadataValue.json(report["notCarried"]),
-        "golden_queries": report["goldenQueries"],
-        "hit_at_5_new": report["quality"]["new"],
-        "hit_at_5_published": report["quality"]["published"],
-        "dimension": report["dimension"],
-        "problems": dg.MetadataValue.json(report["problems"]),
-        "report": dg.MetadataValue.json(report),
+        "published": report.previous or "none",
+        "entities": report.entities,
+        "chunk_rows": report.chunk_rows,
+        "documents": report.documents,
+        "not_carried_over": dg.MetadataValue.json(list(report.not_carried)),
+        "golden_queries": report.golden_queries,
+        "hit_at_5_new": report.quality_new,
+        "hit_at_5_published": report.quality_published,
+        "dimension": report.dimension,
+        "problems": dg.MetadataValue.json(list(report.problems)),
+        "report": dg.MetadataValue.json(report.as_json()),  # launch/store_changes.py reads it back
     }
-    if report["problems"]:
+    if report.problems:
         with cat.connect() as conn:
-            cat.set_collection_state(conn, collection, "failed", entity_count=report["entities"])
+            cat.set_collection_state(conn, collection, "failed", entity_count=report.entities)
     return dg.MaterializeResult(
         metadata=metadata,
         check_results=[
             dg.AssetCheckResult(
                 check_name="candidate_valid",
-                passed=not report["problems"],
+                passed=not report.problems,
                 severity=dg.AssetCheckSeverity.ERROR,
                 metadata={
-                    "problems": dg.MetadataValue.json(report["problems"]),
-                    "entities": report["entities"],
-                    "chunk_rows": report["chunkRows"],
-                    "hit_at_5_new": report["quality"]["new"],
-                    "hit_at_5_published": report["quality"]["published"],
+                    "problems": dg.MetadataValue.json(list(report.problems)),
+                    "entities": report.entities,
+                    "chunk_rows": report.chunk_rows,
+                    "hit_at_5_new": report.quality_new,
+                    "hit_at_5_published": report.quality_published,
                 },
             )
         ],
@@ -95,15 +96,15 @@ def collection_alias(context: dg.AssetExecutionContext, stores: dg.ResourceParam
     return dg.MaterializeResult(
         metadata={
             "alias": stores.alias,
-            "previous": swapped["previous"] or "none",
+            "previous": swapped.previous or "none",
             "published": collection,
-            "swap": f"{swapped['previous']} -> {collection}",
-            "entities": swapped["entities"],
+            "swap": f"{swapped.previous} -> {collection}",
+            "entities": swapped.entities,
             "hit_at_5_new": validated["hit_at_5_new"].value if "hit_at_5_new" in validated else "unknown",
             "hit_at_5_published": validated["hit_at_5_published"].value
             if "hit_at_5_published" in validated
             else "unknown",
-            "stopped_serving": dg.MetadataValue.json(swapped["stoppedServing"]),
+            "stopped_serving": dg.MetadataValue.json(list(swapped.stopped_serving)),
             "rollback": "kb-assets collections rollback re-publishes the previous collection",
         }
     )

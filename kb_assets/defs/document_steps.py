@@ -15,22 +15,24 @@ partition; an unyielded output skips the steps after it). Runs without the tag (
 metadata."""
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import dagster as dg
-from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
-from dagster._core.storage.tags import EXTERNALLY_MANAGED_ASSETS_TAG
-from pymilvus import MilvusClient
 
-from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.defs.dagster_internals import DEFER_ASSET_EVENTS_TAG, report_planned_materialization
 from kb_assets.pipeline import planning, steps
+from kb_assets.pipeline.step_results import Publication, Serving, StepResult, Target
 from kb_assets.pipeline.versions import STEPS, after, from_step
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.vectors import SCHEMA_VERSION, collection_spec, ensure_collection, published_collection
 
-DEFER_ASSET_EVENTS = {EXTERNALLY_MANAGED_ASSETS_TAG: "true"}  # the steps write their asset events
+DEFER_ASSET_EVENTS = {DEFER_ASSET_EVENTS_TAG: "true"}  # the steps write their asset events
 RESULT_FIELDS = 12  # at most this many of a step's own figures per partition (pages, mode, chunks, ...)
+R = TypeVar("R", bound=StepResult)
+Results = Mapping[str, StepResult]  # by document id
+Metadata = dict[str, Any]  # what Dagster shows of a partition: names to plain values or dg.MetadataValue
 
 
 def step_version(context: dg.AssetExecutionContext, key: dg.AssetKey | None = None) -> str:
@@ -54,20 +56,15 @@ def failed_step(context: dg.AssetExecutionContext, key: dg.AssetKey | None = Non
 
 def events_deferred(context: dg.AssetExecutionContext) -> bool:
     """Whether the steps write this run's asset events (``DEFER_ASSET_EVENTS``)."""
-    return context.run.tags.get(EXTERNALLY_MANAGED_ASSETS_TAG) == "true"
+    return context.run.tags.get(DEFER_ASSET_EVENTS_TAG) == "true"
 
 
 def plan(context: dg.AssetExecutionContext, asset_keys: list[dg.AssetKey], partition_keys: list[str]) -> None:
     """Record that this run means to materialize these partitions of these assets, as Dagster does at the
-    start of a run whose events it writes: one planned and not materialized by a failed run shows failed.
-    (Dagster's own event constructor: there is no public one.)"""
-    step_key = context.get_step_execution_context().step.key
+    start of a run whose events it writes: one planned and not materialized by a failed run shows failed."""
     for asset_key in asset_keys:
         for key in partition_keys:
-            event = DagsterEvent.build_asset_materialization_planned_event(
-                context.run.job_name, step_key, AssetMaterializationPlannedData(asset_key, partition=key)
-            )
-            context.instance.report_dagster_event(event, context.run.run_id)
+            report_planned_materialization(context, asset_key, key)
 
 
 def active_documents(context: dg.AssetExecutionContext, catalog: Catalog) -> list[Document]:
@@ -94,12 +91,13 @@ def worked_keys(context: dg.AssetExecutionContext, docs: list[Document]) -> list
 
 
 def for_each_document(
-    context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document], step: Callable[[Document], dict]
-) -> tuple[dict[str, dict], dict[str, str]]:
+    context: dg.AssetExecutionContext, catalog: Catalog, docs: list[Document], step: Callable[[Document], R]
+) -> tuple[dict[str, R], dict[str, str]]:
     """Run a step per document; a failing document is marked failed and the others go on. When every
     document failed, the step fails (with every reason), so the run fails and Dagster marks the
     partitions failed."""
-    results, failures = {}, {}
+    results: dict[str, R] = {}
+    failures: dict[str, str] = {}
     for doc in docs:
         try:
             with catalog.document_lock(doc.document_id):  # a concurrent writer of the document waits
@@ -118,7 +116,7 @@ def for_each_document(
 def settle(
     context: dg.AssetExecutionContext,
     catalog: Catalog,
-    results: dict[str, dict],
+    results: Results,
     failures: dict[str, str],
     asset_keys: list[dg.AssetKey] | None = None,
 ) -> None:
@@ -156,7 +154,7 @@ def documents_by_partition(
 def record_partitions(
     context: dg.AssetExecutionContext,
     catalog: Catalog,
-    results: dict[str, dict],
+    results: Results,
     failures: dict[str, str],
     asset_keys: list[dg.AssetKey],
 ) -> None:
@@ -205,10 +203,10 @@ def partition_metadata(
     context: dg.AssetExecutionContext,
     asset_key: dg.AssetKey,
     docs: list[Document],
-    results: dict[str, dict],
+    results: Results,
     failures: dict[str, str],
     bucket: bool = False,
-) -> dict:
+) -> Metadata:
     """A partition's metadata: which file it is and what this step did to it (its own figures, its own
     failure); a hash-bucket partition: its documents, their outcomes and every failure (document, reason)."""
     if bucket or len(docs) != 1:
@@ -225,8 +223,8 @@ def partition_metadata(
             "outcomes": dg.MetadataValue.json(outcomes),
         }
     (doc,) = docs
-    result = results.get(doc.document_id, {})
-    described = {
+    result = results.get(doc.document_id)
+    described: Metadata = {
         "source": doc.source_path,
         "knowledge_base": doc.knowledge_base_id,
         "source_uri": doc.source_uri,
@@ -237,26 +235,30 @@ def partition_metadata(
     }
     figures = {
         name: value
-        for name, value in {"pages": doc.page_count, "chunks": doc.chunk_count, **result}.items()
-        if isinstance(value, int | float | str) and name not in (*described, "skipped", "unchanged", "version")
+        for name, value in {
+            "pages": doc.page_count,
+            "chunks": doc.chunk_count,
+            **(result.figures() if result is not None else {}),
+        }.items()
+        if isinstance(value, int | float | str) and name not in described
     }
     return {**described, **dict(list(figures.items())[:RESULT_FIELDS])}
 
 
-def outcome(doc: Document, results: dict[str, dict], failures: dict[str, str]) -> str:
-    result = results.get(doc.document_id, {})
+def outcome(doc: Document, results: Results, failures: dict[str, str]) -> str:
+    result = results.get(doc.document_id)
     if doc.document_id in failures:
         return f"failed: {failures[doc.document_id]}"
-    if result.get("skipped"):
+    if result is not None and result.skipped:
         return "current: skipped"
-    if result.get("unchanged"):
+    if result is not None and result.unchanged:
         return "same output as before: nothing rewritten"
-    if doc.document_id in results:
+    if result is not None:
         return "written"
     return f"not run: {doc.status}" + (f" ({doc.error})" if doc.error else "")
 
 
-def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog, results: dict) -> None:
+def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Catalog, results: Results) -> None:
     """The run's last step: when a document failed in this run, the run fails (after the others were
     published), so that Dagster shows the partitions that it planned and did not materialize failed. In a
     run whose events Dagster wrote, the failed documents' partitions are planned again first (after the
@@ -283,16 +285,16 @@ def fail_run_if_documents_failed(context: dg.AssetExecutionContext, catalog: Cat
         )
 
 
-def written(results: dict[str, dict]) -> list[str]:
+def written(results: Results) -> list[str]:
     """The documents a step wrote (or rewrote the same): not the ones it skipped as current."""
-    return [document_id for document_id, result in results.items() if not result.get("skipped")]
+    return [document_id for document_id, result in results.items() if not result.skipped]
 
 
 def report(
-    context: dg.AssetExecutionContext, results: dict[str, dict], failures: dict[str, str], started: float, **extra
+    context: dg.AssetExecutionContext, results: Results, failures: dict[str, str], started: float, **extra: object
 ) -> None:
     """The step's totals over its documents, for the run's log (a partition's metadata is its own)."""
-    skipped = sum(1 for r in results.values() if r.get("skipped"))
+    skipped = sum(1 for r in results.values() if r.skipped)
     totals = {
         "documents": len(results) + len(failures),
         "processed": len(results) - skipped,
@@ -304,7 +306,7 @@ def report(
     context.log.info(", ".join(f"{name} {value}" for name, value in totals.items()))
 
 
-def publication_target(stores: Stores) -> tuple[MilvusClient, str, tuple[str, EmbeddingModel] | None]:
+def publication_target(stores: Stores) -> Publication:
     """The Milvus client and the configured spec's collection (created and recorded as building when new),
     and, while another spec's collection is published (a migration is due), that collection and its model:
     changed documents are written into both."""
@@ -322,9 +324,8 @@ def publication_target(stores: Stores) -> tuple[MilvusClient, str, tuple[str, Em
             state="building",
         )
     serving = published_collection(client, cat, stores.alias)
-    also = (
-        (serving, stores.model(collection_spec(client, serving)["model"]))
-        if serving not in (None, collection)
-        else None
+    if serving is None or serving == collection:
+        return Publication(Target(client, collection))
+    return Publication(
+        Target(client, collection), Serving(serving, stores.model(collection_spec(client, serving)["model"]))
     )
-    return client, collection, also

@@ -7,6 +7,9 @@ and no longer knows ``postgres://`` at all. The instance configs in ``deploy/`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import dagster_postgres
 
 from kb_assets.lib.urls import sqlalchemy_postgres_url
@@ -16,8 +19,10 @@ class PostgresStorage(dagster_postgres.DagsterPostgresStorage):
     """``DagsterPostgresStorage`` with the URL (or ``postgres_db.scheme``) routed to psycopg2."""
 
     @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        config = dict(config_value)
+    def from_config_value(  # type: ignore[override]  # as dagster-postgres's: its own class, not cls
+        cls, inst_data: Any, config_value: Mapping[str, Any]
+    ) -> dagster_postgres.DagsterPostgresStorage:
+        config: Any = dict(config_value)  # Dagster's PostgresStorageConfig, a TypedDict of its private API
         if config.get("postgres_url"):
             config["postgres_url"] = sqlalchemy_postgres_url(config["postgres_url"])
         elif config.get("postgres_db"):

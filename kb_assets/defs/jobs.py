@@ -15,10 +15,10 @@ import dagster as dg
 
 from kb_assets.defs.assets import ASSETS
 from kb_assets.defs.collections import COLLECTION_ASSETS
-from kb_assets.defs.document_steps import DEFER_ASSET_EVENTS
+from kb_assets.defs.document_steps import DEFER_ASSET_EVENTS, Metadata
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS
 from kb_assets.pipeline import planning, steps
-from kb_assets.pipeline.verify import verify
+from kb_assets.pipeline.verify import VerifyReport, verify
 from kb_assets.stores import Stores
 
 ingest_documents = dg.define_asset_job(
@@ -43,20 +43,22 @@ class PurgeConfig(dg.Config):
 
 
 @dg.op(description="Remove documents whose files are gone from every store; keep their tombstone rows.")
-def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: dg.ResourceParam[Stores]) -> list[dict]:
+def purge(
+    context: dg.OpExecutionContext, config: PurgeConfig, stores: dg.ResourceParam[Stores]
+) -> list[steps.PurgedDocument]:
     cat = stores.catalog
     gone = [d for d in cat.get_documents(config.document_ids).values() if d.status != "deleted"]
     purged = steps.purge_documents(gone, cat, stores.objects, stores.lake, stores.milvus)
     keys = {d.document_id: d.partition_key for d in gone}
     for report in purged:
-        key = keys.get(report["documentId"])
+        key = keys.get(report.document_id)
         if key and context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS, key):
             context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS, key)
     by_id = {d.document_id: d for d in gone}
     buckets: dict[str, list[str]] = {}  # under hash buckets: what each bucket lost, on the bucket itself
     if planning.bucket_count(stores.settings.partitioning) is not None:
         for report in purged:
-            doc = by_id[report["documentId"]]
+            doc = by_id[report.document_id]
             buckets.setdefault(planning.partition_key(doc, stores.settings.partitioning), []).append(doc.source_uri)
     for bucket, sources in buckets.items():
         if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS, bucket):
@@ -64,11 +66,11 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: dg.Resour
                 context.log_event(
                     dg.AssetObservation(asset, partition=bucket, metadata={"purged": dg.MetadataValue.json(sources)})
                 )
-    removed = sum(n for r in purged for n in r["entitiesRemoved"].values())
-    summary = {
+    removed = sum(n for r in purged for n in r.entities_removed.values())
+    summary: Metadata = {
         "documents_purged": len(purged),
         "entities_removed": removed,
-        "chunk_rows_removed": sum(r["chunkRowsRemoved"] for r in purged),
+        "chunk_rows_removed": sum(r.chunk_rows_removed for r in purged),
         "purged": dg.MetadataValue.md(purge_table(purged)),
     }
     context.add_output_metadata(summary)
@@ -77,14 +79,14 @@ def purge(context: dg.OpExecutionContext, config: PurgeConfig, stores: dg.Resour
     return purged
 
 
-def purge_table(purged: list[dict]) -> str:
+def purge_table(purged: list[steps.PurgedDocument]) -> str:
     rows = [
         "| knowledge base | source | document | entities removed | chunk rows | original |",
         "|---|---|---|---|---|---|",
     ]
     rows += [
-        f"| {r['knowledgeBaseId']} | {r['sourcePath']} | {r['documentId']} | "
-        f"{sum(r['entitiesRemoved'].values())} | {r['chunkRowsRemoved']} | {r['original']} |"
+        f"| {r.knowledge_base_id} | {r.source_path} | {r.document_id} | "
+        f"{sum(r.entities_removed.values())} | {r.chunk_rows_removed} | {r.original} |"
         for r in purged
     ]
     return "\n".join(rows)
@@ -95,20 +97,20 @@ def purge_table(purged: list[dict]) -> str:
     tags={"kb/store_change": "purge"},
     description="Purge documents whose files are gone (launched by kb-assets ingest and the folder sensor).",
 )
-def purge_documents():
+def purge_documents() -> None:
     purge()
 
 
 @dg.op(description="verify --repair: re-sync what Postgres and the lake say from them, remove strays and orphans.")
-def repair(context: dg.OpExecutionContext, stores: dg.ResourceParam[Stores]) -> dict:
+def repair(context: dg.OpExecutionContext, stores: dg.ResourceParam[Stores]) -> VerifyReport:
     report = verify(stores.catalog, stores.lake, stores.milvus, stores.alias, repair=True, load_model=stores.model)
-    repaired = [p for p in report["problems"] if p["repaired"]]
-    left = [p for p in report["problems"] if not p["repaired"]]
-    summary = {
-        "problems_found": len(report["problems"]),
+    repaired = [p.as_json() for p in report.problems if p.repaired]
+    left = [p.as_json() for p in report.problems if not p.repaired]
+    summary: Metadata = {
+        "problems_found": len(report.problems),
         "repaired": len(repaired),
         "left": len(left),
-        "collection": report["collection"] or "none",
+        "collection": report.collection or "none",
         "repairs": dg.MetadataValue.json(repaired),
         "not_repaired": dg.MetadataValue.json(left),
     }
@@ -123,7 +125,7 @@ def repair(context: dg.OpExecutionContext, stores: dg.ResourceParam[Stores]) -> 
     tags={"kb/store_change": "repair"},
     description="kb-assets verify --repair as a run: what was found and what was repaired.",
 )
-def repair_stores():
+def repair_stores() -> None:
     repair()
 
 

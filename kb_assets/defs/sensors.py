@@ -176,7 +176,7 @@ def build_collection_migration_sensor(settings: Settings) -> dg.SensorDefinition
             return dg.SkipReason(f"migration to {settings.embedding_model} running ({running[0].run_id})")
         plans = migration_plans(settings, stores, context.instance)
         if plans:
-            context.log.info(f"{due['reason']}: backfilling {sum(len(p.documents) for p in plans)} documents")
+            context.log.info(f"{due.reason}: backfilling {sum(len(p.documents) for p in plans)} documents")
             return [document_run_request(plan) for plan in plans]
         serving = sorted(
             f"{d.document_id}@{d.published_version}"

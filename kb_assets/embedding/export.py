@@ -17,6 +17,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Any, TypedDict
 
 from kb_assets.embedding.onnx import VARIANTS, export_sha256, weights_file
 from kb_assets.embedding.torch_runner import MODEL_INPUTS, features, load_sentence_transformer
@@ -36,7 +37,14 @@ def write_atomically(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def probe(model) -> dict:
+class Probe(TypedDict):
+    """The probe texts' token ids and torch's vectors for them: what an export must reproduce."""
+
+    input_ids: list[list[int]]
+    vectors: list[list[float]]
+
+
+def probe(model: Any) -> Probe:
     """The probe's token ids (as the window tokenizer cuts them) and torch's vectors for them."""
     import torch
 

@@ -4,10 +4,14 @@ the ONNX export cannot be made). Also what the ONNX export is made from (export.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kb_assets.lib.machine import use_offline_model_libraries
+
+if TYPE_CHECKING:
+    import torch
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -22,7 +26,7 @@ def load_sentence_transformer(source: Path):
     return SentenceTransformer(str(source), device="cpu", local_files_only=True)
 
 
-def features(model, input_ids, mask) -> dict:
+def features(model: Any, input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
     """The inputs the model's tokenizer would give it (token types are all 0 for single texts)."""
     import torch
 

@@ -33,15 +33,58 @@ from kb_assets.launch.instance import (
     reap_log_followers,
 )
 from kb_assets.launch.runs import run_plans
-from kb_assets.launch.store_changes import migrate, purge
+from kb_assets.launch.store_changes import MigrationReport, migrate, purge
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.lib.scratch import clean_scratch
 from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.pipeline.progress import Watcher, watching
+from kb_assets.pipeline.scanning import ScanFailure
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog.connection import connect_retries
 from kb_assets.stores.vectors import published_collection
+
+
+@dataclass(frozen=True)
+class IngestFailure:
+    """A file that did not publish: unreadable by the scan, failed in a run, or still failing unchanged."""
+
+    source_uri: str
+    reason: str
+    document_id: str | None = None  # None: its name cannot be read (not UTF-8)
+    still_failing: bool = False  # failed before at this version of the file: not run again
+    serves_last_good_version: bool | None = None  # None: not known (a scan failure)
+
+    @classmethod
+    def of_scan(cls, failure: ScanFailure) -> IngestFailure:
+        return cls(failure.source_uri, failure.reason, failure.document_id)
+
+    def as_json(self) -> JsonObject:
+        data: JsonObject = {"documentId": self.document_id, "sourceUri": self.source_uri, "reason": self.reason}
+        if self.still_failing:
+            data["stillFailing"] = True
+        if self.serves_last_good_version is not None:
+            data["servesLastGoodVersion"] = self.serves_last_good_version
+        return data
+
+
+@dataclass(frozen=True)
+class StaleDocument:
+    """An unchanged file run again from ``step`` (a newer pipeline version)."""
+
+    document_id: str
+    step: str
+    reason: str
+
+    def as_json(self) -> JsonObject:
+        return {"documentId": self.document_id, "step": self.step, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PublishedAlias:
+    alias: str
+    collection: str | None  # what the alias serves after the ingest (None: nothing yet)
 
 
 @dataclass
@@ -51,16 +94,17 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)  # failed before at the same version of the file
     deleted: list[str] = field(default_factory=list)
-    failures: list[dict] = field(default_factory=list)
-    stale: list[dict] = field(default_factory=list)  # unchanged files re-run for a newer pipeline version
-    published: dict = field(default_factory=dict)
-    migration: dict | None = None
+    failures: list[IngestFailure] = field(default_factory=list)
+    stale: list[StaleDocument] = field(default_factory=list)  # unchanged files re-run for a newer pipeline version
+    published: PublishedAlias | None = None
+    migration: MigrationReport | None = None
     run_ids: list[str] = field(default_factory=list)
     abandoned_runs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def as_json(self) -> dict:
-        failed = {failure.get("documentId") for failure in self.failures}  # counted as failed, not as new or changed
+    def as_json(self) -> JsonObject:
+        """What ``ingest --json`` prints (and the warm runner answers)."""
+        failed = {failure.document_id for failure in self.failures}  # counted as failed, not as new or changed
         return {
             "documents": {
                 "new": sum(1 for d in self.new if d not in failed),
@@ -69,10 +113,12 @@ class IngestReport:
                 "deleted": len(self.deleted),
                 "failed": len(self.failures),
             },
-            "failures": self.failures,
-            "stale": self.stale,
-            "published": self.published,
-            "migration": self.migration,
+            "failures": [f.as_json() for f in self.failures],
+            "stale": [s.as_json() for s in self.stale],
+            "published": {"alias": self.published.alias, "collection": self.published.collection}
+            if self.published
+            else {},
+            "migration": self.migration.as_json(with_runs=False) if self.migration else None,
             "runIds": self.run_ids,
             "abandonedRuns": self.abandoned_runs,
             "warnings": self.warnings,
@@ -102,7 +148,7 @@ def register(
             changed=changes.changed,
             unchanged=changes.unchanged,
             failing=changes.failing,
-            failures=[failure.as_json() for failure in found.failures],
+            failures=[IngestFailure.of_scan(failure) for failure in found.failures],
         )
         registered = catalog.get_documents(changes.to_run)
         keys = planning.partition_keys([registered[d] for d in changes.to_run], settings.partitioning)
@@ -110,7 +156,7 @@ def register(
         gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
             purged = purge(defs or definitions(settings), instance, gone, settings.runs_log)
-            report.deleted = [row["documentId"] for row in purged]
+            report.deleted = [row.document_id for row in purged]
     return report, changes.to_run, keys, len(found.files)
 
 
@@ -127,7 +173,7 @@ def ingest(
     waits for the first, then finds what it finished current. A file that failed before and has not
     changed is not run again: it is reported as still failing (``retry_failed`` runs it again).
     ``documents`` hears how many planned documents are done while the runs run (``progress.watching``)."""
-    stores = Stores(settings)
+    stores = Stores.shared(settings)  # the runs it executes here get these (the resource `stores`)
 
     def waiting() -> None:
         progress(f"another ingest of {knowledge_base_id} is running: waiting for it to finish")
@@ -162,9 +208,7 @@ def _ingest(
     stale = planning.stale_under(docs, settings, catalog, migrating=due is not None)
     stale = {key: why for key, why in stale.items() if not why.migration}  # the migration's, below
     unchanged = set(report.unchanged)
-    report.stale = [
-        {"documentId": key, "step": why.step, "reason": why.reason} for key, why in stale.items() if key in unchanged
-    ]
+    report.stale = [StaleDocument(key, why.step, why.reason) for key, why in stale.items() if key in unchanged]
     keys = planning.partition_keys([doc for doc in docs if doc.document_id in stale], settings.partitioning)
     with catalog.registration_lock():
         add_partitions(instance, keys)
@@ -187,22 +231,22 @@ def _ingest(
 
     if due and settings.auto_migrate:
         report.migration = migrate(defs, stores, instance, due, progress)
-        report.run_ids += report.migration.pop("runIds")
+        report.run_ids += report.migration.run_ids
     elif due:
         report.warnings.append(
-            f"{due['reason']}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
+            f"{due.reason}: KB_AUTO_MIGRATE=0, so run kb-assets migrate to publish it "
             "(changed documents are written into both collections meanwhile)"
         )
     still = catalog.get_documents([d for d in report.failing if d not in retried])
     for doc in still.values():  # the same file failed before: reported, not run again (--retry-failed runs it)
         report.failures.append(
-            {
-                "documentId": doc.document_id,
-                "sourceUri": doc.source_uri,
-                "reason": doc.error or "failed",
-                "stillFailing": True,
-                "servesLastGoodVersion": doc.serves_last_good_version,
-            }
+            IngestFailure(
+                doc.source_uri,
+                doc.error or "failed",
+                doc.document_id,
+                still_failing=True,
+                serves_last_good_version=doc.serves_last_good_version,
+            )
         )
     ran = list(dict.fromkeys(doc.document_id for plan in plans for doc in plan.documents))
     after = catalog.get_documents(ran)
@@ -210,15 +254,14 @@ def _ingest(
         doc = after[document_id]
         if doc.status != "published":
             report.failures.append(
-                {
-                    "documentId": document_id,
-                    "sourceUri": doc.source_uri,
-                    "reason": doc.error or f"not published (status {doc.status})",
-                    "servesLastGoodVersion": doc.serves_last_good_version,
-                }
+                IngestFailure(
+                    doc.source_uri,
+                    doc.error or f"not published (status {doc.status})",
+                    document_id,
+                    serves_last_good_version=doc.serves_last_good_version,
+                )
             )
-    report.published = {
-        "alias": settings.alias,
-        "collection": published_collection(stores.milvus, stores.catalog, settings.alias),
-    }
+    report.published = PublishedAlias(
+        settings.alias, published_collection(stores.milvus, stores.catalog, settings.alias)
+    )
     return report

@@ -1,4 +1,4 @@
-"""The Dagster instance the command line shares with ``dagster dev``, the definitions of one
+"""The Dagster instance the command line shares with ``dagster dev``, the job definitions of one
 configuration, and the runs a killed process left behind.
 
 Every run the launch layer starts carries the launching process's token (``kb/process``): the next
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.definitions import make_definitions
+from kb_assets.defs.dagster_internals import NO_COMPUTE_LOGS
+from kb_assets.defs.job_definitions import job_definitions
 from kb_assets.lib.processes import orphaned_followers, process_alive, reap
 from kb_assets.settings import Settings
 
@@ -21,11 +22,11 @@ PROCESS_TAG = "kb/process"
 # the instance config kb-assets writes into a new DAGSTER_HOME: no telemetry, and no compute-log capture,
 # which starts a `tail -F` (and a watcher process) per run and left tails behind when a run was killed;
 # steps log through Dagster's events (context.log), which the UI and the run log show
-INSTANCE_CONFIG = """telemetry:
+INSTANCE_CONFIG = f"""telemetry:
   enabled: false
 compute_logs:
-  module: dagster._core.storage.noop_compute_log_manager
-  class: NoOpComputeLogManager
+  module: {NO_COMPUTE_LOGS["module"]}
+  class: {NO_COMPUTE_LOGS["class"]}
 """
 EARLIER_CONFIG = "telemetry:\n  enabled: false\n"  # what earlier versions wrote: brought up to date
 
@@ -43,8 +44,9 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
 
 @lru_cache(maxsize=8)
 def definitions(settings: Settings) -> dg.Definitions:
-    """The definitions of these settings, built once per process (they load every asset)."""
-    return make_definitions(settings)
+    """What runs of these settings need (``job_definitions``: no sensor, no schedule), built once per
+    process (they load every asset)."""
+    return job_definitions(settings)
 
 
 def reap_log_followers(instance: dg.DagsterInstance) -> list[int]:

@@ -32,8 +32,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.pipeline.progress import DocumentsDone
 from kb_assets.settings import Settings
+from kb_assets.settings.declare import values_of
 
 log = logging.getLogger("kb_assets.runner")
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -62,7 +64,7 @@ def fingerprint(settings: Settings) -> str:
     """What a runner must share with a command to ingest for it: the settings, the interpreter and the code
     (its files' sizes and times, so an upgrade or an edit starts a new runner)."""
     code = sorted((str(p.relative_to(PACKAGE)), p.stat().st_mtime_ns, p.stat().st_size) for p in PACKAGE.rglob("*.py"))
-    material = repr((settings, sys.executable, os.getuid(), code))
+    material = repr((values_of(settings), settings.versions, sys.executable, os.getuid(), code))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
@@ -78,7 +80,7 @@ def ingest_remotely(
     retry_failed: bool,
     progress: Callable[[str], None],
     documents: Callable[[DocumentsDone], None] | None,
-) -> dict | None:
+) -> JsonObject | None:
     """The ingest's report (``IngestReport.as_json``) from the runner; None when no runner takes it (none
     answers, it is busy, or it serves other settings or code: it then exits). ``RunnerError`` for a failure."""
     if not usable(settings) or not socket_path(settings).exists():
@@ -278,13 +280,13 @@ def warm_up(settings: Settings) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         note = Path(scratch) / "warm-up.md"
         note.write_text("# Warm up\n\nA paragraph the runner reads once.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
-        parse_document(note, options=Stores(settings).parse_options())
-    model = Stores(settings).model()
+        parse_document(note, options=Stores.shared(settings).parse_options())
+    model = Stores.shared(settings).model()
     model.count_tokens(["a paragraph the runner reads once"])
     model.encode(["a paragraph the runner reads once"])
     validate(pl.DataFrame({"document_id": ["warm-up"]}), [gxe.ExpectColumnValuesToNotBeNull(column="document_id")])
     terms("a paragraph the runner reads once 一段文字")  # the BM25 terms' segmenter (jieba's dictionary)
-    stores = Stores(settings)
+    stores = Stores.shared(settings)
     stores.lake.read("chunks", "warm-up")  # polars and pyarrow, the lake's manifest
     stores.milvus.list_collections()
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pymilvus import MilvusClient
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.lib.text import normalize_ws
 from kb_assets.retrieval.rows import asset_url
 from kb_assets.stores.catalog import Catalog, Document
@@ -77,7 +78,7 @@ def entities_run(doc: Document | None, chunk_version: str) -> str | None:
 
 def chunk_lineage(
     chunk_id: str, catalog: Catalog, lake: Lake, client: MilvusClient | None, alias: str, scope: set[str] | None = None
-) -> dict:
+) -> JsonObject:
     """A chunk's lineage; ``scope`` (knowledge bases the caller may read, None: all) is enforced
     before any store is read, and a chunk outside it is not found."""
     document_id = locate_document(chunk_id, client, alias, catalog, scope)
@@ -159,7 +160,7 @@ def chunk_lineage(
     }
 
 
-def chunk_records(chunks: pl.DataFrame) -> list[dict]:
+def chunk_records(chunks: pl.DataFrame) -> list[JsonObject]:
     """A document's chunk rows in page order, as the CLI and the service show them (camelCase)."""
     return [
         {

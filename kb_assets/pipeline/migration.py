@@ -17,8 +17,14 @@ as often as the published one, less a tolerance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from pymilvus import MilvusClient
 
+from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.pipeline.versions import Staleness
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.stores.catalog import Catalog, Document
@@ -36,6 +42,79 @@ from kb_assets.stores.vectors import (
 
 GOLDEN_QUERIES = 60
 QUALITY_TOLERANCE = 0.05
+GoldenQuery = tuple[str, str, str]  # (query, document id, knowledge base)
+
+
+@dataclass(frozen=True)
+class MigrationDue:
+    """The published collection's spec differs from the configured one."""
+
+    published: str  # the collection that serves
+    published_model: str
+    configured_model: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A candidate collection against the published one (``validate``); kept as the run's metadata
+    (``as_json``) and read back from it (``from_json``)."""
+
+    previous: str | None
+    collection: str
+    entities: int
+    chunk_rows: int
+    documents: int
+    not_carried: tuple[str, ...]  # failed documents whose last good version it does not hold
+    golden_queries: int
+    quality_new: float  # golden-query document hit@5
+    quality_published: float
+    dimension: int
+    problems: tuple[str, ...]
+
+    def as_json(self) -> JsonObject:
+        return {
+            "previous": self.previous,
+            "collection": self.collection,
+            "entities": self.entities,
+            "chunkRows": self.chunk_rows,
+            "documents": self.documents,
+            "notCarried": list(self.not_carried),
+            "goldenQueries": self.golden_queries,
+            "quality": {"new": self.quality_new, "published": self.quality_published},
+            "dimension": self.dimension,
+            "problems": list(self.problems),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Validation:
+        return cls(
+            data["previous"],
+            data["collection"],
+            data["entities"],
+            data["chunkRows"],
+            data["documents"],
+            tuple(data["notCarried"]),
+            data["goldenQueries"],
+            data["quality"]["new"],
+            data["quality"]["published"],
+            data["dimension"],
+            tuple(data["problems"]),
+        )
+
+
+@dataclass(frozen=True)
+class Swap:
+    previous: str | None
+    published: str
+    entities: int
+    stopped_serving: tuple[str, ...]  # failed documents whose last good version was not carried over
+
+
+@dataclass(frozen=True)
+class Rollback:
+    published: str
+    previous: str | None
 
 
 def migration_documents(
@@ -60,7 +139,7 @@ def migration_documents(
     return picked
 
 
-def migration_due(client: MilvusClient, catalog: Catalog, alias: str, model_id: str) -> dict | None:
+def migration_due(client: MilvusClient, catalog: Catalog, alias: str, model_id: str) -> MigrationDue | None:
     """What the published collection holds against the configured spec, when they differ (None when they
     agree or nothing is published yet: the first ingest publishes its own collection)."""
     current = published_collection(client, catalog, alias)
@@ -69,16 +148,16 @@ def migration_due(client: MilvusClient, catalog: Catalog, alias: str, model_id: 
     spec = collection_spec(client, current)
     if spec["model"] == model_id and spec.get("schemaVersion", SCHEMA_VERSION) == SCHEMA_VERSION:
         return None
-    return {
-        "published": current,
-        "publishedModel": spec["model"],
-        "configuredModel": model_id,
-        "reason": f"{alias} publishes {current} ({spec['model']}, schema "
+    return MigrationDue(
+        published=current,
+        published_model=spec["model"],
+        configured_model=model_id,
+        reason=f"{alias} publishes {current} ({spec['model']}, schema "
         f"{spec.get('schemaVersion')}); the configuration asks for {model_id}, schema {SCHEMA_VERSION}",
-    }
+    )
 
 
-def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[tuple[str, str, str]]:
+def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUERIES) -> list[GoldenQuery]:
     """(query, document id, knowledge base) drawn deterministically from the lake's chunks."""
     rows = []
     for document_id in document_ids:
@@ -92,7 +171,7 @@ def golden_queries(lake: Lake, document_ids: list[str], limit: int = GOLDEN_QUER
     return rows[::step][:limit]
 
 
-def document_hit_rate(searcher: Searcher, queries: list[tuple[str, str, str]]) -> float:
+def document_hit_rate(searcher: Searcher, queries: list[GoldenQuery]) -> float:
     """Share of queries whose document is among the top 5 chunk results (page fallback never counts)."""
     hits = 0
     for query, document_id, kb in queries:
@@ -102,7 +181,11 @@ def document_hit_rate(searcher: Searcher, queries: list[tuple[str, str, str]]) -
 
 
 def candidate_hit_rate(
-    client: MilvusClient, catalog: Catalog, collection: str, load_model, queries: list[tuple[str, str, str]]
+    client: MilvusClient,
+    catalog: Catalog,
+    collection: str,
+    load_model: Callable[[str], EmbeddingModel],
+    queries: list[GoldenQuery],
 ) -> float:
     """The hit rate of a collection searched the way the service will search it."""
     searcher = Searcher(client, catalog, f"{collection}__candidate", load_model, collection=collection)
@@ -112,11 +195,15 @@ def candidate_hit_rate(
         searcher.close()
 
 
-def carried_documents(catalog: Catalog, client: MilvusClient, collection: str) -> tuple[list, list, list[str]]:
+def carried_documents(
+    catalog: Catalog, client: MilvusClient, collection: str
+) -> tuple[list[Document], list[Document], list[str]]:
     """The documents that serve a version, split into those the collection holds exactly (their published
     version's chunk rows, as entities), failed documents whose last good version it does not hold (not
     carried over), and problems (a published document held wrongly)."""
-    carried, not_carried, problems = [], [], []
+    carried: list[Document] = []
+    not_carried: list[Document] = []
+    problems: list[str] = []
     for doc in catalog.list_documents():
         if doc.status == "deleted" or not doc.published_version:
             continue
@@ -133,12 +220,18 @@ def carried_documents(catalog: Catalog, client: MilvusClient, collection: str) -
 
 
 def validate(
-    catalog: Catalog, lake: Lake, client: MilvusClient, collection: str, alias: str, dimension: int, load_model
-) -> dict:
+    catalog: Catalog,
+    lake: Lake,
+    client: MilvusClient,
+    collection: str,
+    alias: str,
+    dimension: int,
+    load_model: Callable[[str], EmbeddingModel],
+) -> Validation:
     """The candidate collection against the published one: entity counts, dimension, golden queries."""
     current = published_collection(client, catalog, alias)
     carried, not_carried, problems = carried_documents(catalog, client, collection)
-    expected = sum(doc.chunk_count for doc in carried)
+    expected = sum(doc.chunk_count or 0 for doc in carried)
     entities = count_entities(client, collection)
     if entities != expected:
         problems.append(
@@ -160,21 +253,22 @@ def validate(
         problems.append(
             f"golden-query document hit@5 {new_quality:.3f} is worse than the published collection's {old_quality:.3f}"
         )
-    return {
-        "previous": current,
-        "collection": collection,
-        "entities": entities,
-        "chunkRows": expected,
-        "documents": len(carried),
-        "notCarried": [d.source_uri for d in not_carried],
-        "goldenQueries": len(queries),
-        "quality": {"new": round(new_quality, 3), "published": round(old_quality, 3)},
-        "dimension": dimension,
-        "problems": problems,
-    }
+    return Validation(
+        previous=current,
+        collection=collection,
+        entities=entities,
+        chunk_rows=expected,
+        documents=len(carried),
+        not_carried=tuple(d.source_uri for d in not_carried),
+        golden_queries=len(queries),
+        quality_new=round(new_quality, 3),
+        quality_published=round(old_quality, 3),
+        dimension=dimension,
+        problems=tuple(problems),
+    )
 
 
-def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) -> dict:
+def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) -> Swap:
     """Publish the (validated) collection, atomically; the previous one is retired and kept for rollback.
     Failed documents whose last good version was not carried over stop serving."""
     previous = published_collection(client, catalog, alias)
@@ -196,28 +290,20 @@ def swap(catalog: Catalog, client: MilvusClient, alias: str, collection: str) ->
                 catalog.update_document(conn, doc.document_id, collection_name=collection)
     if previous and previous != collection:
         retire(client, previous)
-    return {
-        "previous": previous,
-        "published": collection,
-        "entities": entities,
-        "stoppedServing": [d.source_uri for d in not_carried],
-    }
+    return Swap(previous, collection, entities, tuple(d.source_uri for d in not_carried))
 
 
-def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
+def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> Rollback:
     """Re-publish the most recently retired collection of the alias that still exists."""
     current = published_collection(client, catalog, alias)
     retired = [
         c
         for c in catalog.collections()
-        if c["state"] == "retired"
-        and c["alias"] == alias
-        and c["name"] != current
-        and collection_exists(client, c["name"])
+        if c.state == "retired" and c.alias == alias and c.name != current and collection_exists(client, c.name)
     ]
     if not retired:
         raise LookupError("no retired collection to roll back to")
-    previous = max(retired, key=lambda c: c["published_at"] or c["created_at"])["name"]
+    previous = max(retired, key=lambda c: c.published_at or c.created_at).name
     load(client, previous)
     publish(client, catalog, alias, previous)
     with catalog.connect() as conn:
@@ -226,4 +312,4 @@ def rollback(catalog: Catalog, client: MilvusClient, alias: str) -> dict:
             catalog.set_collection_state(conn, current, "retired")
     if current:
         retire(client, current)
-    return {"published": previous, "previous": current}
+    return Rollback(published=previous, previous=current)

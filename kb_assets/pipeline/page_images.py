@@ -13,6 +13,7 @@ import re
 from pathlib import PurePosixPath
 
 from kb_assets.parsing.render import render_page_images
+from kb_assets.pipeline.step_results import RenderedImages
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.objects import ObjectStore
 
@@ -33,7 +34,7 @@ def original_of(doc: Document, version: str) -> str:
     return ObjectStore.original_key(version, PurePosixPath(doc.source_path).suffix)
 
 
-def render_missing(doc: Document, catalog: Catalog, store: ObjectStore) -> dict:
+def render_missing(doc: Document, catalog: Catalog, store: ObjectStore) -> RenderedImages:
     """Render the document's page images that the object store lacks; counts of rendered and present."""
     pages = [p for p in catalog.read_pages(doc.document_id) if p["image_key"]]
     missing = [p for p in pages if not store.exists(p["image_key"])]
@@ -46,7 +47,7 @@ def render_missing(doc: Document, catalog: Catalog, store: ObjectStore) -> dict:
         for page in wanted:
             if page["page_index"] in renders:
                 store.put(page["image_key"], renders[page["page_index"]])
-    return {"rendered": len(missing), "present": len(pages) - len(missing)}
+    return RenderedImages(rendered=len(missing), present=len(pages) - len(missing))
 
 
 def ensure_page_image(key: str, catalog: Catalog, store: ObjectStore) -> bool:

@@ -297,7 +297,7 @@ def stale_documents(
 def stale_under(docs: list[Document], settings: Settings, catalog: Catalog, migrating: bool = True):
     """``stale_documents`` under the settings' step versions, with the catalog's collections' models for
     documents published before versions were recorded."""
-    legacy = {c["name"]: c["model"] for c in catalog.collections()}
+    legacy = {c.name: c.model for c in catalog.collections()}
     return stale_documents(docs, step_versions(settings), legacy, migrating)
 
 

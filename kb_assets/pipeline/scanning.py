@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.pipeline.identity import canonical_s3_root, contains, document_id_for, place
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.paths import is_s3, list_objects, source_path
@@ -64,7 +65,7 @@ class ScanFailure:
     reason: str
     document_id: str | None = None  # when it can be named: its document is not purged for it
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonObject:
         return {"documentId": self.document_id, "sourceUri": self.source_uri, "reason": self.reason}
 
 

@@ -15,11 +15,17 @@ needs a re-run (missing lake rows) is reported, not guessed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from pymilvus import MilvusClient
 
+from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import vectors_for
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.lib.lexical import chunk_row_terms
-from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.entities import (
     chunk_entities,
     count_entities,
@@ -32,8 +38,57 @@ from kb_assets.stores.entities import (
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import collection_spec, flush, published_collection
 
+if TYPE_CHECKING:
+    import polars as pl
 
-def last_good_notice(doc) -> str:
+
+@dataclass(frozen=True)
+class Problem:
+    document_id: str | None  # None: a knowledge base's or the collection's
+    problem: str
+    repaired: bool = False
+
+    def as_json(self) -> JsonObject:
+        return {"documentId": self.document_id, "problem": self.problem, "repaired": self.repaired}
+
+
+@dataclass(frozen=True)
+class Notice:
+    document_id: str | None
+    notice: str
+
+    def as_json(self) -> JsonObject:
+        return {"documentId": self.document_id, "notice": self.notice}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What ``verify`` found (and repaired); ``run_id``: the ``repair_stores`` run that repaired it."""
+
+    collection: str | None
+    entities: int
+    published_chunk_rows: int
+    problems: list[Problem] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    run_id: str | None = None
+
+    @property
+    def consistent(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> JsonObject:
+        return {
+            "consistent": self.consistent,
+            "collection": self.collection,
+            "entities": self.entities,
+            "publishedChunkRows": self.published_chunk_rows,
+            "problems": [p.as_json() for p in self.problems],
+            "notices": [n.as_json() for n in self.notices],
+            **({"runId": self.run_id} if self.run_id else {}),
+        }
+
+
+def last_good_notice(doc: Document) -> str:
     """What ``docs``, ``verify`` and search say of a document whose newer file did not publish."""
     state = f"failed ({doc.error})" if doc.status == "failed" else doc.status
     return (
@@ -43,17 +98,22 @@ def last_good_notice(doc) -> str:
 
 
 def verify(
-    catalog: Catalog, lake: Lake, client: MilvusClient, alias: str, repair: bool = False, load_model=None
-) -> dict:
+    catalog: Catalog,
+    lake: Lake,
+    client: MilvusClient,
+    alias: str,
+    repair: bool = False,
+    load_model: Callable[[str], EmbeddingModel] | None = None,
+) -> VerifyReport:
     """Problems per document; ``repair`` fixes them (``load_model``: model id -> EmbeddingModel, used to
     re-encode chunks whose lake vectors are of another spec than the published collection's)."""
-    problems: list[dict] = []
-    notices: list[dict] = []
+    problems: list[Problem] = []
+    notices: list[Notice] = []
 
-    def problem(document_id: str | None, text: str, repaired: bool = False):
-        problems.append({"documentId": document_id, "problem": text, "repaired": repaired})
+    def problem(document_id: str | None, text: str, repaired: bool = False) -> None:
+        problems.append(Problem(document_id, text, repaired))
 
-    def problem_with_statistics(doc, chunks):
+    def problem_with_statistics(doc: Document, chunks: pl.DataFrame) -> None:
         """BM25 statistics (``chunk_terms``) kept for exactly the chunks that serve; repaired from the lake."""
         chunk_ids = set(chunks["chunk_id"].to_list())
         kept = catalog.kept_term_chunks(doc.document_id)
@@ -114,7 +174,7 @@ def verify(
             published_rows += doc.chunk_count or 0
             entities = versions.get(serving, 0)
             if doc.serves_last_good_version:
-                notices.append({"documentId": doc.document_id, "notice": last_good_notice(doc)})
+                notices.append(Notice(doc.document_id, last_good_notice(doc)))
             if not chunks.height or not (chunks["document_version"] == serving).all():
                 if collection and entities != doc.chunk_count:  # the lake holds another version: count only
                     problem(
@@ -171,7 +231,7 @@ def verify(
             lake.compact(table, force=True)
         dead, rows = lake.dead_rows(table)
         if dead:  # not a problem: compaction removes them as runs write
-            notices.append({"documentId": None, "notice": f"lake {table}: {dead} of {rows} rows superseded or deleted"})
+            notices.append(Notice(None, f"lake {table}: {dead} of {rows} rows superseded or deleted"))
     total = 0
     if collection:
         if repair:
@@ -179,11 +239,4 @@ def verify(
         total = count_entities(client, collection)
         if total != published_rows and not problems:  # a difference no document's problem explains
             problem(None, f"{total} entities in {collection} for {published_rows} published chunk rows")
-    return {
-        "consistent": not problems,
-        "collection": collection,
-        "entities": total,
-        "publishedChunkRows": published_rows,
-        "problems": problems,
-        "notices": notices,
-    }
+    return VerifyReport(collection, total, published_rows, problems, notices)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from kb_assets.chunking import CHUNKER_VERSION
 from kb_assets.embedding import EMBEDDING_VERSION
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.parsing import PARSER_VERSION
 from kb_assets.settings import Settings
 from kb_assets.structure import STRUCTURE_VERSION
@@ -101,7 +102,7 @@ class Staleness:
     failed: bool = False  # a failure that stands: the step's version is the one that failed
     migration: bool = False  # stale only because the embedding model or the collection schema changed
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonObject:
         return {"step": self.step, "reason": self.reason, "failed": self.failed, "migration": self.migration}
 
 

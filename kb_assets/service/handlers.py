@@ -19,6 +19,7 @@ from urllib.parse import quote
 from fastapi import HTTPException
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.lib.logs import Outages
 from kb_assets.pipeline.lineage import ChunkNotFound, chunk_lineage, chunk_records
 from kb_assets.pipeline.page_images import ensure_page_image, original_of
@@ -97,7 +98,7 @@ class Service:
         min_score: float | None = None,
         strategy: str | None = None,
         filters: dict[str, str | None] | None = None,
-    ) -> dict:
+    ) -> JsonObject:
         """The one search of ``POST /v1/kb/search`` and the MCP tool ``kb_search``: 404 naming the knowledge
         bases the caller may read for a name that is not one of them (a name outside the caller's scope
         looks the same as one that does not exist), 422 for a request the searcher refuses."""
@@ -151,7 +152,7 @@ class Service:
             except Exception as error:  # the search itself reports the outage
                 log.debug("knowledge bases not read: %s", error)
                 return None
-            self._known = (now, {row["knowledge_base_id"] for row in rows})
+            self._known = (now, {row.knowledge_base_id for row in rows})
         return {name for name in self._known[1] if caller.may_read(name)}
 
     # documents, pages, lineage ------------------------------------------------------------------------
@@ -163,7 +164,7 @@ class Service:
             raise HTTPException(404, f"no document {document_id}")
         return doc
 
-    def page(self, document_id: str, page_index: int, caller: Caller) -> dict:
+    def page(self, document_id: str, page_index: int, caller: Caller) -> JsonObject:
         """A page of the document's published version only (404 naming why otherwise: nothing published,
         or the catalog holds another version's pages); text past ``MAX_PAGE_CHARS`` is cut (``truncated``)."""
         doc = self.readable_document(document_id, caller)
@@ -200,7 +201,7 @@ class Service:
             "pageImageUrl": self.signer.sign_url(asset_url(record["image_key"]), caller),
         }
 
-    def lineage(self, chunk_id: str, caller: Caller) -> dict:
+    def lineage(self, chunk_id: str, caller: Caller) -> JsonObject:
         check_id(chunk_id, "chunk")
         try:
             found = chunk_lineage(
@@ -219,29 +220,29 @@ class Service:
             run["url"] = self.run_url(run["runId"])
         return found
 
-    def knowledge_bases(self, caller: Caller) -> dict:
+    def knowledge_bases(self, caller: Caller) -> JsonObject:
         counts = self.stores.catalog.knowledge_base_counts(None if caller.scope is None else sorted(caller.scope))
         return {
             "knowledgeBases": [
                 {
-                    "knowledgeBaseId": c["knowledge_base_id"],
-                    "documents": c["documents"],
-                    "published": c["published"],
-                    "failed": c["failed"],
-                    "pending": c["pending"],
+                    "knowledgeBaseId": c.knowledge_base_id,
+                    "documents": c.documents,
+                    "published": c.published,
+                    "failed": c.failed,
+                    "pending": c.pending,
                 }
                 for c in counts
             ]
         }
 
-    def documents(self, knowledge_base_id: str, caller: Caller) -> dict:
+    def documents(self, knowledge_base_id: str, caller: Caller) -> JsonObject:
         check_id(knowledge_base_id, "knowledge base")
         if not caller.may_read(knowledge_base_id):
             raise Problem(404, f"no knowledge base {knowledge_base_id}", "unknown_knowledge_base")
         docs = self.stores.catalog.list_documents([knowledge_base_id])
         return {"documents": [self.document_row(d) for d in docs]}
 
-    def document_row(self, d: Document) -> dict:
+    def document_row(self, d: Document) -> JsonObject:
         return {
             "documentId": d.document_id,
             "knowledgeBaseId": d.knowledge_base_id,
@@ -262,7 +263,7 @@ class Service:
             "metadata": d.metadata,
         }
 
-    def document_chunks(self, document_id: str, caller: Caller) -> dict:
+    def document_chunks(self, document_id: str, caller: Caller) -> JsonObject:
         """The document, a signed URL of its original, and its chunks in page order (the lake's rows: those
         of one file version, ``published`` when it is the version search serves)."""
         doc = self.readable_document(document_id, caller)

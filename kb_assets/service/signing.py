@@ -22,6 +22,7 @@ import secrets
 import time
 from urllib.parse import quote, urlencode
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.rows import ASSETS_PATH
 from kb_assets.service.auth import ApiKeys, Caller
 
@@ -98,7 +99,7 @@ class UrlSigner:
             return url
         return self.sign(url[len(prefix) :], caller)
 
-    def sign_rows(self, rows: list[dict], caller: Caller) -> list[dict]:
+    def sign_rows(self, rows: list[JsonObject], caller: Caller) -> list[JsonObject]:
         """Search results (or page records) with their image URLs signed for the caller, in place."""
         for row in rows:
             for name in URL_FIELDS:

@@ -30,9 +30,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from pymilvus import MilvusClient
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.services.local import free_port, locked, log_tail, port_free
 from kb_assets.services.milvus_engine import ENGINE_VERSION, engine_binary
 
@@ -105,7 +107,7 @@ def stop_milvus(home: Path) -> bool:
         return True
 
 
-def milvus_status(home: Path) -> dict:
+def milvus_status(home: Path) -> JsonObject:
     """Describe the server for ``home`` without starting or locking anything."""
     home = Path(home).absolute()
     state = _running(home)
@@ -160,7 +162,13 @@ def _spawn(home: Path, port: int) -> int:
     return proc.pid
 
 
-def _running(home: Path) -> dict | None:
+class Running(TypedDict):
+    pid: int
+    port: int
+    legacy: bool  # Milvus Lite 3.x's server, which kb-assets ran before the engine
+
+
+def _running(home: Path) -> Running | None:
     """The ``{"pid", "port", "legacy"}`` from ``milvus.json`` when that server process is alive, else None
     (``legacy``: Milvus Lite 3.x's server, which kb-assets ran before the engine)."""
     try:

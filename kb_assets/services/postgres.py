@@ -29,6 +29,7 @@ from pathlib import Path
 
 import psycopg2
 
+from kb_assets.lib.json_types import JsonObject
 from kb_assets.services.local import free_port, locked, log_tail, port_free
 from kb_assets.services.postgres_setup import (
     RunAs,
@@ -97,7 +98,7 @@ def stop_postgres(home: Path) -> bool:
         return True
 
 
-def postgres_status(home: Path) -> dict:
+def postgres_status(home: Path) -> JsonObject:
     """Describe the Postgres under ``home`` without starting or locking anything."""
     root = Path(home).absolute() / "postgres"
     data = root / "data"

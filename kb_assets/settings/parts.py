@@ -1,13 +1,20 @@
 """The typed parts of the settings: what each part of kb-assets receives, as plain frozen values.
 
 Nothing here reads the environment (``Settings.from_env`` in ``__init__.py`` does) and nothing here
-imports a stage: parsing, retrieval and the pipeline read these values, never the other way round.
+imports a stage: parsing, retrieval and the pipeline read these values, never the other way round. A
+field declared with ``setting(...)`` is a setting (``declare.py``: its variable, description, secret or
+not); a plain field is a knob no variable sets (``SearchConfig``'s ranking, ``ParseOptions.scratch_dir``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from kb_assets.settings.declare import part, setting, shared_cores
+
+StorageOptions = dict[str, Any]  # fsspec/s3fs keyword options of s3:// stores and sources, passed through
 
 # ---- parsing: what a parse may do and how much it may take ----------------------------------------
 MAX_FILE_BYTES = 200 * 1024 * 1024  # KB_PARSE_MAX_FILE_BYTES
@@ -20,18 +27,36 @@ OCR_LANGUAGES = "eng+chi_sim"  # KB_OCR_LANGUAGES: tesseract language codes (rap
 
 @dataclass(frozen=True)
 class ParseOptions:
-    max_file_bytes: int = MAX_FILE_BYTES
-    max_pages: int = MAX_PAGES
-    max_unpacked_bytes: int = MAX_UNPACKED_BYTES
-    max_image_pixels: int = MAX_IMAGE_PIXELS
-    ocr: bool = True  # OCR pages without a text layer and image files
-    ocr_engine: str = OCR_ENGINES[0]
-    ocr_languages: str = OCR_LANGUAGES
-    images: bool = True  # crop figures (PDF) into their blocks (page images: render.render_page_images)
-    tessdata_dir: Path | None = None  # tesseract's language data (TESSDATA_PREFIX); None: Debian's folders
-    docling_artifacts_path: Path | None = None  # docling's model folder (DOCLING_ARTIFACTS_PATH)
+    max_file_bytes: int = setting(MAX_FILE_BYTES, "KB_PARSE_MAX_FILE_BYTES", "a larger file fails")
+    max_pages: int = setting(MAX_PAGES, "KB_PARSE_MAX_PAGES", "a PDF with more pages (a TIFF with more frames) fails")
+    max_unpacked_bytes: int = setting(
+        MAX_UNPACKED_BYTES, "KB_PARSE_MAX_UNPACKED_BYTES", "all members of a DOCX/PPTX/XLSX together: a bomb fails"
+    )
+    max_image_pixels: int = setting(MAX_IMAGE_PIXELS, None, "an image file (or one TIFF frame) larger than this fails")
+    ocr: bool = setting(True, None, "OCR pages without a text layer and image files")
+    ocr_engine: str = setting(
+        OCR_ENGINES[0],
+        "KB_OCR_ENGINE",
+        "`rapidocr` (its models ship in its wheel; reads Chinese, Japanese and Latin scripts at once) or "
+        "`tesseract` (faster, less accurate; needs the `tesseract` extra and Debian's language data)",
+        choices=OCR_ENGINES,
+    )
+    ocr_languages: str = setting(OCR_LANGUAGES, "KB_OCR_LANGUAGES", "tesseract's language codes")
+    images: bool = setting(True, None, "crop PDF figures into their blocks (page images render apart)")
+    tessdata_dir: Path | None = setting(
+        None, "TESSDATA_PREFIX", "tesseract's language data", shown_default="Debian's folders"
+    )
+    docling_artifacts_path: Path | None = setting(
+        None, "DOCLING_ARTIFACTS_PATH", "docling's layout and table models: PDFs then use `docling-layout`"
+    )
     scratch_dir: Path | None = None  # where a parse puts its temporary copy of the source; None: the system's
-    workers: int = 1  # processes that convert one PDF's page batches (KB_PARSE_WORKERS; 1: this process)
+    workers: int = setting(
+        1,
+        "KB_PARSE_WORKERS",
+        "processes that parse one PDF's page batches (1: in the run's own process)",
+        read=shared_cores,
+        shown_default="cores / `KB_CONCURRENT_RUNS`",
+    )
 
 
 # ---- retrieval: how search ranks and how long it waits ---------------------------------------------
@@ -39,9 +64,9 @@ class ParseOptions:
 class Weights:
     """``score = dense * dense_score + lexical * normalized_bm25 + exact_boost`` (docs/retrieval.md, section 1)."""
 
-    dense: float = 0.82  # KB_DENSE_WEIGHT
-    lexical: float = 0.18  # KB_LEXICAL_WEIGHT
-    exact_boost: float = 0.05  # KB_EXACT_BOOST: added when the whole query is in the content
+    dense: float = setting(0.82, "KB_DENSE_WEIGHT", "the hybrid score's weight of the dense (vector) score")
+    lexical: float = setting(0.18, "KB_LEXICAL_WEIGHT", "the hybrid score's weight of the normalized BM25 score")
+    exact_boost: float = setting(0.05, "KB_EXACT_BOOST", "added when the whole query is in the content")
 
 
 @dataclass(frozen=True)
@@ -49,11 +74,13 @@ class SearchConfig:
     """The retrieval service's settings: the ``KB_*`` ones below, and the ranking's own knobs, which no
     variable sets (``benchmarks/retrieval_quality.py --set FIELD=VALUE`` varies them)."""
 
-    weights: Weights = Weights()
-    strategy: str = "pageindex"  # KB_SEARCH_STRATEGY: the strategy of requests that name none
-    candidates: int = 50  # KB_SEARCH_CANDIDATES: hits asked of each search path per knowledge base
-    milvus_timeout_s: float = 5.0  # KB_MILVUS_TIMEOUT_S: every Milvus call of the service
-    postgres_timeout_ms: int = 3000  # KB_POSTGRES_TIMEOUT_MS: every Postgres statement of the service
+    weights: Weights = part(Weights())
+    strategy: str = setting(
+        "pageindex", "KB_SEARCH_STRATEGY", "the strategy of requests that name none: `pageindex` or `hybrid`"
+    )
+    candidates: int = setting(50, "KB_SEARCH_CANDIDATES", "hits asked of each search path per knowledge base")
+    milvus_timeout_s: float = setting(5.0, "KB_MILVUS_TIMEOUT_S", "every Milvus call of the service (seconds)")
+    postgres_timeout_ms: int = setting(3000, "KB_POSTGRES_TIMEOUT_MS", "every Postgres statement of the service")
     language_policy: str = "translate"  # for queries in a language the model does not read (query.py)
     translated_weight: float = 0.5  # translate: the dense share a dictionary-translated word counts for
     translate_bm25: bool = True  # translate: BM25 searches with the dictionary words too
@@ -73,9 +100,13 @@ class SearchConfig:
     page_coverage: float = 0.3  # pageindex: weight of the share of the question's terms a page's best
     page_coverage_terms: int = 8  # context window holds, for questions of at least this many terms, on
     page_coverage_pages: int = 20  # this many best pages (0: off)
-    context_chars: int = 800  # KB_SEARCH_CONTEXT_CHARS: each result's ``context`` (0: none)
-    table_context_chars: int = 2000  # KB_SEARCH_TABLE_CONTEXT_CHARS: a table page's or chunk's ``content`` +
-    # ``context`` (its head and the rows asked for), and the most any result's may hold (0: context_chars)
+    context_chars: int = setting(800, "KB_SEARCH_CONTEXT_CHARS", "each result's `context` (`0`: none)")
+    table_context_chars: int = setting(
+        2000,
+        "KB_SEARCH_TABLE_CONTEXT_CHARS",
+        "on a page that is a table of figures (a statement) a result's `content` + `context` (its head with the "
+        "column periods, then the rows asked for), and the most any result's may hold (`0`: the former)",
+    )
     spec_ttl_s: float = 5.0  # how long the alias -> collection + spec answer is reused
 
 
@@ -98,14 +129,16 @@ class PipelineVersions:
 class S3Settings:
     """Credentials and endpoint of s3:// stores, from the standard ``AWS_*`` variables."""
 
-    access_key_id: str = ""
-    secret_access_key: str = ""
-    endpoint_url: str = ""  # AWS_ENDPOINT_URL: a non-AWS server (SeaweedFS, MinIO)
-    region: str = ""  # AWS_REGION / AWS_DEFAULT_REGION
+    access_key_id: str = setting("", "AWS_ACCESS_KEY_ID", "S3 credentials", secret=True)
+    secret_access_key: str = setting("", "AWS_SECRET_ACCESS_KEY", "S3 credentials", secret=True)
+    endpoint_url: str = setting(
+        "", "AWS_ENDPOINT_URL", "a non-AWS S3 server (SeaweedFS, MinIO)", fallback=("AWS_ENDPOINT_URL_S3",)
+    )
+    region: str = setting("", "AWS_REGION", "the S3 region", fallback=("AWS_DEFAULT_REGION",))
 
-    def storage_options(self) -> dict:
+    def storage_options(self) -> StorageOptions:
         """fsspec/s3fs options (used only for s3:// URLs)."""
-        options: dict = {}
+        options: StorageOptions = {}
         if self.access_key_id:
             options.update(key=self.access_key_id, secret=self.secret_access_key)
         if self.endpoint_url:
@@ -120,10 +153,10 @@ class EndpointSettings:
     """An optional OpenAI-compatible model (the page summarizer, the chunk contextualizer), from
     ``<PREFIX>_URL``, ``_MODEL``, ``_API_KEY`` and ``_TIMEOUT_SECONDS``; unset url or model: not used."""
 
-    url: str = ""  # the API base
-    model: str = ""
-    api_key: str = ""  # optional
-    timeout_seconds: float = 10.0  # per request
+    url: str = setting("", "{prefix}_URL", "the API base (`http://host/v1`); unset: not used")
+    model: str = setting("", "{prefix}_MODEL", "the model the endpoint serves")
+    api_key: str = setting("", "{prefix}_API_KEY", "sent as a Bearer token (optional)", secret=True)
+    timeout_seconds: float = setting(10.0, "{prefix}_TIMEOUT_SECONDS", "of each request")
 
     @property
     def configured_model(self) -> str:

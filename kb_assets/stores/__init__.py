@@ -3,11 +3,14 @@ record), the object store, the lake, the Milvus vector index and the model loade
 
 The one path from settings to every client: the Dagster resource ``stores`` is a ``Stores``, and so are
 what the command line, the sensors, the retrieval service, migration and verify use. Connections are
-opened once per process and shared, so a ``Stores`` is cheap to build again.
+opened once per process and shared, so a ``Stores`` is cheap to build again; ``Stores.shared`` builds it
+once per process for what runs read, so a run that ``kb-assets ingest`` executes in its process gets the
+stores ingest built.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -17,6 +20,7 @@ from pymilvus import MilvusClient
 
 from kb_assets.lib.logs import quiet_libraries
 from kb_assets.settings import ParseOptions, Settings
+from kb_assets.settings.declare import run_values
 from kb_assets.stores.catalog import Catalog
 from kb_assets.stores.models import embedding_spec, load_model
 from kb_assets.stores.objects import ObjectStore
@@ -66,12 +70,28 @@ def restore_once(stores: Stores, client: MilvusClient) -> None:
     _RESTORED.add(key)
 
 
+_SHARED: OrderedDict[tuple, Stores] = OrderedDict()  # by what runs read of their settings, newest last
+SHARED_AT_MOST = 8
+
+
 class Stores:
     """Every store of one configuration; each is opened on first use."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.alias = settings.alias
+
+    @classmethod
+    def shared(cls, settings: Settings) -> Stores:
+        """This process's stores for what runs read of ``settings`` (``run_values``), built on first use:
+        ``kb-assets ingest`` and the runs it executes in its process (the resource ``stores``) share one."""
+        key = run_values(settings)
+        if key not in _SHARED:
+            _SHARED[key] = cls(settings)
+            while len(_SHARED) > SHARED_AT_MOST:
+                _SHARED.popitem(last=False)
+        _SHARED.move_to_end(key)
+        return _SHARED[key]
 
     @cached_property
     def catalog(self) -> Catalog:

@@ -3,7 +3,7 @@ stale), count, list and read them back."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import numpy as np
 from pymilvus import MilvusClient, MilvusException
@@ -14,12 +14,26 @@ if TYPE_CHECKING:
 from kb_assets.stores.vectors import INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, in_filter, milvus_string
 
 T = TypeVar("T")
+Entity = dict[str, Any]  # one chunk's Milvus entity (or a row Milvus returns), as pymilvus takes and gives it
+
+
+class EntityCounts(TypedDict, total=False):
+    """What syncing a document's entities did (``sync_document``); publishing adds what it recorded."""
+
+    written: int
+    deleted: int
+    kept: int
+    entities: int
+    alsoWritten: int  # written into a migration's published collection too
+    note: str
+
+
 # The most rows one Milvus query returns (its limit must be 1..16,384; the embedded engine cuts a query
 # without a limit at 16,383 rows, silently): larger reads go in windows of chunk_index (``query_all``).
 QUERY_LIMIT = 16384
 
 
-def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame, dimension: int | None = None) -> list[dict]:
+def chunk_entities(chunks: pl.DataFrame, embeddings: pl.DataFrame, dimension: int | None = None) -> list[Entity]:
     """Milvus rows from a document's chunk rows joined to their vectors (every chunk must have one, all of
     one length: ``dimension`` where given).
 
@@ -69,7 +83,7 @@ def when_loaded(client: MilvusClient, collection: str, call):
     return call()
 
 
-def query_loaded(client: MilvusClient, collection: str, **query) -> list[dict]:
+def query_loaded(client: MilvusClient, collection: str, **query) -> list[Entity]:
     return when_loaded(client, collection, lambda: client.query(collection, **query))
 
 
@@ -77,11 +91,11 @@ def delete_loaded(client: MilvusClient, collection: str, flt: str) -> None:
     when_loaded(client, collection, lambda: client.delete(collection, filter=flt))
 
 
-def query_all(client: MilvusClient, collection: str, flt: str, output_fields: list[str]) -> list[dict]:
+def query_all(client: MilvusClient, collection: str, flt: str, output_fields: list[str]) -> list[Entity]:
     """Every entity the filter selects, however many: one query when they fit ``QUERY_LIMIT``, else the
     filter read again in halves of the ``chunk_index`` range until each half fits."""
 
-    def window(low: int, high: int) -> list[dict]:
+    def window(low: int, high: int) -> list[Entity]:
         bounded = f"chunk_index >= {low} and chunk_index < {high}" + (f" and ({flt})" if flt else "")
         rows = query_loaded(client, collection, filter=bounded, output_fields=output_fields, limit=QUERY_LIMIT)
         if len(rows) < QUERY_LIMIT:
@@ -104,7 +118,7 @@ def document_filter(document_id: str) -> str:
 
 def stored_entities(
     client: MilvusClient, collection: str, document_ids: list[str], with_vectors: bool = True
-) -> dict[str, dict]:
+) -> dict[str, Entity]:
     """The documents' entities in the collection, by chunk id (one query for them all)."""
     fields = OUTPUT_FIELDS + (["dense"] if with_vectors else [])
     rows = query_all(client, collection, in_filter("document_id", document_ids), fields)
@@ -125,8 +139,8 @@ def same_entity(stored: dict | None, entity: dict) -> bool:
 
 
 def sync_document(
-    client: MilvusClient, collection: str, document_id: str, entities: list[dict], batch_size: int = 500, vectors=None
-) -> dict:
+    client: MilvusClient, collection: str, document_id: str, entities: list[Entity], batch_size: int = 500, vectors=None
+) -> EntityCounts:
     """Make the collection hold exactly these entities for the document: upsert only those that differ
     from what is stored (content, fields, vector), delete the document's other entities; returns counts.
 
@@ -139,10 +153,10 @@ def sync_document(
 def sync_documents(
     client: MilvusClient,
     collection: str,
-    entities: dict[str, list[dict]],
+    entities: dict[str, list[Entity]],
     batch_size: int = 500,
     vectors=None,
-) -> dict[str, dict]:
+) -> dict[str, EntityCounts]:
     """``sync_document`` for several documents at once (document id -> its entities): one read of what is
     stored, upserts and deletes in batches of ``batch_size`` (a slice of small documents costs a few Milvus
     calls, not a few a document); counts by document id."""
@@ -150,7 +164,8 @@ def sync_documents(
     existing: dict[str, dict[str, dict]] = {document_id: {} for document_id in entities}
     for chunk_id, row in stored_entities(client, collection, list(entities), with_vectors).items():
         existing.setdefault(row["document_id"], {})[chunk_id] = row
-    counts, to_write, stale = {}, [], []
+    counts: dict[str, EntityCounts] = {}
+    to_write, stale = [], []
     for document_id, rows in entities.items():
         stored = existing[document_id]
         changed = [e for e in rows if not same_entity(stored.get(e["chunk_id"]), e)]

@@ -12,20 +12,35 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import polars as pl
 from pymilvus import MilvusClient
 
 from kb_assets.stores.catalog import Catalog
+from kb_assets.stores.catalog.records import CollectionVersion
 from kb_assets.stores.entities import chunk_entities, count_entities, insert
 from kb_assets.stores.lake import Lake
 from kb_assets.stores.vectors import EmbeddingSpec, ensure_collection, flush, publish
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A published collection rebuilt from the lake."""
+
+    collection: str
+    documents: int
+    entities: int
+    left_out: list[str]  # documents the lake could not rebuild (verify --repair reports them)
+    seconds: float
+
+
 BATCH = 2000  # rows a Milvus insert (the embedded engine slows ~10x past ~4,000)
 
 
-def missing_published(catalog: Catalog, client: MilvusClient, alias: str) -> dict | None:
+def missing_published(catalog: Catalog, client: MilvusClient, alias: str) -> CollectionVersion | None:
     """The catalog's row of the collection published under the alias, when Milvus lacks that collection."""
     name = catalog.published_collection(alias)
     if name is None or client.has_collection(name):
@@ -33,27 +48,27 @@ def missing_published(catalog: Catalog, client: MilvusClient, alias: str) -> dic
     return catalog.collection(name)
 
 
-def restore_published(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str) -> dict | None:
+def restore_published(catalog: Catalog, lake: Lake, client: MilvusClient, alias: str) -> Restored | None:
     """Rebuild the published collection from the lake when Milvus lacks it (None when it is there)."""
     row = missing_published(catalog, client, alias)
     if row is None:
         return None
     started = time.monotonic()
-    name = row["name"]
+    name = row.name
     log.warning("the published collection %s is not in Milvus: rebuilding it from the lake (no re-encoding)", name)
-    spec = EmbeddingSpec(row["model"], row["dimension"], tuple(row["languages"]), short_name="")
+    spec = EmbeddingSpec(row.model, row.dimension, tuple(row.languages), short_name="")
     created = ensure_collection(client, spec, dense_index="hnsw", name=name)
     carried, left_out, pending = [], [], []
     for doc in catalog.list_documents():
         if doc.status == "deleted" or not doc.published_version:
             continue
         chunks = lake.read("chunks", doc.document_id).filter(pl.col("document_version") == doc.published_version)
-        vectors = lake.read("embeddings", doc.document_id).filter(pl.col("model") == row["model"])
+        vectors = lake.read("embeddings", doc.document_id).filter(pl.col("model") == row.model)
         if chunks.height != (doc.chunk_count or 0) or not chunks.height:
             left_out.append(f"{doc.source_path}: the lake holds no chunk rows of its published version")
             continue
         if not set(chunks["chunk_id"].to_list()) <= set(vectors["chunk_id"].to_list()):
-            left_out.append(f"{doc.source_path}: the lake holds no {row['model']} vectors of its chunks")
+            left_out.append(f"{doc.source_path}: the lake holds no {row.model} vectors of its chunks")
             continue
         pending += chunk_entities(chunks, vectors)
         carried.append(doc.document_id)
@@ -67,19 +82,13 @@ def restore_published(catalog: Catalog, lake: Lake, client: MilvusClient, alias:
     entities = count_entities(client, created)
     with catalog.connect() as conn:
         catalog.set_collection_state(conn, created, "published", entity_count=entities)
-    report = {
-        "collection": created,
-        "documents": len(carried),
-        "entities": entities,
-        "leftOut": left_out,
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    report = Restored(created, len(carried), entities, left_out, round(time.monotonic() - started, 1))
     log.warning(
         "rebuilt %s from the lake: %d documents, %d entities in %.0f s; left out (run kb-assets verify --repair): %s",
         created,
         len(carried),
         entities,
-        report["seconds"],
+        report.seconds,
         left_out or "none",
     )
     return report

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TypedDict
 
-from kb_assets.structure.periods import ORDINAL, read_period
+from kb_assets.structure.periods import ORDINAL, Period, read_period
 
 FIRST_PAGES = 5  # the pages read (a cover and what follows it)
 READ_PAGES = 60  # the pages searched for period labels ("fiscal 2023") and a report's quarter
@@ -75,7 +76,19 @@ HEADER_REGISTRANT = re.compile(r"exact name of (?:the )?registrants?\b", re.I)  
 FILE_NUMBER_ROW = re.compile(r"\d{1,3}-\d{4,6}\s+(.+)")  # a registrant's row starts with its commission file number
 
 
-def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> dict:
+class DocumentMetadata(TypedDict):
+    """What a document says of itself, stored with it and shown as ``documentMetadata``."""
+
+    title: str | None
+    organisation: str | None
+    kind: str
+    form: str | None
+    period: Period | None
+    date: str | None  # the document's own date, ISO
+    confidence: dict[str, float]  # by field
+
+
+def read_metadata(pages: list[str], pdf_info: dict[str, str] | None = None) -> DocumentMetadata:
     """The document's metadata from its first pages' texts (and the PDF's ``Title``/``Author``)."""
     info = {k.lower(): (v or "").strip() for k, v in (pdf_info or {}).items()}
     texts = [_lines(t or "") for t in pages[:FIRST_PAGES]]
@@ -205,7 +218,7 @@ def _acronym(word: str) -> bool:
     return "&" in word or (len(bare) <= 3 and bare.isalpha() and bare.lower() not in ("inc", "co", "ltd", "plc", "llc"))
 
 
-def _title(first: str, organisation: str | None, form: str | None, period: dict | None) -> str | None:
+def _title(first: str, organisation: str | None, form: str | None, period: Period | None) -> str | None:
     if form:
         return " ".join(x for x in (organisation, f"Form {form}", period and period["label"]) if x)
     for line in first.splitlines():

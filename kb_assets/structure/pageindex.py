@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kb_assets.lib.rows import NodeRow, PageRow
 from kb_assets.lib.text import normalize_ws
 from kb_assets.structure.summaries import (
     SUMMARY_CHARS,
@@ -41,14 +42,14 @@ CATALOG_CHARS = 400
 
 @dataclass
 class DocumentTree:
-    nodes: list[dict]  # node_id, parent_id, ordinal, title, depth, start_page, end_page, summary, keywords
+    nodes: list[NodeRow]  # node_id, parent_id, ordinal, title, depth, start_page, end_page, summary, keywords
     source: str  # "outline" | "printed-toc" | "headings" | "page-groups"
     navigation_pages: list[int] = field(default_factory=list)  # tables of contents, lists of tables, indexes
     toc_pages: list[int] = field(default_factory=list)  # the printed table of contents
 
 
 def build_document_tree(
-    title: str, pages: list[dict], outline: list[tuple[int, str, int]] | None = None
+    title: str, pages: list[PageRow], outline: list[tuple[int, str, int]] | None = None
 ) -> DocumentTree:
     """The tree of a document's pages (page records with ``summary``/``keywords`` where known)."""
     pages = sorted(pages, key=lambda p: p["page_index"])
@@ -77,16 +78,16 @@ def build_document_tree(
     return DocumentTree(nodes=nodes, source=source, navigation_pages=navigation, toc_pages=toc)
 
 
-def build_tree(title: str, pages: list[dict], outline: list[tuple[int, str, int]] | None = None) -> list[dict]:
+def build_tree(title: str, pages: list[PageRow], outline: list[tuple[int, str, int]] | None = None) -> list[NodeRow]:
     """Nodes (node_id, parent_id, ordinal, title, depth, start_page, end_page, summary, keywords)."""
     return build_document_tree(title, pages, outline).nodes
 
 
-def _last_page(pages: list[dict]) -> int:
+def _last_page(pages: list[PageRow]) -> int:
     return pages[-1]["page_index"] if pages else 0
 
 
-def _root(title: str, pages: list[dict]) -> dict:
+def _root(title: str, pages: list[PageRow]) -> NodeRow:
     return {
         "node_id": "n0",
         "parent_id": None,
@@ -98,20 +99,20 @@ def _root(title: str, pages: list[dict]) -> dict:
     }
 
 
-def _first_text(page: dict | None) -> str:
+def _first_text(page: PageRow | None) -> str:
     if page is None:
         return ""
     block = next((b for b in page["blocks"] if b["text"].strip()), None)
     return normalize_ws(block["text"]).lower() if block else ""
 
 
-def _starts_page(title: str, page: dict | None) -> bool:
+def _starts_page(title: str, page: PageRow | None) -> bool:
     """Whether a section starts at the top of its page (its title is the page's first text)."""
     first, wanted = _first_text(page), normalize_ws(title).lower()
     return bool(first and wanted) and (wanted in first or first in wanted)
 
 
-def _nodes_from_entries(title: str, entries: list[tuple[int, str, int]], pages: list[dict]) -> list[dict]:
+def _nodes_from_entries(title: str, entries: list[tuple[int, str, int]], pages: list[PageRow]) -> list[NodeRow]:
     by_index = {p["page_index"]: p for p in pages}
     last_page = _last_page(pages)
     at_top = [_starts_page(heading, by_index.get(page_index)) for _, heading, page_index in entries]
@@ -143,7 +144,7 @@ def _nodes_from_entries(title: str, entries: list[tuple[int, str, int]], pages: 
     return nodes
 
 
-def _page_groups(title: str, pages: list[dict]) -> list[dict]:
+def _page_groups(title: str, pages: list[PageRow]) -> list[NodeRow]:
     nodes = [_root(title, pages)]
     last_page = _last_page(pages)
     for start in range(0, last_page + 1, PAGES_PER_GROUP):
@@ -162,7 +163,7 @@ def _page_groups(title: str, pages: list[dict]) -> list[dict]:
     return nodes
 
 
-def _describe(title: str, nodes: list[dict], pages: list[dict]) -> None:
+def _describe(title: str, nodes: list[NodeRow], pages: list[PageRow]) -> None:
     """Summaries and keywords of the nodes (the root's summary is the catalog summary)."""
     by_index = {p["page_index"]: p for p in pages}
     page_keywords = {p["page_index"]: p.get("keywords") for p in pages}
@@ -185,7 +186,7 @@ def _describe(title: str, nodes: list[dict], pages: list[dict]) -> None:
     nodes[0]["summary"] = catalog_summary(title, nodes)
 
 
-def section_summary(node: dict, by_index: dict[int, dict]) -> str:
+def section_summary(node: NodeRow, by_index: dict[int, PageRow]) -> str:
     """The node's title and the first meaningful paragraph after its heading, within its pages."""
     wanted = normalize_ws(node["title"]).lower()
     paragraph = ""
@@ -212,7 +213,7 @@ def section_summary(node: dict, by_index: dict[int, dict]) -> str:
     return clip(f"{node['title']}: {paragraph}", SUMMARY_CHARS)
 
 
-def catalog_summary(title: str, nodes: list[dict]) -> str:
+def catalog_summary(title: str, nodes: list[NodeRow]) -> str:
     """The document's catalog: its title and top-level section titles."""
     top = [n["title"] for n in nodes if n["depth"] == 1]
     text = f"{title}: " + "; ".join(top) if top else title

@@ -12,6 +12,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import date
+from typing import TypedDict
+
+
+class Period(TypedDict):
+    """The period a document covers: ``FY2023``, ``Q2 FY2024``, its fiscal year and quarter and end date."""
+
+    label: str
+    fiscal_year: int
+    fiscal_quarter: int | None
+    end: str | None  # ISO date
+
 
 MONTHS = {
     m: n
@@ -94,7 +105,7 @@ def _annual_label(whole: str, end: date) -> int | None:
 
 def read_period(
     kind: str, form: str | None, first: str, front: str, whole: str
-) -> tuple[dict | None, str | None, float]:
+) -> tuple[Period | None, str | None, float]:
     """(period, date, confidence): the period covered, and the document's own date where it has one."""
     flat = " ".join(front.split())
     if form in ("10-K", "20-F") or kind == "annual report":
@@ -117,8 +128,8 @@ def read_period(
         ):
             event = _date(match.group(2) or match.group(1) or match.group(3))
             if event:
-                period = {"label": event.isoformat(), "fiscal_year": event.year, "fiscal_quarter": None}
-                return {**period, "end": event.isoformat()}, event.isoformat(), 0.8
+                day = event.isoformat()
+                return Period(label=day, fiscal_year=event.year, fiscal_quarter=None, end=day), day, 0.8
     head = " ".join(first.split())[:3000]
     if kind in ("earnings release", "press release", "quarterly report"):
         if found := _release_quarter(head):
@@ -131,18 +142,18 @@ def read_period(
             if quarterly:  # a quarterly report dated otherwise ("period ended", "as of"): its quarter all the same
                 return _quarter_ended(end, whole, 0.6)
             return (
-                {"label": str(end.year), "fiscal_year": end.year, "fiscal_quarter": None, "end": end.isoformat()},
+                Period(label=str(end.year), fiscal_year=end.year, fiscal_quarter=None, end=end.isoformat()),
                 None,
                 0.5,
             )
     years = Counter(int(y) for y in re.findall(r"\b(?:19|20)\d\d\b", head))
     if years:
         year = years.most_common(1)[0][0]
-        return {"label": str(year), "fiscal_year": year, "fiscal_quarter": None, "end": None}, None, 0.3
+        return Period(label=str(year), fiscal_year=year, fiscal_quarter=None, end=None), None, 0.3
     return None, None, 0.0
 
 
-def _quarter_ended(end: date, whole: str, confidence: float) -> tuple[dict, None, float]:
+def _quarter_ended(end: date, whole: str, confidence: float) -> tuple[Period, None, float]:
     """A quarterly report's period from the date its quarter ends: the quarter from the periods its statements
     cover; the fiscal year ends (4 - quarter) quarters later (a year ending in January: as the report labels it)."""
     quarter = _quarter_of_report(whole, end)
@@ -158,11 +169,11 @@ def _quarter_ended(end: date, whole: str, confidence: float) -> tuple[dict, None
     return _quarterly(quarter, year, end), None, confidence if quarter else 0.5
 
 
-def _annual(year: int, end: date | None) -> dict:
+def _annual(year: int, end: date | None) -> Period:
     return {"label": f"FY{year}", "fiscal_year": year, "fiscal_quarter": None, "end": end.isoformat() if end else None}
 
 
-def _quarterly(quarter: int | None, year: int, end: date | None) -> dict:
+def _quarterly(quarter: int | None, year: int, end: date | None) -> Period:
     label = f"Q{quarter} FY{year}" if quarter else f"FY{year}"
     return {"label": label, "fiscal_year": year, "fiscal_quarter": quarter, "end": end.isoformat() if end else None}
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from kb_assets.lib.rows import NodeRow, PageRow
+
 NODE_PREFIX = "statement-"
 HEAD_CHARS = 400  # the start of a page where a statement's title is looked for
 MIN_NUMBERS = 25  # numbers on a page for it to be a statement (a table of line items by period)
@@ -70,10 +72,10 @@ def _kind(title: str) -> str:
     return "income"
 
 
-def statement_nodes(pages: list[dict], root_id: str, first_ordinal: int, skip: set[int]) -> list[dict]:
+def statement_nodes(pages: list[PageRow], root_id: str, first_ordinal: int, skip: set[int]) -> list[NodeRow]:
     """Nodes for the statement pages of a document (``pages``: records with ``page_index`` and ``text``;
     ``skip``: navigation pages), children of ``root_id``, numbered from ``first_ordinal``."""
-    nodes: list[dict] = []
+    nodes: list[NodeRow] = []
     for page in sorted(pages, key=lambda p: p["page_index"]):
         if page["page_index"] in skip:
             continue
@@ -128,5 +130,5 @@ def named_statements(question: str) -> set[str]:
     return {statement_family(match.group(1)) for match in NAMED.finditer(question)}
 
 
-def is_statement_node(node: dict) -> bool:
+def is_statement_node(node: NodeRow) -> bool:
     return str(node.get("node_id", "")).startswith(NODE_PREFIX)

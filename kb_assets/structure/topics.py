@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from kb_assets.lib.rows import NodeRow, PageRow
 from kb_assets.structure.statements import TITLE
 
 NODE_PREFIX = "section-"
@@ -81,7 +82,7 @@ def topics_of(title: str) -> set[str]:
     return {topic for topic, pattern in _COMPILED.items() if pattern.search(flat)}
 
 
-def _headings(page: dict) -> list[str]:
+def _headings(page: PageRow) -> list[str]:
     """A page's section headings: its heading blocks that name a topic, and its lines that start a note or an item
     (none on a page that names more than ``MAX_ITEMS`` items)."""
     text = page.get("text") or ""
@@ -98,8 +99,12 @@ def _headings(page: dict) -> list[str]:
 
 
 def section_nodes(
-    pages: list[dict], root_id: str, first_ordinal: int, skip: set[int], stops: frozenset[int] | set[int] = frozenset()
-) -> list[dict]:
+    pages: list[PageRow],
+    root_id: str,
+    first_ordinal: int,
+    skip: set[int],
+    stops: frozenset[int] | set[int] = frozenset(),
+) -> list[NodeRow]:
     """Section nodes of a document (``pages``: records with ``page_index``, ``text`` and ``blocks``; ``skip``:
     navigation pages, whose lines list sections rather than start them), children of ``root_id``, numbered
     from ``first_ordinal``: the cover page's registered securities and every heading that names a topic (a

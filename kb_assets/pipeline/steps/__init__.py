@@ -13,7 +13,7 @@ The steps live by asset: ``sources`` (raw_files, parsed_pages), ``structure`` (p
 names them all, as the assets call them (``steps.parse_pages``).
 """
 
-from kb_assets.pipeline.steps.chunks import build_chunks, record_chunks, store_chunk_contexts
+from kb_assets.pipeline.steps.chunks import ChunksRecord, build_chunks, record_chunks, store_chunk_contexts
 from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, same_rows
 from kb_assets.pipeline.steps.publish import (
     embed_and_publish,
@@ -21,13 +21,15 @@ from kb_assets.pipeline.steps.publish import (
     publish_document,
     publish_if_unpublished,
 )
-from kb_assets.pipeline.steps.purge import purge_document, purge_documents
+from kb_assets.pipeline.steps.purge import PurgedDocument, purge_document, purge_documents
 from kb_assets.pipeline.steps.sources import PAGE_FIELDS, parse_pages, same_pages, store_raw_file
 from kb_assets.pipeline.steps.structure import build_pageindex, pdf_outline, tree_shape
 
 __all__ = [
+    "ChunksRecord",
     "DocumentFailed",
     "PAGE_FIELDS",
+    "PurgedDocument",
     "build_chunks",
     "build_pageindex",
     "current",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kb_assets.chunking.chunker import DocumentContext, OverBudget, chunk_with_fallback
 from kb_assets.chunking.contextual import EndpointContextualizer, add_chunk_contexts, context_requests
 from kb_assets.embedding.model import EmbeddingModel
+from kb_assets.pipeline.step_results import BuiltChunks
 from kb_assets.pipeline.steps.common import DocumentFailed, current, same_rows, version_of
 from kb_assets.pipeline.versions import after, partly_contextualized
 from kb_assets.stores.catalog import Catalog, Document
@@ -22,8 +25,8 @@ def build_chunks(
     version: str = "1",
     max_chunks: int | None = None,
     contextualizer: EndpointContextualizer | None = None,
-    deferred: list[tuple[str, str, tuple[str, ...]]] | None = None,
-) -> dict:
+    deferred: list[ChunksRecord] | None = None,
+) -> BuiltChunks:
     """Content-aware chunks of the document's pages (the rule-based fallback when that pass fails); a
     document of more than ``max_chunks`` chunks is refused (KB_MAX_CHUNKS_PER_DOCUMENT). The optional
     ``contextualizer`` adds a situating sentence to text chunks' embedding inputs (best-effort, cached).
@@ -34,7 +37,7 @@ def build_chunks(
     doc_version = version_of(doc)
     stored = lake.read("chunks", doc.document_id)
     if stored.height and (stored["document_version"] == doc_version).all() and current(doc, "chunks", version):
-        return {"chunks": stored.height, "skipped": True}
+        return BuiltChunks(chunks=stored.height, skipped=True)
     pages = catalog.read_pages(doc.document_id)
     nodes = [n for n in catalog.read_nodes(doc.document_id) if n["version"] == doc_version and not is_statement_node(n)]
     context = DocumentContext(
@@ -85,22 +88,32 @@ def build_chunks(
         lake.write("chunks", doc.document_id, frame)
     # chunks left plain by a failing endpoint: a version that is never current, so the next run retries them
     made_by = partly_contextualized(version) if contexts is not None and contexts.left_plain else version
-    record = (doc.document_id, made_by, () if unchanged else after("chunks"))
+    record = ChunksRecord(doc.document_id, made_by, () if unchanged else after("chunks"))
     if deferred is not None:
         deferred.append(record)
     else:
         record_chunks(catalog, [record])
-    result: dict = {"chunks": frame.height, "skipped": False, "unchanged": unchanged, "fallback": fallback}
-    if contexts is not None:
-        result.update(
-            contextualized=len(requests) - contexts.left_plain - contexts.too_long,
-            contexts_written=len(contexts.new_cache),
-            warnings=contexts.warnings,
-        )
-    return result
+    if contexts is None:
+        return BuiltChunks(chunks=frame.height, unchanged=unchanged, fallback=fallback)
+    return BuiltChunks(
+        chunks=frame.height,
+        unchanged=unchanged,
+        fallback=fallback,
+        contextualized=len(requests) - contexts.left_plain - contexts.too_long,
+        contexts_written=len(contexts.new_cache),
+        warnings=tuple(contexts.warnings),
+    )
 
 
-def record_chunks(catalog: Catalog, records: list[tuple[str, str, tuple[str, ...]]]) -> None:
+class ChunksRecord(NamedTuple):
+    """The chunks step of a document, to record once the run's lake file is written (``build_chunks``)."""
+
+    document_id: str
+    made_by: str  # the version that made the chunks
+    invalidate: tuple[str, ...]  # the steps after it made stale (none when the chunks came out the same)
+
+
+def record_chunks(catalog: Catalog, records: list[ChunksRecord]) -> None:
     """Record the chunks step of documents (``build_chunks``' deferred records), in one transaction."""
     if records:
         with catalog.connect() as conn:

@@ -12,7 +12,7 @@ class DocumentFailed(Exception):
     """One document cannot go on; the message says why (shown to users as the document's error)."""
 
 
-def made_again(doc: Document) -> dict:
+def made_again(doc: Document) -> dict[str, str | None]:
     """What a step that records its run on a failed document it has just made again (a retry from
     ``raw_files`` or ``parsed_pages``) sets too: pending, so that the run's next steps take it (they skip
     documents that failed in this run) until it publishes or fails again."""

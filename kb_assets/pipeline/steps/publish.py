@@ -12,10 +12,12 @@ from pymilvus import MilvusClient
 from kb_assets.embedding.model import EmbeddingModel
 from kb_assets.embedding.vectors import DocumentVectors, encode_in_slices, plan_vectors, vectors_frame
 from kb_assets.lib.lexical import chunk_row_terms
+from kb_assets.pipeline.step_results import Embedded, Published, Serving, Target, Written
 from kb_assets.pipeline.steps.common import DocumentFailed, current
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
 from kb_assets.stores.entities import (
+    Entity,
     chunk_entities,
     count_entities,
     document_filter,
@@ -41,11 +43,11 @@ def embed_and_publish(
     run_id: str,
     slice_size: int,
     violations: Callable[[list[str]], dict[str, str]],
-    target: tuple[MilvusClient, str] | None,
+    target: Target | None,
     on_published: Callable[[Document], None] = lambda doc: None,
     versions: tuple[str, str] = ("1", "1"),
-    also: tuple[str, EmbeddingModel] | None = None,
-) -> tuple[dict[str, dict], dict[str, str]]:
+    also: Serving | None = None,
+) -> tuple[dict[str, Embedded], dict[str, str]]:
     """Embed the documents' chunks in slices of ``slice_size`` (``encode_in_slices``: smallest documents
     first) and, at the end of the slice in which a document got every vector, store the vectors of the
     slice's ready documents (one lake file), check them (``violations``: document id -> reason, of the
@@ -72,7 +74,7 @@ def embed_and_publish(
         )
         for doc in docs
     ]
-    results: dict[str, dict] = {}
+    results: dict[str, Embedded] = {}
     failures: dict[str, str] = {}
     waiting: list[DocumentVectors] = []  # ready, published together at the end of their slice
 
@@ -114,11 +116,9 @@ def embed_and_publish(
                             same = unchanged[doc.document_id]
                             invalidate = () if same else after("embeddings")
                             catalog.record_step(conn, doc.document_id, "embeddings", embedding_version, invalidate)
-                        results[doc.document_id] = {
-                            "embedded": plan.encoded,
-                            "reused": plan.chunks.height - plan.encoded,
-                            "skipped": same,
-                        }
+                        results[doc.document_id] = Embedded(
+                            embedded=plan.encoded, reused=plan.chunks.height - plan.encoded, skipped=same
+                        )
                         good.append(doc)
                     except Exception as error:  # one document's failure is its own: the others go on
                         fail(doc, error, f"embeddings@{embedding_version}")
@@ -146,9 +146,7 @@ def embed_and_publish(
             for doc, written in pending:
                 try:
                     published = record_published(doc, catalog, written, target[1], run_id, collection_version, also)
-                    results[doc.document_id].update(
-                        {k: v for k, v in published.items() if k != "skipped"}, published_skipped=published["skipped"]
-                    )
+                    results[doc.document_id] = dataclasses.replace(results[doc.document_id], published=published)
                     on_published(doc)
                 except Exception as error:
                     results.pop(doc.document_id, None)
@@ -171,8 +169,8 @@ def publish_document(
     collection: str,
     run_id: str,
     version: str = "1",
-    also: tuple[str, EmbeddingModel] | None = None,
-) -> dict:
+    also: Serving | None = None,
+) -> Published:
     """Make the collection hold exactly this document's current chunks (only what changed is written),
     then record the version that serves, with its chunks' BM25 term counts (``kb_assets.lib.lexical``).
 
@@ -190,7 +188,7 @@ def publish_document(
     return record_published(doc, catalog, written, collection, run_id, version, also)
 
 
-def flush_written(client: MilvusClient, collection: str, also: tuple[str, EmbeddingModel] | None) -> None:
+def flush_written(client: MilvusClient, collection: str, also: Serving | None) -> None:
     """Make what ``write_entities`` wrote durable, in the collection and in a migration's published one."""
     flush(client, collection)
     if also is not None:
@@ -203,8 +201,8 @@ def write_entities(
     client: MilvusClient,
     collection: str,
     version: str = "1",
-    also: tuple[str, EmbeddingModel] | None = None,
-) -> dict:
+    also: Serving | None = None,
+) -> Written:
     """The Milvus half of ``publish_document`` (not flushed): what it wrote, for ``record_published``."""
     ready = entities_to_write(doc, lake, version)
     if isinstance(ready, dict):
@@ -216,11 +214,11 @@ def sync_ready_entities(
     doc: Document,
     chunks: pl.DataFrame,
     serving: str,
-    entities: list[dict],
+    entities: list[Entity],
     client: MilvusClient,
     collection: str,
-    also: tuple[str, EmbeddingModel] | None = None,
-) -> dict:
+    also: Serving | None = None,
+) -> Written:
     """``write_entities`` once ``entities_to_write`` has read what to write."""
     counts = sync_document(client, collection, doc.document_id, entities)
     expect_entities(client, collection, doc, chunks.height)
@@ -241,7 +239,7 @@ def sync_ready_entities(
 
 def entities_to_write(
     doc: Document, lake: Lake, version: str, dimension: int | None = None
-) -> dict | tuple[pl.DataFrame, str, list[dict]]:
+) -> Written | tuple[pl.DataFrame, str, list[Entity]]:
     """What ``write_entities`` writes for the document: (its chunk rows, the version they are of, its
     entities), or, when there is nothing to write, what ``write_entities`` returns for it; vectors not of
     ``dimension`` (the collection's) fail the document before anything is written."""
@@ -279,10 +277,10 @@ def write_slice_entities(
     client: MilvusClient,
     collection: str,
     version: str = "1",
-    also: tuple[str, EmbeddingModel] | None = None,
+    also: Serving | None = None,
     group_entities: int = 2000,
     dimension: int | None = None,
-) -> dict[str, dict | Exception]:
+) -> dict[str, Written | Exception]:
     """``write_entities`` for a slice's documents, by document id (what it wrote, or why it failed).
 
     Small documents share their Milvus calls: up to ``group_entities`` entities (new or stored) of several
@@ -291,8 +289,8 @@ def write_slice_entities(
     collection. A document alone in its group, a migration's (written to two collections), and the
     documents of a group whose shared call failed are written one by one: a document's failure stays its own.
     """
-    outcome: dict[str, dict | Exception] = {}
-    weighed: list[tuple[tuple[Document, pl.DataFrame, str, list[dict]], int]] = []
+    outcome: dict[str, Written | Exception] = {}
+    weighed: list[tuple[tuple[Document, pl.DataFrame, str, list[Entity]], int]] = []
     for doc in docs:
         try:
             ready = entities_to_write(doc, lake, version, dimension)
@@ -330,18 +328,18 @@ def write_slice_entities(
 def record_published(
     doc: Document,
     catalog: Catalog,
-    written: dict,
+    written: Written,
     collection: str,
     run_id: str,
     version: str = "1",
-    also: tuple[str, EmbeddingModel] | None = None,
-) -> dict:
+    also: Serving | None = None,
+) -> Published:
     """The Postgres half of ``publish_document``, once the entities ``write_entities`` wrote are flushed."""
     if written["skipped"]:
         if written.get("record"):
             with catalog.connect() as conn:
                 catalog.record_step(conn, doc.document_id, "milvus_collection", version)
-        return {**written["counts"], "skipped": True}
+        return Published.of(written["counts"], skipped=True)
     chunks, serving = written["chunks"], written["serving"]
     published = serving == doc.version
     counts = written["counts"]
@@ -360,7 +358,7 @@ def record_published(
             **({"status": "published", "error": None, "failed_step": None} if published else {}),
         )
         catalog.record_step(conn, doc.document_id, "milvus_collection", version)
-    return {**written["counts"], "entities": chunks.height, "skipped": False, "terms_kept": len(counted)}
+    return Published.of(written["counts"], skipped=False, entities=chunks.height, terms_kept=len(counted))
 
 
 def expect_entities(client: MilvusClient, collection: str, doc: Document, chunks: int) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from kb_assets.parsing import DocumentParseError, ParseOptions, parse_document
 from kb_assets.pipeline.page_images import has_page_images, page_image_key
 from kb_assets.pipeline.planning import sha256_bytes
+from kb_assets.pipeline.step_results import ParsedPages, StoredFile
 from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, version_of
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
@@ -27,7 +28,7 @@ def store_raw_file(
     run_id: str,
     source_options: dict | None = None,
     version: str = "1",
-) -> dict:
+) -> StoredFile:
     """Copy the source bytes (a local file or an s3:// object, read with ``source_options``) into the
     content-addressed object store and record their version."""
     try:
@@ -58,13 +59,13 @@ def store_raw_file(
             **made_again(doc),
         )
         catalog.record_step(conn, doc.document_id, "raw_files", version)
-    return {"version": sha, "bytes": len(data), "skipped": False}
+    return StoredFile(version=sha, bytes=len(data))
 
 
 # parsed_pages --------------------------------------------------------------------------------
 def parse_pages(
     doc: Document, catalog: Catalog, store: ObjectStore, options: ParseOptions, run_id: str, version: str = "1"
-) -> dict:
+) -> ParsedPages:
     """Parse the stored original into page records (text, blocks, parser, mode, label; summaries and
     keywords are ``pageindex_trees``' work) and store figure crops (PDF) in the object store:
     ``figures/{document_id}/{version}/{page_index}-{n}.png`` (key on the figure block). Pages of PDF
@@ -78,7 +79,7 @@ def parse_pages(
     doc_version = version_of(doc)
     existing = catalog.read_pages(doc.document_id)
     if existing and all(p["version"] == doc_version for p in existing) and current(doc, "parsed_pages", version):
-        return {"pages": len(existing), "skipped": True, "mode": existing[0]["mode"]}
+        return ParsedPages(pages=len(existing), skipped=True, mode=existing[0]["mode"])
     suffix = PurePosixPath(doc.source_path).suffix
     name = PurePosixPath(doc.source_path).name
     with tempfile.TemporaryDirectory(dir=options.scratch_dir, prefix="parse-") as tmp:
@@ -144,15 +145,14 @@ def parse_pages(
     modes: dict[str, int] = {}
     for row in pages:
         modes[row["mode"]] = modes.get(row["mode"], 0) + 1
-    return {
-        "pages": len(pages),
-        "skipped": False,
-        "unchanged": unchanged,
-        "mode": pages[0]["mode"],
-        "modes": modes,
-        "images": images,
-        "warnings": parsed.warnings[:20],
-    }
+    return ParsedPages(
+        pages=len(pages),
+        unchanged=unchanged,
+        mode=pages[0]["mode"],
+        modes=modes,
+        images=images,
+        warnings=tuple(parsed.warnings[:20]),
+    )
 
 
 PAGE_FIELDS = ("page_index", "page_label", "text", "blocks", "parser", "mode", "image_key")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kb_assets.lib.text import sha256_text
+from kb_assets.pipeline.step_results import BuiltTree
 from kb_assets.pipeline.steps.common import current, version_of
 from kb_assets.pipeline.versions import after
 from kb_assets.stores.catalog import Catalog, Document
@@ -29,7 +30,7 @@ def build_pageindex(
     store: ObjectStore | None = None,
     summarizer: PageSummarizer | None = None,
     version: str = "1",
-) -> dict:
+) -> BuiltTree:
     """The document's PageIndex tree, its page summaries/keywords and its table-of-contents pages.
 
     The tree comes from the PDF outline of the stored original (``store``) when it has one, else from
@@ -42,7 +43,7 @@ def build_pageindex(
     doc_version = version_of(doc)
     nodes = catalog.read_nodes(doc.document_id)
     if nodes and all(n["version"] == doc_version for n in nodes) and current(doc, "pageindex_trees", version):
-        return {"nodes": len(nodes), "skipped": True}
+        return BuiltTree(nodes=len(nodes), skipped=True)
     pages = catalog.read_pages(doc.document_id)
     toc_before = catalog.toc_pages(doc.document_id)
     title = doc.title or doc.source_path
@@ -76,17 +77,15 @@ def build_pageindex(
             version,
             invalidate=() if same_structure else after("pageindex_trees"),
         )
-    return {
-        "nodes": len(tree.nodes),
-        "depth": max(n["depth"] for n in tree.nodes),
-        "source": tree.source,
-        "toc_pages": len(navigation),
-        "summaries_computed": sum(map(len, summaries.new_cache.values())),
-        "warnings": summaries.warnings,
-        "skipped": False,
-        "unchanged": same_structure,
-        "metadata": {k: metadata[k] for k in ("organisation", "kind", "period")},
-    }
+    return BuiltTree(
+        nodes=len(tree.nodes),
+        depth=max(n["depth"] for n in tree.nodes),
+        source=tree.source,
+        toc_pages=len(navigation),
+        summaries_computed=sum(map(len, summaries.new_cache.values())),
+        warnings=tuple(summaries.warnings),
+        unchanged=same_structure,
+    )
 
 
 def tree_shape(nodes: list[dict], version: str) -> list[tuple] | None:

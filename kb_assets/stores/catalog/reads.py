@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import psycopg2.extras
 
+from kb_assets.lib.rows import NodeRow, PageRow
 from kb_assets.stores.catalog.connection import CatalogConnection, one_row
-from kb_assets.stores.catalog.records import DOCUMENT_COLUMNS, Document
+from kb_assets.stores.catalog.records import (
+    COLLECTION_COLUMNS,
+    DOCUMENT_COLUMNS,
+    CollectionVersion,
+    Document,
+    KnowledgeBaseCount,
+    RootSummary,
+)
 
 MAX_PAGE_CHARS = 200_000  # a page's text as the service answers it is cut here (``truncated``)
 
@@ -71,7 +79,7 @@ class CatalogReads(CatalogConnection):
             )
             return [row[0] for row in cur.fetchall()]
 
-    def root_summary(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
+    def root_summary(self, knowledge_base_ids: list[str] | None = None) -> list[RootSummary]:
         """Per knowledge base and root: how many documents by status."""
         with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
@@ -79,10 +87,9 @@ class CatalogReads(CatalogConnection):
                 "WHERE %s::text[] IS NULL OR knowledge_base_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
                 (knowledge_base_ids, knowledge_base_ids),
             )
-            out: dict[tuple[str, str], dict] = {}
+            out: dict[tuple[str, str], RootSummary] = {}
             for kb, root, status, count in cur.fetchall():
-                row = out.setdefault((kb, root), {"knowledgeBaseId": kb, "sourceRoot": root, "documents": {}})
-                row["documents"][status] = count
+                out.setdefault((kb, root), RootSummary(kb, root, {})).documents[status] = count
             return list(out.values())
 
     def document_ids_under(self, knowledge_base_id: str, source_root: str) -> dict[str, str]:
@@ -128,7 +135,7 @@ class CatalogReads(CatalogConnection):
             return [Document(*row) for row in cur.fetchall()]
 
     # pages, PageIndex nodes, summaries -------------------------------------------------------
-    def read_pages(self, document_id: str) -> list[dict]:
+    def read_pages(self, document_id: str) -> list[PageRow]:
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute(
                 "SELECT document_id, version, page_index, page_label, text, blocks, summary, keywords, "
@@ -138,7 +145,7 @@ class CatalogReads(CatalogConnection):
             )
             return [dict(row) for row in cur.fetchall()]
 
-    def read_page(self, document_id: str, page_index: int, max_chars: int | None = None) -> dict | None:
+    def read_page(self, document_id: str, page_index: int, max_chars: int | None = None) -> PageRow | None:
         """One page record (as ``read_pages`` gives them, without blocks), or None; with ``max_chars`` its
         text is cut to that many characters in Postgres, and ``text_chars`` says how long it is."""
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
@@ -164,9 +171,9 @@ class CatalogReads(CatalogConnection):
             row = cur.fetchone()
             return row[0] if row else None
 
-    def knowledge_base_counts(self, knowledge_base_ids: list[str] | None = None) -> list[dict]:
+    def knowledge_base_counts(self, knowledge_base_ids: list[str] | None = None) -> list[KnowledgeBaseCount]:
         """Per knowledge base (those named; None: all), its documents by status."""
-        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+        with self.connect() as conn, conn.cursor() as cur:
             cur.execute(
                 "SELECT knowledge_base_id, count(*) FILTER (WHERE status <> 'deleted') AS documents, "
                 "count(*) FILTER (WHERE status = 'published') AS published, "
@@ -176,7 +183,7 @@ class CatalogReads(CatalogConnection):
                 "GROUP BY knowledge_base_id ORDER BY knowledge_base_id",
                 {"all": knowledge_base_ids is None, "kbs": list(knowledge_base_ids or [])},
             )
-            return [dict(row) for row in cur.fetchall()]
+            return [KnowledgeBaseCount(*row) for row in cur.fetchall()]
 
     def page_modes(self, document_ids: list[str]) -> dict[str, str]:
         """Per document, the parser modes of its pages ("docling-native-pdf, ocr-rapidocr"): what the UI's
@@ -189,7 +196,7 @@ class CatalogReads(CatalogConnection):
             )
             return {document_id: modes for document_id, modes in cur.fetchall()}
 
-    def read_nodes(self, document_id: str) -> list[dict]:
+    def read_nodes(self, document_id: str) -> list[NodeRow]:
         with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
             cur.execute("SELECT * FROM pageindex_nodes WHERE document_id = %s ORDER BY ordinal", (document_id,))
             return [dict(row) for row in cur.fetchall()]
@@ -227,13 +234,13 @@ class CatalogReads(CatalogConnection):
             return dict(cur.fetchall())
 
     # collection versions ---------------------------------------------------------------------
-    def collections(self) -> list[dict]:
-        with self.connect() as conn, conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute("SELECT * FROM collection_versions ORDER BY created_at")
-            return [dict(row) for row in cur.fetchall()]
+    def collections(self) -> list[CollectionVersion]:
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(COLLECTION_COLUMNS)} FROM collection_versions ORDER BY created_at")
+            return [CollectionVersion(*row) for row in cur.fetchall()]
 
-    def collection(self, name: str) -> dict | None:
-        return next((c for c in self.collections() if c["name"] == name), None)
+    def collection(self, name: str) -> CollectionVersion | None:
+        return next((c for c in self.collections() if c.name == name), None)
 
     def published_collection(self, alias: str) -> str | None:
         """The collection recorded as published under the alias (on an engine without aliases, what

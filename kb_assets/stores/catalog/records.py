@@ -1,9 +1,12 @@
-"""The catalog's document row as a Python value."""
+"""The catalog's rows as Python values: the document, the collection versions, counts per knowledge base
+and root (pages and PageIndex nodes are rows by column: ``kb_assets/lib/rows.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+
+from kb_assets.lib.json_types import JsonObject
 
 DOCUMENT_COLUMNS = (
     "document_id",
@@ -66,3 +69,56 @@ class Document:
     def serves_last_good_version(self) -> bool:
         """A newer version of the file failed (or is still pending) while an older one stays published."""
         return bool(self.published_version) and self.published_version != self.version
+
+
+COLLECTION_COLUMNS = (
+    "name",
+    "alias",
+    "schema_version",
+    "model",
+    "dimension",
+    "languages",
+    "state",
+    "entity_count",
+    "created_at",
+    "published_at",
+)
+
+
+@dataclass(frozen=True)
+class CollectionVersion:
+    """A collection of one embedding spec (``collection_versions``)."""
+
+    name: str
+    alias: str
+    schema_version: int
+    model: str
+    dimension: int
+    languages: list[str]
+    state: str  # building | published | retired | failed
+    entity_count: int | None
+    created_at: datetime
+    published_at: datetime | None
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseCount:
+    """A knowledge base's documents by status (deleted ones not counted in ``documents``)."""
+
+    knowledge_base_id: str
+    documents: int
+    published: int
+    failed: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class RootSummary:
+    """How many documents a knowledge base holds from one source root, by status."""
+
+    knowledge_base_id: str
+    source_root: str
+    documents: dict[str, int]
+
+    def as_json(self) -> JsonObject:
+        return {"knowledgeBaseId": self.knowledge_base_id, "sourceRoot": self.source_root, "documents": self.documents}

@@ -8,6 +8,8 @@ conn:``), so one step's writes commit together; the others open their own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg2.extras
 
@@ -186,7 +188,7 @@ class CatalogWrites(CatalogTerms):
                 (stale, [""] * len(stale), step, version, document_id),
             )
 
-    def store_metadata(self, conn, document_id: str, metadata: dict) -> None:
+    def store_metadata(self, conn: Any, document_id: str, metadata: Mapping[str, Any]) -> None:
         """The document's metadata read from its content (``kb_assets.structure.metadata``)."""
         with conn.cursor() as cur:
             cur.execute(
