@@ -58,7 +58,7 @@ def test_ingest_on_a_terminal_shows_documents_done_pages_per_second_and_time_lef
 
     assert code == 0, output[-3000:]
     plain = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", output)  # the bar's cursor moves and colours
-    assert "3 files: 3 new" in plain
+    assert "3 files: 3 to run (3 new" in plain
     assert re.search(r"documents .*3/3 +0 failed +[0-9.]+ pages/s +ETA 0:00", plain), plain[-3000:]
     assert "ingested into progress: 3 new" in plain
 

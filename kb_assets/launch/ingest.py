@@ -216,9 +216,11 @@ def _ingest(
     plans = planning.plan_document_runs(
         docs, stale, ordered, settings, catalog, retry_failed, runs_at_once=max(1, settings.concurrent_runs)
     )
-    progress(
-        f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
-        f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
+    running = len({doc.document_id for plan in plans for doc in plan.documents})
+    current = len(report.unchanged) - len(report.stale)
+    progress(  # the plan, before the runs: what fails in them is counted as failed in the report, not as new
+        f"{files} files: {running} to run ({len(report.new)} new, {len(report.changed)} changed, "
+        f"{len(report.stale)} stale), {current} current, {len(report.deleted)} deleted"
         + (f", {len(report.failures)} unreadable" if report.failures else "")
         + (
             f", {len(report.failing)} still failing" + ("" if retry_failed else " (--retry-failed retries them)")
