@@ -26,6 +26,7 @@ from pathlib import Path
 import dagster as dg
 
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
+from kb_assets.defs.provenance import observe_sources
 from kb_assets.launch.instance import (
     dagster_instance,
     definitions,
@@ -153,6 +154,7 @@ def register(
         registered = catalog.get_documents(changes.to_run)
         keys = planning.partition_keys([registered[d] for d in changes.to_run], settings.partitioning)
         add_partitions(instance, keys)
+        observe_sources(instance, [registered[d] for d in changes.to_run], settings.partitioning)
         gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
             purged = purge(defs or definitions(settings), instance, gone, settings.runs_log)
