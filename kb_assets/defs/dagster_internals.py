@@ -23,7 +23,10 @@ from dagster._core.definitions.data_version import (
     get_input_data_version_tag,
     get_input_event_pointer_tag,
 )
+from dagster._core.definitions.job_base import InMemoryJob
 from dagster._core.events import AssetMaterializationPlannedData
+from dagster._core.execution.api import execute_run
+from dagster._core.launcher.base import LaunchRunContext
 from dagster._core.loader import LoadingContextForTest
 from dagster._core.storage.tags import EXTERNALLY_MANAGED_ASSETS_TAG
 
@@ -114,3 +117,16 @@ def stale_status(
         for key, partition in keys
     }
 
+
+# Missing public API: a run launcher's argument (``dg.DefaultRunLauncher`` is public, the context it is given
+# is not), and executing a run that already exists (created by the daemon, a sensor or the UI) in this
+# process: ``execute_job`` creates a new run; Dagster's run workers call ``execute_run`` on a reconstructed
+# job, the warm ingest runner calls it on the job it holds loaded (``InMemoryJob``).
+RunLaunchContext = LaunchRunContext
+
+
+def execute_existing_run(job: dg.JobDefinition, run: dg.DagsterRun, instance: dg.DagsterInstance) -> bool:
+    """Execute ``run`` (NOT_STARTED or STARTING) in this process, on ``job`` (loaded here, of the same
+    definitions as the code location that created the run); whether it succeeded. Its events go to the
+    instance, as a run worker's do."""
+    return execute_run(InMemoryJob(job), run, instance).success
