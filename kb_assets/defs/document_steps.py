@@ -204,8 +204,8 @@ def record_partitions(
             for d in failed_here
             if not steps.is_unexpected(failures[d.document_id]) and steps_from(d)[0] in asset_keys
         ]
-        if deferred and refused_here:  # recorded failed at the asset that refused it, in its step's log
-            record_refusals(context, key, refused_here)
+        if deferred and refused_here and not planning.is_bucket(key):  # at the asset that refused it, in its log
+            record_refusals(context, key, refused_here)  # (a bucket's later steps plan it again: at the run's end)
 
 
 def partition_metadata(
@@ -291,7 +291,7 @@ def settle_run(context: dg.AssetExecutionContext, catalog: Catalog, results: Res
     if errors and not events_deferred(context):  # Dagster materialized them: planned again, they show failed
         selected = context.run.asset_selection
         for key, doc in ((key, d) for key, docs in held.items() for d in docs if d in errors):
-            plan(context, [k for k in steps_from(doc) if selected is None or k in selected], [key])
+            plan(context, [k for k in steps_from(doc) if not selected or k in selected], [key])
     if errors:
         raise dg.Failure(
             description=f"{len(errors)} of {len(docs)} documents failed for an unexpected error (its traceback "
@@ -313,14 +313,17 @@ REFUSED_IN_TAG = "kb/refused_in"  # on a refusal run: the run that refused its d
 def record_refusals(context: dg.AssetExecutionContext, key: str, docs: list[Document]) -> str:
     """Record that this run refused these documents of partition ``key``: a run of its own of this job, of
     the asset they were refused at (in a run whose events Dagster wrote: from there on, superseding the
-    materializations Dagster gave them) for that partition, created failed with the reasons as its failure
+    materializations Dagster gave them; a hash bucket: from there on too, since a bucket that holds a failed
+    document is never materialized) for that partition, created failed with the reasons as its failure
     message, and not executed. Its partition is planned in it (the assets only: their checks did not fail),
     so it shows failed at that asset (and only there); the run names the documents and the step without a
     stack trace, and this run stays a success for the others. Its run id."""
     first = min((steps_from(doc)[0] for doc in docs), key=lambda k: STEPS.index(k.to_user_string()))
     selected = context.run.asset_selection
     keys = (
-        [first] if events_deferred(context) else [k for k in steps_from(docs[0]) if selected is None or k in selected]
+        [first]  # a document's later assets never saw it: missing, not failed
+        if events_deferred(context) and not planning.is_bucket(key)
+        else [k for k in steps_from(docs[0]) if not selected or k in selected]
     )
     at = ", ".join(sorted({doc.failed_step or first.to_user_string() for doc in docs}))
     run = context.instance.create_run_for_job(
