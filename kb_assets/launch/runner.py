@@ -9,13 +9,14 @@ and answers the report; its runs are runs of the same instance, tagged with its 
 runs are failed by the next command, as a killed ingest's). ``kb-assets services down`` stops it.
 
 It also executes the runs the instance's run launcher hands it (``run_launcher.py``: runs the folder sensor,
-the schedule or the UI launched), one at a time, in the order they came, between ingests.
+the schedule or the UI launched) when it has nothing else to do; runs launched meanwhile go the default way
+(a process each, side by side).
 
 The conversation is JSON lines over a Unix socket under ``$DAGSTER_HOME/run`` (``$KB_HOME/dagster/run``):
 a request ``{"fingerprint", "paths", "knowledgeBaseId", "retryFailed"}``, then ``{"say": ...}`` and
 ``{"done": ...}`` (progress), and last ``{"report": ...}`` or ``{"error": {...}}``; or at once
 ``{"busy": true}`` / ``{"stale": true}``. A launched run: ``{"fingerprint", "runId"}``, answered
-``{"accepted": true}`` at once (or ``stale`` / ``busy`` while it stops), then executed.
+``{"accepted": true}`` at once (or ``stale`` / ``busy``), then executed.
 """
 
 from __future__ import annotations
@@ -284,9 +285,10 @@ def take(
     launched: queue.Queue[str],
     last: list[float],
 ) -> None:
-    """Answer one connection: a launched run is queued (and tagged with this process at once, so that the
-    next command fails it if this process is killed before it ran); an ingest runs in a thread of its own
-    when nothing else runs, else the command ingests itself."""
+    """Answer one connection: a launched run is taken when nothing runs here (tagged with this process at
+    once, so that the next command fails it if this process is killed before it ran), else the launcher
+    launches it the default way; an ingest runs in a thread of its own when nothing else runs, else the
+    command ingests itself."""
     try:
         client.settimeout(REQUEST_TIMEOUT_S)
         request = json.loads(client.makefile("rb").readline() or b"{}")
@@ -299,8 +301,8 @@ def take(
         client.close()
         stopping.set()  # and starts a runner for its settings, which this one makes way for
         return
-    if "runId" in request:
-        if stopping.is_set():
+    if "runId" in request:  # taken when idle: runs launched together keep their own processes, side by side
+        if stopping.is_set() or busy.locked() or launched.unfinished_tasks:
             answer(client, {"busy": True})
         else:
             claim_run(instance, request["runId"])
