@@ -69,11 +69,11 @@ def test_ingest_counts_a_failed_file_apart_and_docs_prints_no_none(tmp_path, set
     (folder / "note.md").write_text("# Note\n\nA note that publishes.\n")
     (folder / "cut.pdf").write_bytes(b"%PDF-1.7\n" + b"0" * 3000)  # a PDF cut short: fails with a reason
 
-    ingested = kb_assets("ingest", str(folder), "--kb", "mixed")
+    ingested = kb_assets("ingest", str(folder), "--kb", "cli-mixed")
 
     assert ingested.exit_code == 1, ingested.output
-    assert "ingested into mixed: 1 new, 0 changed, 0 unchanged, 0 deleted, 1 failed" in ingested.output
-    listed = kb_assets("docs", "--kb", "mixed")
+    assert "ingested into cli-mixed: 1 new, 0 changed, 0 unchanged, 0 deleted, 1 failed" in ingested.output
+    listed = kb_assets("docs", "--kb", "cli-mixed")
     assert listed.exit_code == 0 and "None" not in listed.output, listed.output
     (failed,) = [line for line in listed.output.splitlines() if line.startswith("failed")]
     assert "cut.pdf" in failed and "pages=" not in failed
