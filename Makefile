@@ -19,10 +19,12 @@ $(BIN)/kb-assets: pyproject.toml constraints.txt
 	touch $@
 
 # the embedded vector engine: milvus-lite 2.5.1's binary, unpacked from its PyPI wheel under the venv
-# (kb_assets/services/milvus_engine.py: the wheel itself cannot be installed beside pymilvus)
+# (kb_assets/services/milvus_engine.py: the wheel itself cannot be installed beside pymilvus). Run by its path,
+# as the engine's supervisor is: `-m` imports the package kb_assets.services first, which imports the module,
+# and Python warns (RuntimeWarning: found in sys.modules) before running it
 ENGINE := $(VENV)/milvus-lite-2.5.1/lib/milvus
 $(ENGINE): $(BIN)/kb-assets
-	$(BIN)/python -m kb_assets.services.milvus_engine install
+	$(BIN)/python kb_assets/services/milvus_engine.py install
 
 install: $(BIN)/kb-assets $(ENGINE)
 

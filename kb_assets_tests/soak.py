@@ -148,7 +148,7 @@ def run_soak(
     ingest([churn], "soak-churn", settings)
 
     app_settings = replace(settings, api_keys=f"{KEY}=soak-stable,soak-churn")
-    app = create_app(app_settings, heal_milvus=True)
+    app = create_app(app_settings, heal=True)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="soak-server", daemon=True)

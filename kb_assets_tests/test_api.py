@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from kb_assets.retrieval.overlap import units
 from kb_assets.settings import SearchConfig
 from kb_assets_tests.corpora import INJECTIONS, ensure_retrieval_corpus
 
@@ -77,7 +78,13 @@ def test_search_results_carry_every_contract_field(open_client):
         assert RESULT_FIELDS <= set(row)
         assert row["retrievalSource"] == "hybrid" and isinstance(row["score"], float)
         assert {"dense", "lexical", "exactBoost"} <= set(row["scores"])  # + the rerank parts (pageindex)
-        assert row["content"].strip()[:40] in row["context"] and len(row["context"]) <= 800
+        assert len(row["context"]) <= 800  # the chunk inside (what an earlier result of its page holds taken out)
+        page = [
+            " ".join(r["context"].split())
+            for r in body["results"]
+            if (r["documentId"], r["pageIndex"]) == (row["documentId"], row["pageIndex"])
+        ]
+        assert all(" ".join(unit.split()) in " ".join(page) for unit, _ in units(row["content"]))
         assert row["knowledgeBaseId"] == "alpha" and row["sourceUri"].endswith(".md")
         assert isinstance(row["pageIndex"], int) and row["pageEnd"] >= row["pageIndex"]
         assert isinstance(row["chunkIndex"], int) and row["content"]
@@ -97,6 +104,19 @@ def test_a_search_reports_the_time_of_every_stage(open_client):
     assert all(timings[stage] > 0 for stage in ran), timings  # the default strategy ran each of them
     spec = open_client.get("/openapi.json").json()["components"]["schemas"]
     assert set(spec["Timings"]["properties"]) == set(STAGES)
+    # the time outside the stages is named: total less the stages' critical path (the searches, and the
+    # locating followed by the located pages' chunks, beside the encoding)
+    beside = max(
+        timings["queryEncoding"] + timings["denseSearch"],
+        timings["bm25Search"],
+        timings["locate"] + timings["locatedChunks"],
+    )
+    after = sum(ms for stage, ms in timings.items() if stage not in PARALLEL)
+    assert timings["other"] == pytest.approx(max(0.0, timings["total"] - beside - after), abs=0.2)
+    assert "model" in spec["Timings"]["properties"]["other"]["description"]
+
+
+PARALLEL = ("queryEncoding", "denseSearch", "bm25Search", "locate", "locatedChunks", "other", "total")
 
 
 def test_search_reads_are_never_jit_compiled(catalog):

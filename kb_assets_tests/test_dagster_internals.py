@@ -57,6 +57,12 @@ def test_every_private_name_the_door_uses_still_exists():
             moved.append(f"{module}.{name}")
     if not hasattr(dg.DagsterEvent, "build_asset_materialization_planned_event"):
         moved.append("dagster.DagsterEvent.build_asset_materialization_planned_event")
+    # methods the door calls on public objects (latest_data_versions: what Dagster's data-version cache reads)
+    if not hasattr(dg.DagsterInstance, "get_latest_storage_id_by_partition"):
+        moved.append("dagster.DagsterInstance.get_latest_storage_id_by_partition")
+    event_storage = importlib.import_module("dagster._core.storage.event_log.base").EventLogStorage
+    if not hasattr(event_storage, "get_latest_tags_by_partition"):
+        moved.append("dagster.EventLogStorage.get_latest_tags_by_partition")
     assert moved == [], (
         f"Dagster {dg.__version__} moved private API kb-assets uses: {moved}. Change "
         "kb_assets/defs/dagster_internals.py (each use says what it is for) and rerun the tests."

@@ -191,7 +191,7 @@ def test_mcp_kb_search_filters_by_period_and_kind(settings, cover_searcher, cove
 
     keyed = replace(settings, api_keys="meta=covers", url_signing_secret="metadata-test", public_url="")
     with ExitStack() as stack:
-        url = stack.enter_context(live_server(create_app(keyed, cover_searcher, heal_milvus=False)))
+        url = stack.enter_context(live_server(create_app(keyed, cover_searcher, heal=False)))
         found = call(url, "meta", "kb_search", {"query": "net revenue", "period": "FY2022", "kind": "annual report"})
         assert not found.is_error
         results = found.structured_content["results"]

@@ -75,10 +75,13 @@ def materializations(instance, step: str, key: str) -> list:
     return [r.asset_materialization for r in records]
 
 
-def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in_that_run(tmp_path, settings, catalog):
-    """Three good files and one bad in one batch run: the bad one's partition has no materialization of
-    the asset it failed at or of any after it, shows failed, and says why; each good one is materialized
-    with metadata of its own; no run of its own retries the bad one."""
+def test_a_document_refused_in_a_batch_is_never_materialized_and_shows_failed_where_it_was_refused(
+    tmp_path, settings, catalog
+):
+    """Three good files and one bad in one batch run: the run succeeds (the bad file was refused as bad
+    input, not an error); the bad one's partition has no materialization of the asset that refused it or of
+    any after it, shows failed at that asset alone (a failed run of its own records the refusal, with the
+    reason and no stack trace), and says why; each good one is materialized with metadata of its own."""
     from kb_assets.launch.ingest import ingest
     from kb_assets.launch.instance import dagster_instance
 
@@ -97,14 +100,27 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
     (run_id,) = report.run_ids  # one batch run, no retry of its own
     instance = dagster_instance(settings)
     run = instance.get_run_by_id(run_id)
-    assert run.status == dg.DagsterRunStatus.FAILURE  # a document failed in it
+    assert run.status == dg.DagsterRunStatus.SUCCESS  # it did its work: the bad input was refused
     step = broken.failed_step.partition("@")[0]
     assert step == "parsed_pages"
     key = broken.partition_key
     assert [m.metadata["outcome"].value for m in materializations(instance, "raw_files", key)] == ["written"]
     for later in ("parsed_pages", "pageindex_trees", "chunks", "embeddings", "milvus_collection", "page_images"):
         assert materializations(instance, later, key) == [], later
-        assert partition_status(instance, later, key) == dg.AssetPartitionStatus.FAILED, later
+    assert partition_status(instance, "parsed_pages", key) == dg.AssetPartitionStatus.FAILED
+    for later in ("pageindex_trees", "chunks", "embeddings", "milvus_collection", "page_images"):
+        assert partition_status(instance, later, key) is None, later  # never reached: missing, not failed
+    (refusal,) = instance.get_runs(dg.RunsFilter(tags={"kb/refused_in": run_id}))
+    assert refusal.status == dg.DagsterRunStatus.FAILURE and refusal.tags["dagster/partition"] == key
+    assert refusal.asset_selection == {dg.AssetKey("parsed_pages")}
+    assert refusal.tags["kb/refused_at"] == broken.failed_step
+    (failure,) = [
+        r.event_log_entry.dagster_event
+        for r in instance.get_records_for_run(refusal.run_id).records
+        if r.event_log_entry.dagster_event and r.event_log_entry.dagster_event.event_type_value == "PIPELINE_FAILURE"
+    ]
+    assert failure.message.startswith("parsed_pages refused broken.pdf") and broken.error in failure.message
+    assert failure.event_specific_data is None  # no error, so no stack trace in the UI
     (observed,) = instance.fetch_observations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(step), asset_partitions=[key]), limit=10
     ).records
@@ -149,7 +165,9 @@ def test_a_document_failing_in_a_batch_is_never_materialized_and_shows_failed_in
             tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
         )
     )
-    assert not ui_run.success and "broken.pdf" in str(ui_run.failure_data_for_node("embed_and_publish").error)
+    assert ui_run.success  # the refusal is a run of its own, from the asset that refused it on
+    (ui_refusal,) = instance.get_runs(dg.RunsFilter(tags={"kb/refused_in": ui_run.run_id}))
+    assert dg.AssetKey("milvus_collection") in ui_refusal.asset_selection
     for later in ("parsed_pages", "milvus_collection"):
         assert partition_status(instance, later, key) == dg.AssetPartitionStatus.FAILED, later
         assert (
@@ -283,6 +301,8 @@ def test_an_unchanged_failed_file_launches_no_run_and_retry_failed_runs_it(tmp_p
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     first = ingest([folder], "still-failing", settings)
     assert [f.source_uri.rsplit("/", 1)[1] for f in first.failures] == ["broken.pdf"]
+    # the summary counts the broken file as failed, not among the new ones
+    assert first.as_json()["documents"] == {"new": 1, "changed": 0, "unchanged": 0, "deleted": 0, "failed": 1}
 
     again = ingest([folder], "still-failing", settings)
 

@@ -65,9 +65,7 @@ def client(kb_home, settings):
     from kb_assets.service.api import create_app
 
     ensure_retrieval_corpus(kb_home, settings)
-    app = create_app(
-        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="fuzz"), heal_milvus=False
-    )
+    app = create_app(replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="fuzz"), heal=False)
     with TestClient(app, client=LOCAL, base_url=BASE_URL, raise_server_exceptions=False) as client:
         yield client
 

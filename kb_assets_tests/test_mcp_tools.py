@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from kb_assets.retrieval.overlap import covered_by
 from kb_assets_tests.live_server import live_server
 
 KEYS = "reader=handbook;other=elsewhere"
@@ -34,7 +35,7 @@ def mcp_settings(settings, handbook):
 def start(stack: ExitStack, settings, searcher) -> str:
     from kb_assets.service.api import create_app
 
-    return stack.enter_context(live_server(create_app(settings, searcher, heal_milvus=False)))
+    return stack.enter_context(live_server(create_app(settings, searcher, heal=False)))
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,9 @@ def test_kb_search_text_is_one_short_block_per_result_beside_the_api_answer(serv
         assert head.startswith(row["documentTitle"] or row["sourceUri"]) and f"p. {row['pageIndex'] + 1}" in head
         assert (row["sectionTitle"] or "") in head
         assert f"score {row['score']:.4g}" in head if row["score"] is not None else "no score" in head
-        assert passage[:100] == (row["context"] or row["content"]).strip().splitlines()[0].strip()[:100]
+        holder = covered_by(rows, number - 1)  # its page's text handed over by a result above
+        shown = f"(its passage is in [{holder + 1}] above)" if holder is not None else row["context"] or row["content"]
+        assert passage[:100] == shown.strip().splitlines()[0].strip()[:100]
         image = row["figureImageUrl"] or row["pageImageUrl"]
         assert (f"image: {image}" in block) == bool(image)
 

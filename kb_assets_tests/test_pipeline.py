@@ -243,7 +243,8 @@ def test_definitions_load_with_seven_partitioned_versioned_assets_and_the_collec
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {*STEPS, "page_images", "collection_candidate", "collection_alias"}
+    assert keys == {"source_files", *STEPS, "page_images", "collection_candidate", "collection_alias"}
+    assert graph.get(dg.AssetKey("source_files")).is_external  # the files: observed by the scans, not materialized
     versions = step_versions(settings)
     for step in [*STEPS, "page_images"]:
         assert graph.get(dg.AssetKey(step)).partitions_def.name == "documents"

@@ -223,7 +223,7 @@ def test_the_test_corpora_and_ordinary_names_match_the_pattern():
 def test_a_bad_name_is_refused_by_the_api(settings, searcher, name):
     client = client_of(settings, searcher)
     search = client.post("/v1/kb/search", json={"query": "backups", "knowledgeBaseIds": ["alpha", name]})
-    assert search.status_code == 422 and search.json()["detail"][0]["loc"] == ["body", "knowledgeBaseIds", 1]
+    assert search.status_code == 422 and search.json()["errors"][0]["loc"] == ["body", "knowledgeBaseIds", 1]
     if name not in ("", "../../etc"):  # those name another route (or none)
         from urllib.parse import quote
 

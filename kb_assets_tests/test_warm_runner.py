@@ -87,3 +87,75 @@ def test_a_runner_exits_after_its_idle_time(tmp_path, settings):
         assert not runner.socket_path(short).exists()
     finally:
         runner.stop(short)
+
+
+def test_a_run_the_folder_sensor_launches_is_executed_by_the_warm_runner(tmp_path, settings, catalog):
+    """The sensor's run request, under a real ``dagster-daemon`` (queue, run launcher), is handed to the warm
+    runner an ingest started (settings alike but for KB_WATCH, which only the sensor reads): the run is the
+    runner's (its process tag), succeeds, and publishes the edited file; no run process of its own."""
+    import dagster as dg
+
+    from kb_assets.launch import runner
+    from kb_assets.launch.instance import dagster_instance
+    from kb_assets.settings import dagster_child_environment
+    from kb_assets_tests.test_migration_daemon import REPO_ROOT, stop
+
+    warm = replace(settings, runner_idle_seconds=120)
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    note = folder / "kiln.md"
+    note.write_text("# Kiln\n\nThe kiln is fired on Mondays.\n")
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text(
+        f"load_from:\n  - python_module:\n      module_name: kb_assets.definitions\n"
+        f"      working_directory: {REPO_ROOT}\n"
+    )
+    env = {
+        **dagster_child_environment(settings),
+        "KB_RUNNER_IDLE_SECONDS": "120",
+        "KB_WATCH": f"warm-launch={folder}",
+        "KB_WATCH_INTERVAL_SECONDS": "5",
+        "PYTHONPATH": str(REPO_ROOT),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
+    log = (tmp_path / "daemon.log").open("w")
+    daemon = None
+    instance = dagster_instance(settings)
+    try:
+        assert cli("ingest", str(folder), "--kb", "warm-launch", idle=120).returncode == 0
+        wait_for(lambda: runner.socket_path(warm).exists())
+        pid = runner.running(warm)
+        daemon = subprocess.Popen(
+            [
+                os.path.join(os.path.dirname(sys.executable), "dagster-daemon"),
+                "run",
+                "-w",
+                str(workspace),
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        note.write_text("# Kiln\n\nThe kiln is fired on Tuesdays now.\n")
+        doc = next(d for d in catalog.list_documents(["warm-launch"]) if d.source_path == "kiln.md")
+        launched: list[dg.DagsterRun] = []
+
+        def published() -> bool:
+            runs = instance.get_runs(dg.RunsFilter(tags={"dagster/sensor_name": "watched_folders_sensor"}))
+            launched[:] = [r for r in runs if r.tags.get("dagster/asset_partition_range_start") == doc.partition_key]
+            return bool(launched) and launched[0].is_finished
+
+        wait_for(published, timeout_s=300)
+        run = launched[0]
+        assert run.is_success, (tmp_path / "daemon.log").read_text()[-3000:]
+        assert run.tags["kb/process"].startswith(f"{pid}.")  # the runner executed it
+        assert catalog.get_document(doc.document_id).last_run_id == run.run_id
+        assert runner.running(warm) == pid  # the same runner, still serving
+    finally:
+        if daemon is not None:
+            stop(daemon)
+        log.close()
+        instance.wipe_daemon_heartbeats()  # no later ingest takes the stopped daemon for a live one
+        runner.stop(warm)

@@ -30,7 +30,7 @@ def web_settings(kb_home, settings, handbook):
 def client(web_settings):
     from kb_assets.service.api import create_app
 
-    with TestClient(create_app(web_settings, heal_milvus=False), client=LOCAL, base_url=BASE_URL) as client:
+    with TestClient(create_app(web_settings, heal=False), client=LOCAL, base_url=BASE_URL) as client:
         yield client
 
 
@@ -39,7 +39,7 @@ def server(web_settings):
     """A real uvicorn server on 127.0.0.1 (what the MCP client talks to)."""
     from kb_assets.service.api import create_app
 
-    with live_server(create_app(web_settings, heal_milvus=False)) as url:
+    with live_server(create_app(web_settings, heal=False)) as url:
         yield url
 
 

@@ -24,7 +24,7 @@ def test_an_original_on_s3_is_streamed_with_its_type_and_name(kb_home, s3):
     note = folder / "notes.md"
     note.write_text("# Notes\n\nOriginals kept on S3 open in the browser.\n", encoding="utf-8")
     assert not ingest([folder], "s3files", settings).failures
-    app = create_app(replace(settings, api_keys="all-key=*", url_signing_secret="s3-secret"), heal_milvus=False)
+    app = create_app(replace(settings, api_keys="all-key=*", url_signing_secret="s3-secret"), heal=False)
     with TestClient(app, client=LOCAL, base_url=BASE_URL) as client:
         docs = client.get("/v1/knowledge-bases/s3files/documents", headers=ALL).json()["documents"]
         url = client.get(f"/v1/documents/{docs[0]['documentId']}/chunks", headers=ALL).json()["fileUrl"]

@@ -9,77 +9,15 @@ chromium and chromium-driver (`make test` installs them when root)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from kb_assets_tests.browser import chromium, save_screenshot, wait
 from kb_assets_tests.corpora import ensure_fiscal_years, ensure_retrieval_corpus
 from kb_assets_tests.live_server import live_server
 
 pytestmark = pytest.mark.slow
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,900",
-]
-
-
-def ensure_chromium() -> None:
-    if os.path.exists(CHROMIUM) and os.path.exists(DRIVER):
-        return
-    pytest.skip("needs Debian's chromium and chromium-driver (`make test` installs them when root)")
-
-
-def save_screenshot(browser, name: str) -> None:
-    """The README's screenshot ``docs/NAME``, rewritten only when the page looks different (not for the
-    few pixels that change between runs, such as the search time, which would leave the checkout changed after
-    every run)."""
-    import io
-
-    from PIL import Image, ImageChops
-
-    DOCS.mkdir(exist_ok=True)
-    fresh = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("RGB")
-    target = DOCS / name
-    if target.exists():
-        stored = Image.open(target).convert("RGB")
-        if stored.size == fresh.size:
-            changed = ImageChops.difference(stored, fresh).convert("L").point(lambda v: 255 if v > 32 else 0)
-            if sum(changed.histogram()[255:]) < 0.01 * fresh.size[0] * fresh.size[1]:
-                return
-    fresh.save(target)
-
-
-def cjk_fontconfig(folder: Path) -> Path:
-    """A fontconfig file naming only the Noto Sans SC of the dev extra's pylopdf-fonts-zh-cn wheel."""
-    import pylopdf_fonts_zh_cn
-
-    fonts = Path(pylopdf_fonts_zh_cn.__file__).parent
-    config = folder / "fonts.conf"
-    config.write_text(
-        f"""<?xml version="1.0"?>
-<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
-<fontconfig>
-  <dir>{fonts}</dir>
-  <cachedir>{folder / "cache"}</cachedir>
-  <alias><family>sans-serif</family><prefer><family>Noto Sans SC</family></prefer></alias>
-  <alias><family>system-ui</family><prefer><family>Noto Sans SC</family></prefer></alias>
-</fontconfig>
-""",
-        encoding="utf-8",
-    )
-    return config
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +26,7 @@ def site(kb_home, settings, handbook):
 
     ensure_retrieval_corpus(kb_home, settings)
     app = create_app(
-        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"), heal_milvus=False
+        replace(settings, api_keys="alpha-key=alpha;all-key=*", url_signing_secret="page-secret"), heal=False
     )
     with live_server(app) as url:
         yield url
@@ -96,32 +34,8 @@ def site(kb_home, settings, handbook):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    ensure_chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    folder = tmp_path_factory.mktemp("chromium")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={folder / 'profile'}"]:
-        options.add_argument(flag)
-    env = dict(os.environ, FONTCONFIG_FILE=str(cjk_fontconfig(folder)))
-    driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def wait(driver, condition, timeout=90):
-    """``condition``'s first truthy answer; an element the page drew again while it was read is read again."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(
-        driver, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
-    ).until(condition)
 
 
 def sign_in(driver, site: str, key: str) -> None:
@@ -309,9 +223,7 @@ def filings_site(kb_home, settings):
     from kb_assets.service.api import create_app
 
     years = ensure_fiscal_years(kb_home, settings)
-    app = create_app(
-        replace(settings, api_keys="filings-key=filings", url_signing_secret="page-secret"), heal_milvus=False
-    )
+    app = create_app(replace(settings, api_keys="filings-key=filings", url_signing_secret="page-secret"), heal=False)
     with live_server(app) as url:
         yield url, years
 
@@ -398,3 +310,76 @@ def test_the_documents_table_reads_at_400_px_with_the_failure_reason_and_says_ho
         assert note.is_displayed() and "KB_DAGSTER_URL" in note.text
     finally:
         browser.set_window_size(1280, 900)
+
+
+def test_tables_are_tables_in_the_lineage_panel_and_the_document_view_and_a_page_repeats_no_sentence(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    results = search(browser, "How long are backups kept?", "handbook")
+    # page 4 twice in the results: the sentence that answers is handed over once (retrieval/overlap.py)
+    assert sum("Backups are kept for 35 days." in r.text for r in results) == 1
+    card = next(r for r in results if "Backups are kept for 35 days" in r.text)
+    card.find_element(By.TAG_NAME, "button").click()
+    table = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#page-text table"))
+    rows = table.find_elements(By.CSS_SELECTOR, "tr")
+    assert len(rows) >= 5 and "Raw event streams" in table.text and "30 days" in table.text
+    text = browser.find_element(By.ID, "page-text")
+    assert not any(line.strip().startswith("|") for line in text.text.splitlines())
+    assert text.find_elements(By.TAG_NAME, "mark")  # the chunk still marked
+
+    browser.find_element(By.XPATH, "//section[@id='lineage']//button[contains(., 'All chunks')]").click()
+    chunk = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".chunk-text table"))
+    assert "Security Engineering" in chunk.text
+    assert not any(
+        line.strip().startswith("|")
+        for node in browser.find_elements(By.CSS_SELECTOR, ".chunk-text")
+        for line in node.text.splitlines()
+    )
+    browser.find_element(By.ID, "tab-search").click()
+
+
+# every table of a card or panel lies inside it and inside the window; one wider than its box scrolls in it
+TABLES_INSIDE = """
+const out = [];
+for (const wrap of document.querySelectorAll('.passage-table-wrap')) {
+  if (!wrap.offsetParent) continue;  // not shown
+  const box = wrap.closest('.result, .page-text, .chunk').getBoundingClientRect(), r = wrap.getBoundingClientRect();
+  const scrolls = ['auto', 'scroll'].includes(getComputedStyle(wrap).overflowX);
+  if (r.left < box.left - 1 || r.right > box.right + 1 || r.right > window.innerWidth
+      || (wrap.scrollWidth > wrap.clientWidth + 1 && !scrolls)) out.push(wrap.innerText.slice(0, 60));
+}
+return [document.documentElement.scrollWidth <= window.innerWidth, out];
+"""
+
+
+def test_no_table_is_cut_at_400_px_or_in_the_split_view(site, browser):
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, site, "all-key")
+    browser.set_window_size(400, 844)
+    try:
+        results = search(browser, "What does each team pay for storage?", "handbook")
+        assert any(r.find_elements(By.CSS_SELECTOR, ".passage table") for r in results)
+        assert browser.execute_script(TABLES_INSIDE) == [True, []]
+        results = search(browser, "How long are backups kept?", "handbook")
+        retention = next(
+            w for w in browser.find_elements(By.CSS_SELECTOR, ".passage-table-wrap") if "Raw event streams" in w.text
+        )  # a three-column table fits a phone: its words wrap, nothing to scroll
+        assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth + 1", retention)
+        assert browser.execute_script(TABLES_INSIDE) == [True, []]
+    finally:
+        browser.set_window_size(1280, 900)
+    results = search(browser, "What does each team pay for storage?", "handbook")
+    card = next(r for r in results if r.find_elements(By.CSS_SELECTOR, ".passage table"))
+    card.find_element(By.TAG_NAME, "button").click()  # the split view: results beside the lineage
+    wait(browser, lambda d: d.find_element(By.ID, "lineage").is_displayed() and d.find_elements(By.ID, "page-label"))
+    wait(browser, lambda d: d.find_element(By.ID, "page-text").text.strip())
+    assert browser.execute_script(TABLES_INSIDE) == [True, []]
+    last = (  # the cost report's last column shows, unscrolled: its words wrap instead
+        "const t = [...document.querySelectorAll('.split .result .passage-table')]"
+        ".find(t => t.innerText.includes('Cost (USD)')); const cells = t.rows[0].cells;"
+        "return cells[cells.length - 1].getBoundingClientRect().right <= "
+        "t.closest('.passage-table-wrap').getBoundingClientRect().right + 1"
+    )
+    assert browser.execute_script(last)

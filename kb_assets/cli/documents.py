@@ -15,8 +15,8 @@ from kb_assets.cli.common import (
     pass_settings,
     stores_of,
 )
+from kb_assets.cli.render import labelled
 from kb_assets.lib.json_types import JsonObject
-from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 from kb_assets.settings import Settings
 
@@ -49,10 +49,10 @@ def docs(settings: Settings, knowledge_base_ids: tuple[str, ...], as_json: bool)
     def render(d: JsonObject) -> None:
         for doc in d["documents"]:
             click.echo(
-                f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  pages={doc['pages']} "
-                f"chunks={doc['chunks']}  {doc['documentId']}" + (f"\n          {doc['error']}" if doc["error"] else "")
+                f"{doc['status']:<9} {doc['partitionKey'] or doc['sourcePath']}  {counts(doc)}{doc['documentId']}"
+                + (f"\n          {doc['error']}" if doc["error"] else "")
             )
-            if described := describe(doc["metadata"]):
+            if described := labelled(doc["metadata"]):
                 click.echo(f"          {described}")
             if doc["notice"]:
                 click.echo(f"          {doc['notice']}")
@@ -63,6 +63,12 @@ def docs(settings: Settings, knowledge_base_ids: tuple[str, ...], as_json: bool)
                 )
 
     emit(data, as_json, render)
+
+
+def counts(doc: dict) -> str:
+    """A document's pages and chunks where known (a document that failed or waits has none yet)."""
+    known = [f"{name}={doc[name]}" for name in ("pages", "chunks") if doc[name] is not None]
+    return "".join(f"{part} " for part in known) + (" " if known else "")
 
 
 @click.command()

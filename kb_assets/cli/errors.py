@@ -17,7 +17,9 @@ import click
 
 from kb_assets.lib.json_types import JsonObject
 
-EXIT_FAILED = 1  # a command's own failure (a document failed, bad input)
+EXIT_OK = 0
+EXIT_FAILED = 1  # a command's own failure (a document failed in this run, bad input)
+EXIT_USAGE = 2  # click's usage errors (an unknown option, a missing argument)
 EXIT_UNAVAILABLE = 3  # a store (Postgres, Milvus, S3) cannot be reached or refuses the credentials
 
 

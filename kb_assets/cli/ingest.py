@@ -8,23 +8,41 @@ from pathlib import Path
 import click
 
 from kb_assets.cli.common import emit, knowledge_base_names, log_runs, pass_settings, stores_of
+from kb_assets.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from kb_assets.lib.json_types import JsonObject
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY
 from kb_assets.settings import Settings
 
 STRATEGY_HELP = f"Default: KB_SEARCH_STRATEGY, else {DEFAULT_STRATEGY}."
+EXIT_STATUS_HELP = f"""\b
+Exit status:
+  {EXIT_OK}  nothing failed in this run (a quarantined file that has not changed since
+     it failed is one QUARANTINED line on stderr, not a failure: --strict makes it one)
+  {EXIT_FAILED}  a document failed in this run (or, with --strict, one is quarantined)
+  {EXIT_USAGE}  a usage error
+  {EXIT_UNAVAILABLE}  a store (Postgres, Milvus, S3) is unreachable or refuses the credentials"""
 
 
-@click.command()
+@click.command(epilog=EXIT_STATUS_HELP)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--kb", "knowledge_base_id", required=True, help="Knowledge base to ingest into.", callback=knowledge_base_names
 )
 @click.option("--retry-failed", is_flag=True, help="Run documents again that failed before and have not changed.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help=f"Exit {EXIT_FAILED} when any document under PATHS is quarantined, not only when one failed in this run.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only JSON.")
 @pass_settings
 def ingest(
-    settings: Settings, paths: tuple[str, ...], knowledge_base_id: str, retry_failed: bool, as_json: bool
+    settings: Settings,
+    paths: tuple[str, ...],
+    knowledge_base_id: str,
+    retry_failed: bool,
+    strict: bool,
+    as_json: bool,
 ) -> None:
     """Register files under PATHS (folders, files or s3://bucket/prefix) as documents of KB, materialize
     new/changed ones, purge gone ones. A file that failed before and has not changed is reported as still
@@ -71,10 +89,19 @@ def ingest(
 
     emit(data, as_json, render)
     for failure in data["failures"]:  # one line each on stderr, also with --json (stdout holds the JSON)
-        still = " (still failing: the file has not changed)" if failure.get("stillFailing") else ""
         reason = " ".join(str(failure["reason"]).split())
-        click.echo(f"FAILED {failure['sourceUri']}: {reason}{still} (run log: {log})", err=True)
-    sys.exit(1 if data["failures"] else 0)
+        if failure.get("stillFailing"):  # known: it failed before and its file has not changed since
+            again = "unchanged since it failed; --retry-failed runs it again"
+            click.echo(f"QUARANTINED {failure['sourceUri']}: {reason} ({again})", err=True)
+        else:
+            click.echo(f"FAILED {failure['sourceUri']}: {reason} (run log: {log})", err=True)
+    sys.exit(ingest_exit_status(data["failures"], strict))
+
+
+def ingest_exit_status(failures: list[JsonObject], strict: bool) -> int:
+    """What a script reads: a document failed in this run (or, ``strict``, any is quarantined)."""
+    failed_now = any(not failure.get("stillFailing") for failure in failures)
+    return EXIT_FAILED if failed_now or (strict and failures) else EXIT_OK
 
 
 @click.command()

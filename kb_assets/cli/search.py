@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -17,7 +18,6 @@ from kb_assets.cli.common import (
     stores_of,
 )
 from kb_assets.lib.json_types import JsonObject
-from kb_assets.retrieval.scope import describe
 from kb_assets.retrieval.strategies import DEFAULT_STRATEGY, STRATEGIES
 from kb_assets.settings import Settings
 
@@ -78,21 +78,49 @@ def search(
             click.echo(f"warning: {warning}", err=True)
         if not d["results"]:
             click.echo("no results")
-        for rank, r in enumerate(d["results"], 1):
-            page = f"page {r['pageIndex'] + 1}" + (
-                f" (printed {r['pageLabel']})"
-                if r.get("pageLabel") and r["pageLabel"] != str(r["pageIndex"] + 1)
-                else ""
-            )
-            score = "fallback" if r["score"] is None else f"{r['score']:.3f}"
-            section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
-            click.echo(f"{rank}. [{score}] {r['documentTitle']} — {page}{section}")
-            if described := describe(r.get("documentMetadata")):
-                click.echo(f"   {described}")
-            passage = " ".join((r.get("context") or r["content"]).split())
-            click.echo(f"   {marked(passage, query) if sys.stdout.isatty() else passage}")
+        for line in result_lines(d["results"], query, strategy or searcher.config.strategy):
+            click.echo(line)
 
     emit(response.as_json(), as_json, render)
+
+
+def result_lines(rows: list[dict], query: str, strategy: str) -> list[str]:
+    """What ``search`` prints of its results: a head line a result (rank, document, page, section, the score,
+    named: the chunk's own where pages are ranked, ``pageindex``), the document's labelled metadata, then its
+    passage (``context``: paragraphs a line each, tables in columns; the question's words marked on a
+    terminal), or which result above holds it (``retrieval/overlap.py``)."""
+    from kb_assets.cli.render import labelled, passage_lines
+    from kb_assets.retrieval.overlap import covered_by
+
+    terminal = sys.stdout.isatty()
+    width = max(40, shutil.get_terminal_size((100, 24)).columns - 3) if terminal else None
+    scores = [r["score"] for r in rows if r["score"] is not None]
+    by_page = strategy == "pageindex"
+    lines = []
+    if by_page and scores != sorted(scores, reverse=True):
+        lines.append("(ranked by page: a page's relevance orders the results; each shows its chunk's own score)")
+    for rank, r in enumerate(rows, 1):
+        page = f"page {r['pageIndex'] + 1}" + (
+            f" (printed {r['pageLabel']})" if r.get("pageLabel") and r["pageLabel"] != str(r["pageIndex"] + 1) else ""
+        )
+        score = (
+            "from page text, no score"
+            if r["score"] is None
+            else f"{'chunk score' if by_page else 'score'} {r['score']:.3f}"
+        )
+        section = f" § {r['sectionTitle']}" if r.get("sectionTitle") else ""
+        if rank > 1:
+            lines.append("")
+        lines.append(f"{rank}. {r['documentTitle']} — {page}{section} [{score}]")
+        if about := labelled(r.get("documentMetadata")):
+            lines.append(f"   {about}")
+        holder = covered_by(rows, rank - 1)
+        if holder is not None:
+            lines.append(f"   (its passage is in result {holder + 1}'s above)")
+            continue
+        for line in passage_lines(r.get("context") or r["content"], width):
+            lines.append(f"   {marked(line, query) if terminal else line}")
+    return lines
 
 
 def marked(text: str, query: str) -> str:

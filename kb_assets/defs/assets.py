@@ -27,6 +27,7 @@ from kb_assets.defs.document_steps import (
     step_version,
     written,
 )
+from kb_assets.defs.provenance import SOURCE_FILES, observe_unobserved
 from kb_assets.defs.publish_assets import EMBEDDINGS, MILVUS_COLLECTION, embed_and_publish
 from kb_assets.pipeline import steps
 from kb_assets.pipeline.page_images import has_page_images, render_missing
@@ -40,11 +41,13 @@ from kb_assets.stores import Stores
         "original_stored",
         "The original bytes are in the object store under their sha256, which is the document version.",
     ),
+    after=SOURCE_FILES,
 )
 def raw_files(context: dg.AssetExecutionContext, stores: dg.ResourceParam[Stores]):
     """Original bytes of each source document, content-addressed in the object store; sha256 is the version."""
     started, cat, store = time.monotonic(), stores.catalog, stores.objects
     docs = active_documents(context, cat)
+    observe_unobserved(context.instance, docs, stores.settings.partitioning)  # its provenance reads the file's
     sources = stores.settings.storage_options()  # s3:// sources are read with the same AWS_* settings
     results, failures = for_each_document(
         context,

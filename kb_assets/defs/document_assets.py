@@ -32,7 +32,7 @@ COMMON = PartitionedAsset(
 def document_step(
     kinds: set[str],
     check: tuple[str, str] | None = None,
-    after: dg.AssetsDefinition | None = None,
+    after: dg.AssetsDefinition | dg.AssetSpec | None = None,
     op_tags: dict[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """The decorator of a document asset: partitioned per document, backfilled in batches, after the step

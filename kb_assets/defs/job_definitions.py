@@ -14,6 +14,7 @@ from kb_assets.defs.collections import COLLECTION_ASSETS
 from kb_assets.defs.document_assets import versioned
 from kb_assets.defs.jobs import JOBS
 from kb_assets.defs.loggers import run_file_logger
+from kb_assets.defs.provenance import SOURCE_FILES
 from kb_assets.defs.resources import build_resources
 from kb_assets.settings import Settings
 
@@ -22,7 +23,7 @@ def job_definitions(settings: Settings) -> dg.Definitions:
     # the executor of every run, UI materializations of an asset selection included: in process, like
     # ingest (the multiprocess default starts a process per step, each loading the code and models again)
     return dg.Definitions(
-        assets=[*versioned(ASSETS, settings), *COLLECTION_ASSETS],
+        assets=[SOURCE_FILES, *versioned(ASSETS, settings), *COLLECTION_ASSETS],
         jobs=JOBS,
         executor=dg.in_process_executor,
         resources=build_resources(settings),

@@ -9,11 +9,12 @@ from kb_assets.defs import checks
 from kb_assets.defs.document_assets import COMMON, document_spec
 from kb_assets.defs.document_steps import (
     active_documents,
-    fail_run_if_documents_failed,
     failed_step,
     publication_target,
+    record_partitions,
     report,
     settle,
+    settle_run,
     step_version,
     written,
 )
@@ -109,7 +110,9 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: dg.ResourcePara
         )
     except Exception as error:  # encoding: a failure here is the model's, not a document's
         raise dg.Failure(f"embedding {len(docs)} documents failed: {error}") from error
-    settle(context, cat, results, failures, sorted(selected))  # steps.embed_and_publish marked them failed
+    # steps.embed_and_publish marked them failed; milvus_collection's partitions are recorded after the
+    # embeddings' are stored (their provenance reads them): after the embeddings' result below
+    settle(context, cat, results, failures, [EMBEDDINGS.key] if EMBEDDINGS.key in selected else sorted(selected))
     checked = sorted({*written(results), *(v for violation in violations for v in violation.document_ids)})
     if EMBEDDINGS.key in selected:
         report(
@@ -131,6 +134,8 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: dg.ResourcePara
             ],
         )
     if target is not None:  # publishing
+        if EMBEDDINGS.key in selected:
+            record_partitions(context, cat, results, failures, [MILVUS_COLLECTION.key])
         client, collection = target
         published_now = [r.published for r in results.values() if r.published is not None]
         changed = any(p.written or p.deleted for p in published_now)
@@ -155,4 +160,4 @@ def embed_and_publish(context: dg.AssetExecutionContext, stores: dg.ResourcePara
             chunks_with_bm25_statistics_kept=sum(p.terms_kept for p in published_now),
         )
         yield dg.MaterializeResult(asset_key=MILVUS_COLLECTION.key, check_results=[milvus_check])
-    fail_run_if_documents_failed(context, cat, results)  # the run's last document step
+    settle_run(context, cat, results)  # the run's last document step

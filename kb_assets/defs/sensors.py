@@ -32,6 +32,7 @@ from kb_assets.defs.partitions import (
     readable_partition_keys,
     shown_failed,
 )
+from kb_assets.defs.provenance import observe_sources
 from kb_assets.pipeline import planning
 from kb_assets.pipeline.migration import migration_due
 from kb_assets.pipeline.planning import MIGRATION_TAG
@@ -92,7 +93,8 @@ def plan_watched_folders(settings: Settings, stores: Stores, instance: dg.Dagste
     for knowledge_base_id, source in settings.watched_folders():
         with catalog.registration_lock():  # one registration at a time (ingests, ticks)
             found = planning.scan([source], knowledge_base_id, catalog, settings.storage_options())
-            planning.register_changes(found.files, knowledge_base_id, catalog)
+            changes = planning.register_changes(found.files, knowledge_base_id, catalog)
+            observe_sources(instance, catalog.get_documents(changes.to_run).values(), settings.partitioning)
             gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         plan.failures += found.failures
         plan.deleted += [doc.document_id for doc in gone]

@@ -26,6 +26,7 @@ from pathlib import Path
 import dagster as dg
 
 from kb_assets.defs.partitions import DOCUMENTS_PARTITIONS, add_partitions, readable_partition_keys
+from kb_assets.defs.provenance import observe_sources
 from kb_assets.launch.instance import (
     dagster_instance,
     definitions,
@@ -104,10 +105,11 @@ class IngestReport:
 
     def as_json(self) -> JsonObject:
         """What ``ingest --json`` prints (and the warm runner answers)."""
+        failed = {failure.document_id for failure in self.failures}  # counted as failed, not as new or changed
         return {
             "documents": {
-                "new": len(self.new),
-                "changed": len(self.changed),
+                "new": sum(1 for d in self.new if d not in failed),
+                "changed": sum(1 for d in self.changed if d not in failed),
                 "unchanged": len(self.unchanged),
                 "deleted": len(self.deleted),
                 "failed": len(self.failures),
@@ -152,6 +154,7 @@ def register(
         registered = catalog.get_documents(changes.to_run)
         keys = planning.partition_keys([registered[d] for d in changes.to_run], settings.partitioning)
         add_partitions(instance, keys)
+        observe_sources(instance, [registered[d] for d in changes.to_run], settings.partitioning)
         gone = planning.gone_documents(knowledge_base_id, found.scopes, found.present, catalog)
         if gone:
             purged = purge(defs or definitions(settings), instance, gone, settings.runs_log)
@@ -215,9 +218,11 @@ def _ingest(
     plans = planning.plan_document_runs(
         docs, stale, ordered, settings, catalog, retry_failed, runs_at_once=max(1, settings.concurrent_runs)
     )
-    progress(
-        f"{files} files: {len(report.new)} new, {len(report.changed)} changed, "
-        f"{len(report.unchanged)} unchanged ({len(report.stale)} of them stale), {len(report.deleted)} deleted"
+    running = len({doc.document_id for plan in plans for doc in plan.documents})
+    current = len(report.unchanged) - len(report.stale)
+    progress(  # the plan, before the runs: what fails in them is counted as failed in the report, not as new
+        f"{files} files: {running} to run ({len(report.new)} new, {len(report.changed)} changed, "
+        f"{len(report.stale)} stale), {current} current, {len(report.deleted)} deleted"
         + (f", {len(report.failures)} unreadable" if report.failures else "")
         + (
             f", {len(report.failing)} still failing" + ("" if retry_failed else " (--retry-failed retries them)")

@@ -19,16 +19,26 @@ from kb_assets.lib.processes import orphaned_followers, process_alive, reap
 from kb_assets.settings import Settings
 
 PROCESS_TAG = "kb/process"
-# the instance config kb-assets writes into a new DAGSTER_HOME: no telemetry, and no compute-log capture,
-# which starts a `tail -F` (and a watcher process) per run and left tails behind when a run was killed;
-# steps log through Dagster's events (context.log), which the UI and the run log show
-INSTANCE_CONFIG = f"""telemetry:
+# the instance config kb-assets writes into a new DAGSTER_HOME: no telemetry; no compute-log capture,
+# which starts a `tail -F` (and a watcher process) per run and left tails behind when a run was killed
+# (steps log through Dagster's events, which the UI and the run log show); launched runs (sensor, schedule,
+# UI) go to the warm ingest runner when one is up (run_launcher.py), dequeued every second, not every 5
+EARLIER_CONFIG = f"""telemetry:
   enabled: false
 compute_logs:
   module: {NO_COMPUTE_LOGS["module"]}
   class: {NO_COMPUTE_LOGS["class"]}
 """
-EARLIER_CONFIG = "telemetry:\n  enabled: false\n"  # what earlier versions wrote: brought up to date
+INSTANCE_CONFIG = (
+    EARLIER_CONFIG
+    + """run_launcher:
+  module: kb_assets.launch.run_launcher
+  class: WarmRunLauncher
+run_queue:
+  dequeue_interval_seconds: 1
+"""
+)
+EARLIER_CONFIGS = ("telemetry:\n  enabled: false\n", EARLIER_CONFIG)  # what earlier versions wrote: brought up to date
 
 
 def dagster_instance(settings: Settings) -> dg.DagsterInstance:
@@ -37,7 +47,7 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     home = settings.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or config.read_text() == EARLIER_CONFIG:
+    if not config.exists() or config.read_text() in EARLIER_CONFIGS:
         config.write_text(INSTANCE_CONFIG)
     return dg.DagsterInstance.from_config(str(home))
 

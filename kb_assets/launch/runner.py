@@ -8,10 +8,15 @@ ingest at a time (a command that finds it busy ingests in its own process), stre
 and answers the report; its runs are runs of the same instance, tagged with its process (a killed runner's
 runs are failed by the next command, as a killed ingest's). ``kb-assets services down`` stops it.
 
+It also executes the runs the instance's run launcher hands it (``run_launcher.py``: runs the folder sensor,
+the schedule or the UI launched) when it has nothing else to do; runs launched meanwhile go the default way
+(a process each, side by side).
+
 The conversation is JSON lines over a Unix socket under ``$DAGSTER_HOME/run`` (``$KB_HOME/dagster/run``):
 a request ``{"fingerprint", "paths", "knowledgeBaseId", "retryFailed"}``, then ``{"say": ...}`` and
 ``{"done": ...}`` (progress), and last ``{"report": ...}`` or ``{"error": {...}}``; or at once
-``{"busy": true}`` / ``{"stale": true}``.
+``{"busy": true}`` / ``{"stale": true}``. A launched run: ``{"fingerprint", "runId"}``, answered
+``{"accepted": true}`` at once (or ``stale`` / ``busy``), then executed.
 """
 
 from __future__ import annotations
@@ -25,22 +30,24 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kb_assets.lib.json_types import JsonObject
 from kb_assets.pipeline.progress import DocumentsDone
 from kb_assets.settings import Settings
 from kb_assets.settings.declare import values_of
 
+if TYPE_CHECKING:
+    pass
+
 log = logging.getLogger("kb_assets.runner")
 PACKAGE = Path(__file__).resolve().parents[1]
 MAX_SOCKET_PATH = 100  # AF_UNIX paths are at most 107 bytes: a deeper KB_HOME gets no runner
 START_TIMEOUT_S = 3.0  # how long a command waits for a runner's first answer
+REQUEST_TIMEOUT_S = 5.0  # how long the runner waits for a request line once a client connected
 
 
 class RunnerError(Exception):
@@ -60,11 +67,19 @@ def socket_path(settings: Settings) -> Path:
     return folder(settings) / "ingest-runner.sock"
 
 
+# settings only the sensors and the schedule read (the launch layer imports neither), and DAGSTER_HOME, whose
+# effective folder counts (`make dev` sets it, a command may leave it to KB_HOME): `dagster dev` with KB_WATCH
+# and a command without it share a runner
+NOT_READ_HERE = {("watch",), ("watch_interval_seconds",), ("refresh_cron",), ("dagster_home_dir",)}
+
+
 def fingerprint(settings: Settings) -> str:
-    """What a runner must share with a command to ingest for it: the settings, the interpreter and the code
-    (its files' sizes and times, so an upgrade or an edit starts a new runner)."""
+    """What a runner must share with a command (or the run launcher) to work for it: the settings it reads,
+    the interpreter and the code (its files' sizes and times, so an upgrade or an edit starts a new runner)."""
     code = sorted((str(p.relative_to(PACKAGE)), p.stat().st_mtime_ns, p.stat().st_size) for p in PACKAGE.rglob("*.py"))
-    material = repr((values_of(settings), settings.versions, sys.executable, os.getuid(), code))
+    read = [(path, value) for path, value in values_of(settings) if path not in NOT_READ_HERE]
+    python = (sys.prefix, os.path.realpath(sys.executable))  # `python` and `python3.11` of one venv are one
+    material = repr((read, settings.dagster_home, settings.versions, python, os.getuid(), code))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
@@ -124,6 +139,22 @@ def ingest_remotely(
         client.close()
 
 
+def hand_over(settings: Settings, run_id: str) -> bool:
+    """Give a launched run (created, ``STARTING``) to the runner of these settings and code; whether it took
+    it (it then executes it). False when none answers, or it serves other settings (it then exits) or stops."""
+    if not usable(settings) or not socket_path(settings).exists():
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(START_TIMEOUT_S)
+            client.connect(str(socket_path(settings)))
+            client.sendall(json.dumps({"fingerprint": fingerprint(settings), "runId": run_id}).encode() + b"\n")
+            answered = json.loads(client.makefile("rb").readline() or b"{}")
+    except (OSError, ValueError):  # nothing listens, or no answer in time: the default launch
+        return False
+    return bool(answered.get("accepted"))
+
+
 def start(settings: Settings) -> None:
     """Start a runner for these settings in the background (it finds out itself whether one runs already)."""
     if not usable(settings):
@@ -133,7 +164,7 @@ def start(settings: Settings) -> None:
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / "runner.log", "ab") as out:
         subprocess.Popen(
-            [sys.executable, "-m", "kb_assets.launch.runner"],
+            [sys.executable, "-m", "kb_assets.launch.runner_process"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -170,134 +201,3 @@ def running(settings: Settings) -> int | None:
             return int(text) if text.isdigit() else None
         fcntl.flock(file, fcntl.LOCK_UN)
     return None
-
-
-# the runner's side ------------------------------------------------------------------------------------
-def serve(settings: Settings) -> None:
-    """Hold the lock, warm up, and take ingests until ``runner_idle_seconds`` pass without one."""
-    from kb_assets.launch.ingest import ingest
-
-    folder(settings).mkdir(parents=True, exist_ok=True)
-    lock = open(folder(settings) / "ingest-runner.lock", "a+")  # noqa: SIM115 (held for the process's life)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return  # a runner serves this KB_HOME already
-    lock.truncate(0)
-    lock.write(str(os.getpid()))
-    lock.flush()
-    mine = fingerprint(settings)
-    warm_up(settings)
-    path = socket_path(settings)
-    path.unlink(missing_ok=True)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(8)
-    busy, stopping = threading.Lock(), threading.Event()
-    last = [time.monotonic()]
-
-    def on_term(*_) -> None:  # stop taking ingests; one under way finishes first
-        stopping.set()
-        if not busy.locked():
-            path.unlink(missing_ok=True)
-            os._exit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
-    log.warning("ingest runner %s ready for %s", os.getpid(), settings.home)
-    server.settimeout(1.0)
-    try:
-        while not stopping.is_set() and (time.monotonic() - last[0] < settings.runner_idle_seconds or busy.locked()):
-            try:
-                client, _ = server.accept()
-            except TimeoutError:
-                continue
-            if not busy.acquire(blocking=False):
-                answer(client, {"busy": True})
-                client.close()
-                continue
-
-            def handle(client: socket.socket = client) -> None:
-                try:
-                    serve_one(client, settings, mine, ingest, stopping)
-                finally:
-                    client.close()
-                    last[0] = time.monotonic()
-                    busy.release()
-
-            threading.Thread(target=handle, name="kb-runner-ingest", daemon=True).start()
-        while busy.locked():  # stopping: let the ingest under way finish
-            time.sleep(0.2)
-    finally:
-        path.unlink(missing_ok=True)
-        log.warning("ingest runner %s exits", os.getpid())
-
-
-def serve_one(client: socket.socket, settings: Settings, mine: str, ingest, stopping: threading.Event) -> None:
-    request = json.loads(client.makefile("rb").readline() or b"{}")
-    if request.get("fingerprint") != mine:  # a command with other settings or newer code: it ingests itself
-        answer(client, {"stale": True})
-        stopping.set()  # and starts a runner for its settings, which this one makes way for
-        return
-    try:
-        report = ingest(
-            [p if p.startswith(("s3://", "s3a://")) else Path(p) for p in request["paths"]],
-            request["knowledgeBaseId"],
-            settings,
-            progress=lambda message: answer(client, {"say": message}),
-            retry_failed=bool(request.get("retryFailed")),
-            documents=lambda state: answer(client, {"done": asdict(state)}),
-        )
-        answer(client, {"report": report.as_json()})
-    except Exception as error:  # the command explains it as its own
-        kind = type(error)
-        failure = {"name": kind.__name__, "module": kind.__module__, "message": str(error)}
-        answer(client, {"error": {**failure, "details": traceback.format_exc()}})
-
-
-def answer(client: socket.socket, message: dict) -> None:
-    try:
-        client.sendall(json.dumps(message, default=str).encode() + b"\n")
-    except OSError:  # the command went away (Ctrl-C): the ingest goes on
-        pass
-
-
-def warm_up(settings: Settings) -> None:
-    """Load what a run needs, and take each first-time path once (a document read, its chunks counted and
-    encoded, rows validated), so that the first ingest it takes is as quick as the next."""
-    import tempfile
-
-    import great_expectations.expectations as gxe
-    import polars as pl
-
-    from kb_assets.defs.quality import validate
-    from kb_assets.launch.instance import dagster_instance, definitions
-    from kb_assets.lib.lexical import terms
-    from kb_assets.parsing import parse_document
-    from kb_assets.stores import Stores
-
-    definitions(settings).resolve_job_def("ingest_documents")
-    dagster_instance(settings)
-    with tempfile.TemporaryDirectory() as scratch:
-        note = Path(scratch) / "warm-up.md"
-        note.write_text("# Warm up\n\nA paragraph the runner reads once.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
-        parse_document(note, options=Stores.shared(settings).parse_options())
-    model = Stores.shared(settings).model()
-    model.count_tokens(["a paragraph the runner reads once"])
-    model.encode(["a paragraph the runner reads once"])
-    validate(pl.DataFrame({"document_id": ["warm-up"]}), [gxe.ExpectColumnValuesToNotBeNull(column="document_id")])
-    terms("a paragraph the runner reads once 一段文字")  # the BM25 terms' segmenter (jieba's dictionary)
-    stores = Stores.shared(settings)
-    stores.lake.read("chunks", "warm-up")  # polars and pyarrow, the lake's manifest
-    stores.milvus.list_collections()
-
-
-def main() -> None:
-    from kb_assets.lib.logs import quiet_libraries
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet_libraries(False)
-    serve(Settings.from_env())
-
-
-if __name__ == "__main__":
-    main()

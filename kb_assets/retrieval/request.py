@@ -39,6 +39,7 @@ STAGES = (
     "pageScore",  # pageindex, filings: the best pages ordered by the trained page scorer (page_scorer.py)
     "pageFacts",  # page images and table-of-contents marks of the results' pages (Postgres)
     "context",  # each result's context passage: its page text read (Postgres) and the window chosen
+    "other",  # the wall time no stage accounts for (``unaccounted``): a process's first search loads the model
     "total",
 )
 
@@ -61,11 +62,9 @@ class SearchResponse:
     statistics_terms: dict[str, set[str]] = field(default_factory=dict)
 
     def as_json(self) -> JsonObject:
-        return {
-            "results": self.results,
-            "warnings": self.warnings,
-            "timingsMs": {stage: self.timings_ms.get(stage, 0.0) for stage in STAGES},
-        }
+        timings = {stage: self.timings_ms.get(stage, 0.0) for stage in STAGES}
+        timings["other"] = unaccounted(timings)
+        return {"results": self.results, "warnings": self.warnings, "timingsMs": timings}
 
     def keep_statistics(self, statistics: dict[str, tuple[int, int, dict[str, int]]], terms: list[str]) -> None:
         """Keep BM25 statistics read for ``terms`` (``statistics_for`` answers from them)."""
@@ -85,6 +84,21 @@ class SearchResponse:
     def add_ms(self, stage: str, started: float) -> None:
         """Add the milliseconds since ``started`` (a ``time.perf_counter()``) to a stage's time."""
         self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + elapsed_ms(started), 1)
+
+
+def unaccounted(timings: dict[str, float]) -> float:
+    """The milliseconds of ``total`` outside the stages: total less their critical path (the Milvus searches,
+    and the locating followed by the located pages' chunks, run beside the query's encoding; the other stages one
+    after another), at least 0. On a process's first search (the command line's) it is mostly loading the model
+    and the collection; else reading the published collection, the request's scope and waits for a free worker."""
+    beside = ("queryEncoding", "denseSearch", "bm25Search", "locate", "locatedChunks", "other", "total")
+    after = sum(ms for stage, ms in timings.items() if stage not in beside)
+    parallel = max(
+        timings["queryEncoding"] + timings["denseSearch"],
+        timings["bm25Search"],
+        timings["locate"] + timings["locatedChunks"],
+    )
+    return round(max(0.0, timings["total"] - parallel - after), 1)
 
 
 def short(error: BaseException | None, chars: int = 200) -> str:

@@ -42,6 +42,7 @@ from kb_assets.retrieval.fanout import Found
 from kb_assets.retrieval.instructions import focused
 from kb_assets.retrieval.lexical_query import bm25_query
 from kb_assets.retrieval.lexical_scores import rescored
+from kb_assets.retrieval.overlap import trim_repeats
 from kb_assets.retrieval.query import Query, dense_query_text, has_chinese, query_terms
 from kb_assets.retrieval.request import SearchRequest, SearchResponse, short
 from kb_assets.retrieval.rows import asset_url
@@ -162,6 +163,7 @@ class Searcher:
             terms = question_terms(request.query, self.dictionary_words(request.query))
             texts = {key: fact.text or "" for key, fact in facts.items()}
             passages(response.results, texts, terms, budget, table_budget=self.config.table_context_chars)
+            trim_repeats(response.results)  # a page's later results hand over what its earlier ones did not
             response.add_ms("context", started)
         for row in response.results:
             fact = facts.get((row["documentId"], row["pageIndex"]))

@@ -9,8 +9,8 @@ original files are also served on short-lived signed URLs (``signing.py``), whic
 (and ``kb-assets serve`` binds 127.0.0.1). Every route but ``/healthz`` and ``/readyz`` answers only
 requests to an allowed ``Host`` (``auth.HostPolicy``: loopback names, ``KB_PUBLIC_URL``,
 ``KB_ALLOWED_HOSTS``), else 421. A store that is down answers 503 with the reason, a malformed request
-4xx, a body that does not arrive within ``KB_BODY_TIMEOUT_S`` 408 (``errors.py``); the embedded Milvus
-Lite server is restarted when it dies (``healing.py``).
+4xx, a body that does not arrive within ``KB_BODY_TIMEOUT_S`` 408, each an RFC 9457 problem (``errors.py``);
+the embedded Milvus engine and Postgres are restarted when they stop (``healing.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
-from fastapi.responses import JSONResponse
 
 from kb_assets.lib.logs import Outages
 from kb_assets.retrieval.rows import ASSETS_PATH
@@ -28,10 +27,12 @@ from kb_assets.retrieval.search import Searcher
 from kb_assets.retrieval.strategies import STRATEGIES
 from kb_assets.service.auth import Caller, HostCheck, HostPolicy, is_loopback
 from kb_assets.service.errors import (
+    PROBLEM_RESPONSES,
     RETRY_AFTER_S,
     BodyTimeout,
     check_knowledge_base_ids,
     install_error_handlers,
+    problem,
 )
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import SearchAnswer, SearchBody
@@ -67,17 +68,15 @@ def one_thread_per_query(settings: Settings) -> Settings:
     return dataclasses.replace(settings, encoder_threads=1)
 
 
-def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus: bool | None = None) -> FastAPI:
-    """The service. ``heal_milvus``: restart the embedded Milvus Lite server when it dies (default: when
+def create_app(settings: Settings, searcher: Searcher | None = None, heal: bool | None = None) -> FastAPI:
+    """The service. ``heal``: restart the embedded Milvus engine and Postgres when they stop (default: when
     the app builds its own searcher, as ``kb-assets serve`` does)."""
     from kb_assets.service.mcp import METADATA_PATH, base_url, mcp_app
     from kb_assets.service.routes import web_router
 
     hosts = HostPolicy.from_settings(settings)  # a bad KB_ALLOWED_HOSTS / KB_PUBLIC_URL fails here
     own_searcher = searcher is None
-    service = Service(
-        settings, searcher or make_searcher(settings), heal_milvus=own_searcher if heal_milvus is None else heal_milvus
-    )
+    service = Service(settings, searcher or make_searcher(settings), heal=own_searcher if heal is None else heal)
     mcp = mcp_app(service)
 
     @asynccontextmanager
@@ -90,7 +89,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         if own_searcher:
             service.searcher.close()
 
-    app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="kb-assets retrieval", version="0.1.0", lifespan=lifespan, responses=PROBLEM_RESPONSES)
     app.state.service = service
     install_error_handlers(app, service.outages)
     app.add_middleware(BodyTimeout, timeout_s=settings.body_timeout_s)
@@ -101,9 +100,7 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
         async def loopback_only(request: Request, call_next):
             """Without KB_API_KEYS nobody is authenticated: answer this machine only."""
             if not is_loopback(request.client.host if request.client else None):
-                return JSONResponse(
-                    {"detail": "no API keys are configured: this service answers 127.0.0.1 only"}, status_code=403
-                )
+                return problem(403, "no API keys are configured: this service answers 127.0.0.1 only")
             return await call_next(request)
 
     app.add_middleware(HostCheck, policy=hosts, keyed=service.keys.enabled)  # outermost: before any body is read
@@ -142,19 +139,16 @@ def create_app(settings: Settings, searcher: Searcher | None = None, heal_milvus
 
     @app.get("/readyz")
     def readyz():
-        """Readiness: 200 when Postgres and Milvus answer, else 503 naming the store that does not (any
-        Host; the reason goes to the log, not to the unauthenticated caller)."""
+        """Readiness: 200 when Postgres and Milvus answer, else a 503 problem naming the store that does not
+        (any Host; the reason goes to the log, not to the unauthenticated caller)."""
         checks = {
             "Postgres": lambda: _postgres_answers(service.searcher.catalog),
             "Milvus": lambda: _milvus_answers(service.searcher),
         }
         down = [store for store, check in checks.items() if not _answers(store, check, service.outages)]
         if down:
-            return JSONResponse(
-                {"status": "unavailable", "detail": f"{' and '.join(down)} unavailable"},
-                status_code=503,
-                headers={"Retry-After": RETRY_AFTER_S},
-            )
+            kind = f"{down[0].lower()}_unavailable" if len(down) == 1 else "service_unavailable"
+            return problem(503, f"{' and '.join(down)} unavailable", kind, {"Retry-After": RETRY_AFTER_S})
         note = _size_note(service.searcher)
         return {"status": "ready", **({"note": note} if note else {})}
 

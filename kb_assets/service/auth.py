@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
 
 from kb_assets.lib.names import validate_knowledge_base_id
+from kb_assets.service.errors import problem
 
 
 def parse_api_keys(spec: str) -> dict[str, set[str] | None]:
@@ -167,23 +167,17 @@ class HostCheck:
             headers = Headers(scope=scope)
             refusal = None
             if not self.policy.allows(headers.get("host")):
-                refusal = JSONResponse(
-                    {
-                        "detail": (
-                            "this service does not answer requests to host "
-                            f"{headers.get('host', '')[:100]!r}: add it to "
-                            "KB_ALLOWED_HOSTS (or set KB_PUBLIC_URL to the address clients use)"
-                        )
-                    },
-                    status_code=421,
+                refusal = problem(
+                    421,
+                    "this service does not answer requests to host "
+                    f"{headers.get('host', '')[:100]!r}: add it to "
+                    "KB_ALLOWED_HOSTS (or set KB_PUBLIC_URL to the address clients use)",
                 )
             elif not self.keyed and "origin" in headers and not self.policy.allows(_authority(headers["origin"])):
-                refusal = JSONResponse(
-                    {
-                        "detail": "no API keys are configured: pages of other sites may not call "
-                        "this service (add their host to KB_ALLOWED_HOSTS)"
-                    },
-                    status_code=403,
+                refusal = problem(
+                    403,
+                    "no API keys are configured: pages of other sites may not call "
+                    "this service (add their host to KB_ALLOWED_HOSTS)",
                 )
             if refusal is not None:
                 await refusal(scope, receive, send)

@@ -1,8 +1,12 @@
 """What the service answers when a store is down or a request is malformed: 503 with the reason, or a
-4xx, never a 500 (issue 9).
+4xx, never a 500 (issue 9), each as an RFC 9457 problem (issue 54): ``application/problem+json`` with
+``type`` (``about:blank``: the status says what kind of failure it is), ``title`` (the status's phrase),
+``status``, ``detail`` (one line: what failed and what to do) and ``kind``, the word the command line's
+``--json`` errors use for the same failure (``postgres_unavailable``, ``unknown_knowledge_base``,
+``invalid_input``, ...; ``KINDS`` for the rest). A 422 also lists ``errors`` (``loc``, ``msg``, ``type``).
 
 - Postgres unreachable (connection refused, server restarting, pool exhausted) and Milvus errors that
-  reach a route: 503 ``{"detail": "... unavailable: <reason>"}`` with ``Retry-After``. Pooled
+  reach a route: 503 ``postgres_unavailable`` / ``milvus_unavailable`` with ``Retry-After``. Pooled
   connections that saw an error are dropped, so the next request reconnects (``catalog/connection.py``).
 - Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``) or holds NUL: 422, by
   ``valid_text`` in the request models and ``check_id`` on path parameters; a knowledge-base name
@@ -15,18 +19,87 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from http import HTTPStatus
 
 import anyio
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kb_assets.lib.logs import Outages
 from kb_assets.lib.names import validate_knowledge_base_id
 
 log = logging.getLogger("kb_assets.retrieval")
 RETRY_AFTER_S = "2"
+
+
+PROBLEM_JSON = "application/problem+json"
+# the kind of a failure by its status, where the raiser names none (the command line's words where it has them)
+KINDS = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    421: "misdirected_request",
+    422: "invalid_input",
+    503: "service_unavailable",
+}
+
+
+class ProblemDetails(BaseModel):
+    """An error answer (RFC 9457), as ``application/problem+json``."""
+
+    type: str = Field("about:blank", description="about:blank: the status and ``kind`` say what failed")
+    title: str = Field(description="the status's phrase: Not Found, Service Unavailable, ...")
+    status: int
+    detail: str = Field(description="what failed and what to do, in one line")
+    kind: str = Field(
+        description="the failure's name, as the command line's --json errors give it: postgres_unavailable, "
+        "milvus_unavailable, service_unavailable, unknown_knowledge_base, not_found, invalid_input, "
+        "unauthorized, forbidden, request_timeout, misdirected_request, method_not_allowed"
+    )
+    errors: list[dict] | None = Field(None, description="422: each invalid field (loc, msg, type)")
+
+
+# every route's error answers in OpenAPI (``FastAPI(responses=...)``)
+PROBLEM_RESPONSES: dict[int | str, dict] = {
+    status: {"description": description, "content": {PROBLEM_JSON: {"schema": ProblemDetails.model_json_schema()}}}
+    for status, description in (
+        ("4XX", "the request cannot be answered: a problem (RFC 9457) whose kind says why"),
+        (503, "a store is down: a problem naming it, with Retry-After"),
+    )
+}
+
+
+class Problem(HTTPException):
+    """An HTTP error with the ``kind`` its problem answer names (else ``KINDS`` by status)."""
+
+    def __init__(self, status: int, detail: str, kind: str, headers: Mapping[str, str] | None = None):
+        super().__init__(status, detail, dict(headers) if headers else None)
+        self.kind = kind
+
+
+def problem(
+    status: int, detail: str, kind: str | None = None, headers: Mapping[str, str] | None = None, **extra
+) -> Response:
+    """The RFC 9457 answer of an error (``extra``: members such as ``errors``)."""
+    body = {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "kind": kind or KINDS.get(status, "invalid_input" if status < 500 else "service_unavailable"),
+        **extra,
+    }
+    # ASCII JSON: a detail or an echoed field may hold a lone surrogate, which UTF-8 cannot carry
+    content = json.dumps(body, ensure_ascii=True, default=str).encode()
+    return Response(content, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_JSON)
 
 
 class StoreUnavailable(RuntimeError):
@@ -98,9 +171,9 @@ class BodyTimeout:
             log.warning(
                 "request body of %s %s not received within %s s", scope["method"], scope["path"], self.timeout_s
             )
-            response = JSONResponse(
-                {"detail": f"the request body did not arrive within {self.timeout_s:g} s (KB_BODY_TIMEOUT_S)"},
-                status_code=408,
+            response = problem(
+                408,
+                f"the request body did not arrive within {self.timeout_s:g} s (KB_BODY_TIMEOUT_S)",
                 headers={"Connection": "close"},
             )
             await response(scope, receive, send)
@@ -116,35 +189,37 @@ def install_error_handlers(app: FastAPI, outages: Outages) -> None:
     """Error answers of the app; ``outages``: its log of stores going away and coming back."""
     import psycopg2
     import psycopg2.pool
-    from fastapi.encoders import jsonable_encoder
     from pymilvus.exceptions import MilvusException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, error: StarletteHTTPException):
+        """Every 4xx a route or the router raises (no such route: 404, a wrong method: 405)."""
+        return problem(error.status_code, str(error.detail), getattr(error, "kind", None), error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError):
-        """422 as FastAPI answers it, in ASCII JSON: the echoed input may hold a lone surrogate, which
-        UTF-8 cannot carry, or be raw bytes that are not UTF-8 (the default handler then fails with a 500)."""
-        detail = jsonable_encoder(error.errors(), custom_encoder={bytes: lambda b: b.decode("utf-8", "replace")})
-        body = json.dumps({"detail": detail}, ensure_ascii=True, default=str)
-        return Response(body, status_code=422, media_type="application/json")
+        """422 listing each invalid field; the input is not echoed (it may be raw bytes that are not UTF-8)."""
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in error.errors()
+        ]
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)[:500]
+        return problem(422, detail or "the request is not valid", "invalid_input", errors=errors)
 
-    def unavailable(store: str, error: BaseException) -> JSONResponse:
+    def unavailable(store: str, kind: str, error: BaseException) -> Response:
         outages.failed(store, f"{type(error).__name__}: {_reason(error)}")
-        return JSONResponse(
-            {"detail": f"{store} unavailable: {_reason(error)}"},
-            status_code=503,
-            headers={"Retry-After": RETRY_AFTER_S},
-        )
+        return problem(503, f"{store} unavailable: {_reason(error)}", kind, {"Retry-After": RETRY_AFTER_S})
 
     @app.exception_handler(StoreUnavailable)
     async def store_unavailable(_: Request, error: StoreUnavailable):
-        return unavailable("a store", error)
+        return unavailable("a store", "service_unavailable", error)
 
     @app.exception_handler(psycopg2.OperationalError)
     @app.exception_handler(psycopg2.InterfaceError)
     @app.exception_handler(psycopg2.pool.PoolError)
     async def postgres_unavailable(_: Request, error: Exception):
-        return unavailable("Postgres", error)
+        return unavailable("Postgres", "postgres_unavailable", error)
 
     @app.exception_handler(MilvusException)
     async def milvus_unavailable(_: Request, error: Exception):
-        return unavailable("Milvus", error)
+        return unavailable("Milvus", "milvus_unavailable", error)

@@ -27,12 +27,13 @@ from kb_assets.retrieval.rows import asset_url
 from kb_assets.retrieval.scope import unknown_knowledge_bases
 from kb_assets.retrieval.search import Searcher, SearchRequest
 from kb_assets.service.auth import ApiKeys, Caller
-from kb_assets.service.errors import check_id
-from kb_assets.service.healing import MilvusWatchdog
+from kb_assets.service.errors import Problem, check_id
+from kb_assets.service.healing import milvus_watchdog, postgres_watchdog
 from kb_assets.service.signing import UrlSigner
 from kb_assets.settings import Settings
 from kb_assets.stores import Stores
 from kb_assets.stores.catalog import Document
+from kb_assets.stores.catalog.connection import libpq_url
 from kb_assets.stores.catalog.reads import MAX_PAGE_CHARS
 
 log = logging.getLogger("kb_assets.retrieval")
@@ -42,7 +43,7 @@ SANDBOX = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosn
 
 
 class Service:
-    def __init__(self, settings: Settings, searcher: Searcher, heal_milvus: bool = False):
+    def __init__(self, settings: Settings, searcher: Searcher, heal: bool = False):
         self.settings = settings
         self.searcher = searcher
         self.stores = Stores(settings)
@@ -50,26 +51,41 @@ class Service:
         self._known: tuple[float, set[str]] | None = None  # (when, knowledge bases holding documents)
         self.outages = Outages(log)  # the service's log: one line when a store goes away, one when it is back
         self.signer = UrlSigner(settings.url_signing_secret, settings.url_ttl_seconds)
-        # the embedded Milvus Lite server is restarted when it dies (an external KB_MILVUS_URI is not ours)
-        self.watchdog = (
-            MilvusWatchdog(settings.home, self.use_milvus) if heal_milvus and settings.milvus_uri is None else None
+        # the embedded Milvus engine and Postgres are restarted when they stop (an external URI is not ours)
+        self.watchdog = milvus_watchdog(settings.home, self.use_milvus) if heal and not settings.milvus_uri else None
+        self.postgres_watchdog = (
+            postgres_watchdog(settings.home, settings.postgres_binaries, self.use_postgres)
+            if heal and not settings.postgres_url
+            else None
         )
 
     # lifecycle -----------------------------------------------------------------------------------
     def start(self) -> None:
         for problem in self.searcher.warm_up():
             log.warning("search is not ready yet: %s", problem)
-        if self.watchdog is not None:
-            self.watchdog.start()
+        for watchdog in (self.watchdog, self.postgres_watchdog):
+            if watchdog is not None:
+                watchdog.start()
 
     def stop(self) -> None:
-        if self.watchdog is not None:
-            self.watchdog.stop()
+        for watchdog in (self.watchdog, self.postgres_watchdog):
+            if watchdog is not None:
+                watchdog.stop()
 
     def use_milvus(self, uri: str) -> None:
         """After the Milvus server came back: a client of its URI (the same one when the port did not change)."""
         self.searcher.client = self.stores.milvus_at(uri)  # one client per URI and process
         self.searcher.forget_published()
+
+    def use_postgres(self, dsn: str) -> None:
+        """After Postgres came back: its pooled connections reconnect by themselves on the same port; on
+        another one (the old port was taken meanwhile) the service's catalogs move to it."""
+        if libpq_url(dsn) == self.searcher.catalog.dsn:
+            return
+        old = self.searcher.catalog
+        self.searcher.catalog = self.stores.catalog_at(dsn, old.statement_timeout_ms)
+        if self.searcher.owns_catalog:
+            old.close_pool()
 
     # search ---------------------------------------------------------------------------------------
     def search(
@@ -122,7 +138,8 @@ class Service:
             readable = self._readable(caller, fresh=True)  # made since it was read, or really unknown
         if readable is None or wanted <= readable:
             return
-        raise HTTPException(404, unknown_knowledge_bases(sorted(wanted - readable), sorted(readable)))
+        unknown = unknown_knowledge_bases(sorted(wanted - readable), sorted(readable))
+        raise Problem(404, unknown, "unknown_knowledge_base")
 
     def _readable(self, caller: Caller, fresh: bool) -> set[str] | None:
         """The knowledge bases (of documents, deleted ones too) that the caller may read (cached
@@ -220,7 +237,7 @@ class Service:
     def documents(self, knowledge_base_id: str, caller: Caller) -> JsonObject:
         check_id(knowledge_base_id, "knowledge base")
         if not caller.may_read(knowledge_base_id):
-            raise HTTPException(404, f"no knowledge base {knowledge_base_id}")
+            raise Problem(404, f"no knowledge base {knowledge_base_id}", "unknown_knowledge_base")
         docs = self.stores.catalog.list_documents([knowledge_base_id])
         return {"documents": [self.document_row(d) for d in docs]}
 

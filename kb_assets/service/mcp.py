@@ -41,8 +41,10 @@ from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
 from kb_assets.lib.names import KNOWLEDGE_BASE_ID_PATTERN, validate_knowledge_base_id
+from kb_assets.retrieval.overlap import covered_by
 from kb_assets.retrieval.scope import describe
 from kb_assets.service.auth import ANONYMOUS, Caller
+from kb_assets.service.errors import problem
 from kb_assets.service.handlers import Service
 from kb_assets.service.schemas import KnowledgeBases, MetadataText, PeriodText, QueryText, SearchAnswer
 from kb_assets.service.signing import URL_FIELDS
@@ -105,13 +107,16 @@ class KbMcpServer(MCPServer):
 def search_text(answer: dict[str, Any]) -> str:
     """One short block per result, then the warnings: what the model reads (the structured content beside
     it holds every field)."""
-    blocks = [_result_block(number, row) for number, row in enumerate(answer["results"], 1)] or ["No results."]
+    rows = answer["results"]
+    blocks = [_result_block(number, row, covered_by(rows, number - 1)) for number, row in enumerate(rows, 1)]
+    blocks = blocks or ["No results."]
     if answer["warnings"]:
         blocks.append("warnings: " + "; ".join(answer["warnings"]))
     return "\n\n".join(blocks)
 
 
-def _result_block(number: int, row: dict[str, Any]) -> str:
+def _result_block(number: int, row: dict[str, Any], holder: int | None = None) -> str:
+    """A result's head line and passage (``holder``: the index of the result above that holds its passage)."""
     first, last = row["pageIndex"] + 1, row["pageEnd"] + 1  # 1-based, as people cite pages
     page = f"p. {first}" + (f"-{last}" if last > first else "")
     if row.get("pageLabel") and row["pageLabel"] != str(first):
@@ -126,6 +131,8 @@ def _result_block(number: int, row: dict[str, Any]) -> str:
     if row.get("versionNotice"):
         lines.append(f"note: {row['versionNotice']}")
     passage = "\n".join(line.strip() for line in (row.get("context") or row["content"]).strip().splitlines())
+    if holder is not None:  # its page's text was handed over above (retrieval/overlap.py)
+        passage = f"(its passage is in [{holder + 1}] above)"
     lines.append(passage if len(passage) <= MAX_PASSAGE_CHARS else passage[: MAX_PASSAGE_CHARS - 1] + "…")
     image = row.get("figureImageUrl") or row.get("pageImageUrl")
     if image:
@@ -211,7 +218,7 @@ class McpEndpoint:
         """RFC 9728 protected-resource metadata: the resource and how to present a key (no authorization
         server: API keys come from the operator's ``KB_API_KEYS``)."""
         if not self.service.keys.enabled:
-            return JSONResponse({"detail": "no API keys are configured: /mcp is not a protected resource"}, 404)
+            return problem(404, "no API keys are configured: /mcp is not a protected resource")
         return JSONResponse(
             {
                 "resource": base_url(self.service, request) + MCP_PATH,
@@ -227,9 +234,9 @@ class McpEndpoint:
             challenge = f'resource_metadata="{base_url(self.service, request)}{METADATA_PATH}"'
             if authorization:
                 challenge = f'error="invalid_token", {challenge}'
-            response = JSONResponse(
-                {"detail": "missing or unknown API key (send Authorization: Bearer KEY; keys come from the operator)"},
-                status_code=401,
+            response = problem(
+                401,
+                "missing or unknown API key (send Authorization: Bearer KEY; keys come from the operator)",
                 headers={"WWW-Authenticate": f"Bearer {challenge}"},
             )
             await response(scope, receive, send)

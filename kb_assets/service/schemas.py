@@ -114,6 +114,11 @@ class Timings(BaseModel):
     pageScore: float = Field(0.0, description="pageindex, filings: the best pages ordered by the trained page scorer")
     pageFacts: float = Field(description="the results' pages: images, table-of-contents marks, texts (Postgres)")
     context: float = Field(description="each result's context passage chosen")
+    other: float = Field(
+        0.0,
+        description="total less the stages' critical path: on a process's first search, loading the model and "
+        "the collection; else the published collection read, scoping, waits for a worker",
+    )
     total: float
 
 

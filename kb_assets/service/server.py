@@ -9,13 +9,23 @@ new request's first byte, to finish the request's headers; else it answers 408 a
 from __future__ import annotations
 
 import asyncio
+import json
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-BODY = b"the request's headers did not arrive within KB_BODY_TIMEOUT_S"
+# an RFC 9457 problem, as every error of the service (``errors.problem``)
+BODY = json.dumps(
+    {
+        "type": "about:blank",
+        "title": "Request Timeout",
+        "status": 408,
+        "detail": "the request's headers did not arrive within KB_BODY_TIMEOUT_S",
+        "kind": "request_timeout",
+    }
+).encode()
 LATE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\nconnection: close\r\n"
     + b"content-length: %d\r\n\r\n" % len(BODY)
     + BODY
 )

@@ -5,7 +5,8 @@ The binary comes from PyPI's ``milvus-lite==2.5.1`` wheel, which cannot be insta
 pinned pymilvus (same distribution name as milvus-lite 3.x, and its Python part imports
 ``pkg_resources``); the binary and its bundled libraries need no Python at all. ``install`` downloads
 the wheel with pip and unpacks its ``milvus_lite/lib/`` under the virtualenv (``ENGINE_DIR``):
-``make install`` runs it, or ``python -m kb_assets.services.milvus_engine install``.
+``make install`` runs it, or ``python kb_assets/services/milvus_engine.py install`` (by its path: ``-m`` warns, since
+the package ``kb_assets.services`` imports this module before ``-m`` runs it).
 
 ``supervise`` (``python .../milvus_engine.py serve --db FILE --port P``: run by its path, it imports
 nothing but the standard library) is the process ``services.milvus`` starts. The binary takes no lock of
@@ -44,7 +45,7 @@ def engine_binary() -> Path:
     if not os.access(binary, os.X_OK):
         raise FileNotFoundError(
             f"the embedded Milvus engine (milvus-lite {ENGINE_VERSION}'s binary) is not installed at {binary}: "
-            f"run `make install`, or `{sys.executable} -m kb_assets.services.milvus_engine install`"
+            f"run `make install`, or `{sys.executable} {Path(__file__).resolve()} install`"
         )
     return binary
 

@@ -137,6 +137,12 @@ class Stores:
         """The catalog with another statement timeout (the service bounds every query)."""
         return Catalog(self.catalog.dsn, statement_timeout_ms=statement_timeout_ms)
 
+    def catalog_at(self, dsn: str, statement_timeout_ms: int) -> Catalog:
+        """After Postgres came back on another address (the embedded one restarted on another port): the catalog
+        there, in place of this one's, and one with the service's statement timeout, returned."""
+        self.__dict__["catalog"] = Catalog(dsn)  # Stores.catalog is a cached property
+        return Catalog(dsn, statement_timeout_ms=statement_timeout_ms)
+
     def parse_options(self) -> ParseOptions:
         """What a parse may take and do, with this process's scratch folder."""
         from kb_assets.lib.scratch import scratch_dir

@@ -14,7 +14,14 @@ names them all, as the assets call them (``steps.parse_pages``).
 """
 
 from kb_assets.pipeline.steps.chunks import ChunksRecord, build_chunks, record_chunks, store_chunk_contexts
-from kb_assets.pipeline.steps.common import DocumentFailed, current, made_again, same_rows
+from kb_assets.pipeline.steps.common import (
+    DocumentFailed,
+    current,
+    is_unexpected,
+    made_again,
+    same_rows,
+    unexpected_failure,
+)
 from kb_assets.pipeline.steps.publish import (
     embed_and_publish,
     expect_entities,
@@ -28,6 +35,8 @@ from kb_assets.pipeline.steps.structure import build_pageindex, pdf_outline, tre
 __all__ = [
     "ChunksRecord",
     "DocumentFailed",
+    "is_unexpected",
+    "unexpected_failure",
     "PAGE_FIELDS",
     "PurgedDocument",
     "build_chunks",

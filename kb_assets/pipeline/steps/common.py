@@ -12,6 +12,17 @@ class DocumentFailed(Exception):
     """One document cannot go on; the message says why (shown to users as the document's error)."""
 
 
+def unexpected_failure(doc: Document, error: BaseException) -> str:
+    """The reason a document failed for when its step raised what it does not expect (a bug, an outage):
+    not a refusal of the document (``DocumentFailed``). ``is_unexpected`` tells them apart."""
+    return f"{doc.source_path}: unexpected {type(error).__name__}: {error}"
+
+
+def is_unexpected(reason: str | None) -> bool:
+    """Whether a failure's reason is an unexpected error (``unexpected_failure``; also ``publish.py``'s)."""
+    return ": unexpected " in (reason or "")
+
+
 def made_again(doc: Document) -> dict[str, str | None]:
     """What a step that records its run on a failed document it has just made again (a retry from
     ``raw_files`` or ``parsed_pages``) sets too: pending, so that the run's next steps take it (they skip

@@ -16,10 +16,9 @@ async function api(path, options = {}) {
   if (response.status === 401) throw new AuthNeeded("an API key is needed");
   let body = null;
   try { body = await response.json(); } catch (_) { body = null; }
-  if (!response.ok) {
-    const detail = !body || !body.detail ? response.statusText : typeof body.detail === "string" ? body.detail
-      : Array.isArray(body.detail) ? body.detail.map((d) => `${(d.loc || []).slice(-1)[0]}: ${d.msg}`).join("; ")
-      : JSON.stringify(body.detail);
+  if (!response.ok) {  // an RFC 9457 problem: its detail says what failed (a 422: each field's message)
+    const fields = body && Array.isArray(body.errors) ? body.errors.map((e) => `${(e.loc || []).slice(-1)[0]}: ${e.msg}`) : [];
+    const detail = fields.length ? fields.join("; ") : body && body.detail ? String(body.detail) : response.statusText;
     throw new Error(`${response.status}: ${detail}`);
   }
   return body;
@@ -153,38 +152,82 @@ function marked(text, query) {
   return out;
 }
 
-// a passage as the page reads it: Markdown table rows ("| a | b |") as a table, the header row first
-// when a "|---|" line follows it, the rest as text; the question's words marked in both
+// text as the page reads it: Markdown table rows ("| a | b |") as a table (the header row first when a "|---|"
+// line follows it) that scrolls inside its box when it is wider, the rest as text. `marks(piece, at)` gives the
+// nodes of a piece of the text that starts at `at` in it (the question's words marked, or the chunk's span).
 const TABLE_ROW = /^\|.*\|$/;
 const TABLE_RULE = /^\|[\s:|-]+\|$/;
+const FIGURE = /^[$€£(\s-]*\d[\d,.]*\)?\s*%?$/;  // a cell that is a figure: right-aligned, whole
 
-function passage(text, query) {
+function rich(text, marks) {
   const out = document.createDocumentFragment();
-  const lines = text.split("\n");
+  const lines = [];
+  let at = 0;
+  for (const line of text.split("\n")) { lines.push([line, at]); at += line.length + 1; }
   for (let i = 0; i < lines.length;) {
-    if (!TABLE_ROW.test(lines[i].trim())) {
+    if (!TABLE_ROW.test(lines[i][0].trim())) {
       let end = i;
-      while (end < lines.length && !TABLE_ROW.test(lines[end].trim())) end++;
-      out.append(el("span", { className: "prose" }, marked(lines.slice(i, end).join("\n"), query)));
+      while (end < lines.length && !TABLE_ROW.test(lines[end][0].trim())) end++;
+      const from = lines[i][1], to = end < lines.length ? lines[end][1] : text.length;
+      out.append(el("span", { className: "prose" }, marks(text.slice(from, to), from)));
       i = end;
       continue;
     }
     const rows = [];
-    while (i < lines.length && TABLE_ROW.test(lines[i].trim())) rows.push(lines[i++].trim());
-    out.append(markdownTable(rows, query));
+    while (i < lines.length && TABLE_ROW.test(lines[i][0].trim())) rows.push(lines[i++]);
+    out.append(markdownTable(rows, marks));
   }
   return out;
 }
 
-function markdownTable(rows, query) {
-  const cells = (row) => row.slice(1, -1).split("|").map((cell) => cell.trim());
-  const headed = rows.length > 1 && TABLE_RULE.test(rows[1]);
-  const body = rows.filter((row, index) => !(headed && index === 1) && !TABLE_RULE.test(row));
-  const line = (row, tag) => el("tr", {}, ...cells(row).map((cell) => el(tag, {}, marked(cell, query))));
+// a table row's cells as [text, offset of the text in the whole text] (an escaped \| stays in its cell)
+function cells(line, at) {
+  const out = [];
+  let start = line.indexOf("|") + 1;
+  for (let i = start; i < line.length; i++) {
+    if (line[i] === "\\" && line[i + 1] === "|") { i++; continue; }
+    if (line[i] !== "|") continue;
+    const raw = line.slice(start, i), lead = raw.length - raw.trimStart().length;
+    out.push([raw.trim(), at + start + lead]);
+    start = i + 1;
+  }
+  return out;
+}
+
+function markdownTable(rows, marks) {
+  const headed = rows.length > 1 && TABLE_RULE.test(rows[1][0].trim());
+  const body = rows.filter(([line], index) => !(headed && index === 1) && !TABLE_RULE.test(line.trim()));
+  const line = ([text, at], tag) => el("tr", {}, ...cells(text, at).map(([cell, from]) =>
+    el(tag, { className: FIGURE.test(cell) ? "figure" : /\s/.test(cell) ? null : "whole" },
+      marks(cell.replace(/\\\|/g, "|"), from))));
   const table = el("table", { className: "passage-table" },
     headed ? el("thead", {}, line(body[0], "th")) : null,
     el("tbody", {}, ...(headed ? body.slice(1) : body).map((row) => line(row, "td"))));
-  return el("div", { className: "table-wrap passage-table-wrap" }, table);
+  return el("div", { className: "table-wrap passage-table-wrap", tabindex: "0", role: "region", "aria-label": "Table" }, table);
+}
+
+// a passage with the question's words marked
+function passage(text, query) {
+  return rich(text, (piece) => marked(piece, query));
+}
+
+// a piece of a text with the part of [start, end) that falls inside it marked
+function spanMarked(piece, at, start, end) {
+  const from = Math.max(start - at, 0), to = Math.min(end - at, piece.length);
+  if (to <= from) return document.createTextNode(piece);
+  const out = document.createDocumentFragment();
+  out.append(piece.slice(0, from), el("mark", {}, piece.slice(from, to)), piece.slice(to));
+  return out;
+}
+
+// the result whose passage holds this result's chunk, when its own context was handed over whole by results
+// above on the same page (kb_assets/retrieval/overlap.py: covered_by), else -1
+function coveredBy(rows, index) {
+  const row = rows[index];
+  if (row.context !== "") return -1;
+  const head = (row.content || "").split(/\s+/).join(" ").trim().slice(0, 80);
+  return rows.slice(0, index).findIndex((other) => other.documentId === row.documentId && other.pageIndex === row.pageIndex
+    && head && (other.context || other.content || "").split(/\s+/).join(" ").includes(head));
 }
 
 // ---------------------------------------------------------------- start
@@ -257,7 +300,9 @@ function renderResults(answer) {
     const card = el("li", { className: "result" + (fallback ? " fallback" : ""), "data-index": index },
       thumb,
       el("div", { className: "body" }, open, meta,
-        el("div", { className: "passage" }, passage(compact(row.context || row.content), state.query)),
+        el("div", { className: "passage" }, coveredBy(answer.results, index) >= 0
+          ? el("span", { className: "meta" }, `Its passage is in result ${coveredBy(answer.results, index) + 1} above (the same page).`)
+          : passage(compact(row.context || row.content), state.query)),
         el("div", { className: "actions" }, documentButton,
           row.fileUrl ? el("a", { href: row.fileUrl, target: "_blank", rel: "noopener", className: "small" }, "Open the original") : null,
           scoreDetails(row))));
@@ -435,10 +480,11 @@ function placePageText(asSheet) {
 function renderPageText(page) {
   const box = $("page-text");
   const text = page.text || "";
+  const plain = (piece) => document.createTextNode(piece);
   box.replaceChildren();
   const lineage = state.lineage;
   if (!lineage || state.pageIndex < lineage.pageIndex || state.pageIndex > lineage.pageEnd) {
-    box.textContent = text;
+    box.append(rich(text, plain));
     return;
   }
   // the chunk's span in the joined text of its pages, cut to this page
@@ -450,12 +496,12 @@ function renderPageText(page) {
     joined += p.text;
   }
   const span = chunkSpan(joined, lineage.content, lineage.tableHeader);
-  if (!span) { box.textContent = text; return; }
+  if (!span) { box.append(rich(text, plain)); return; }
   const start = Math.max(0, span[0] - at), end = Math.min(text.length, span[1] - at);
-  if (end <= start) { box.textContent = text; return; }
-  const mark = el("mark", {}, text.slice(start, end));
-  box.append(text.slice(0, start), mark, text.slice(end));
-  mark.scrollIntoView({ block: "nearest" });
+  if (end <= start) { box.append(rich(text, plain)); return; }
+  box.append(rich(text, (piece, from) => spanMarked(piece, from, start, end)));
+  const mark = box.querySelector("mark");
+  if (mark) mark.scrollIntoView({ block: "nearest" });
 }
 
 function turnPage(step) {
@@ -524,7 +570,7 @@ async function openDocument(documentId, chunkId) {
         c.pageEnd > c.pageIndex ? el("span", {}, `to page ${c.pageEnd + 1}`) : null,
         c.sectionTitle ? el("span", { className: "section" }, "§ " + c.sectionTitle) : null,
         el("span", {}, c.kind)),
-      el("p", { className: "chunk-text" }, c.content))))));
+      el("div", { className: "chunk-text" }, rich(c.content, (piece) => document.createTextNode(piece))))))));
   $("document-pages").replaceChildren(...pages);
   say(`${answer.chunks.length} chunks on ${byPage.size} pages`);
   const active = document.querySelector("#document-pages .chunk.active");
