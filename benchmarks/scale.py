@@ -33,6 +33,9 @@ The first batch also pays the process's start: loading the Dagster definitions a
 shared machine figures compare within one run only (the load average is printed).
 ``--partitioning buckets:N`` ingests under hash-bucket partitions (``KB_PARTITIONING``); each batch also
 prints the Dagster events its runs wrote, in all and per new document.
+Each batch also prints the CPU seconds a new note cost in this process (ingest, its threads and children) and in
+the embedded Milvus engine and Postgres (read from ``/proc``): on a shared machine those move less with the load
+than the wall-clock seconds do.
 The embedded services are stopped and the folders removed at the end, unless ``--keep``.
 """
 
@@ -256,6 +259,53 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int) -> tuple[float, float, int]:
+    """(own CPU seconds, CPU seconds of its waited-for children, parent pid) of a live process; zeros if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0, 0.0, 0
+    utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
+    return (utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS, int(fields[1])
+
+
+def _tree_cpu(root: int | None) -> float:
+    """CPU seconds of a process, its live descendants and the children they have waited for."""
+    if not root:
+        return 0.0
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parents.setdefault(_proc_cpu(int(entry.name))[2], []).append(int(entry.name))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        own, waited, _ = _proc_cpu(pid)
+        total += own + waited
+        todo += parents.get(pid, [])
+    return total
+
+
+def service_cpu(home: Path) -> dict[str, float]:
+    """CPU seconds so far of this process (with its children) and of the embedded services of ``home``."""
+    import json
+
+    times = os.times()
+    figures = {"ingest": times.user + times.system + times.children_user + times.children_system}
+    try:
+        figures["milvus"] = _tree_cpu(json.loads((home / "milvus.json").read_text()).get("pid"))
+    except (OSError, ValueError):
+        figures["milvus"] = 0.0
+    try:
+        figures["postgres"] = _tree_cpu(int((home / "postgres/data/postmaster.pid").read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        figures["postgres"] = 0.0
+    return figures
+
+
 @dataclass
 class Batch:
     label: str
@@ -268,6 +318,7 @@ class Batch:
     dagster_bytes: int
     events: int = 0
     bare: float | None = None
+    cpu: dict[str, float] | None = None  # CPU seconds of the batch: ingest, milvus, postgres
 
 
 def load() -> str:
@@ -319,10 +370,32 @@ def main() -> None:
         instance = dagster_instance(settings)
         return sum(len(instance.get_records_for_run(run_id, limit=1_000_000).records) for run_id in run_ids)
 
+    def step_seconds(run_ids: list[str]) -> dict[str, float]:
+        """Seconds each step of the runs took, summed over the runs (from their step start to success or failure)."""
+        import dagster as dg
+
+        from kb_assets.launch.instance import dagster_instance
+
+        instance, started, took = dagster_instance(settings), {}, {}
+        kinds = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
+        for run_id in run_ids:
+            for record in instance.get_records_for_run(run_id, of_type=kinds, limit=1_000_000).records:
+                entry = record.event_log_entry
+                if entry.dagster_event.event_type == dg.DagsterEventType.STEP_START:
+                    started[(run_id, entry.step_key)] = entry.timestamp
+                elif (run_id, entry.step_key) in started:
+                    seconds = entry.timestamp - started[(run_id, entry.step_key)]
+                    took[entry.step_key] = took.get(entry.step_key, 0.0) + seconds
+        return took
+
     def timed_ingest() -> tuple[float, object]:
         started = time.perf_counter()
         report = ingest([folder], KB, settings)
         return time.perf_counter() - started, report
+
+    def cpu_since(before: dict[str, float]) -> dict[str, float]:
+        now = service_cpu(home)
+        return {name: now[name] - before.get(name, 0.0) for name in now}
 
     def bare_seconds(document_ids: list[str]) -> float:
         """Encoding the documents' chunk inputs with the ingest's encoder (model loaded before timing)."""
@@ -360,7 +433,9 @@ def main() -> None:
     try:
         for index, count in enumerate([args.first, *more]):
             notes.write(count)
+            cpu_before = service_cpu(home)
             seconds, report = timed_ingest()
+            cpu = cpu_since(cpu_before)
             sizes = stores(home)
             batch = Batch(
                 label="first" if index == 0 else f"more {index}",
@@ -372,6 +447,7 @@ def main() -> None:
                 home_bytes=sum(b for _, b in sizes.values()),
                 dagster_bytes=sizes.get("dagster", (0, 0))[1],
                 events=events_of(report.run_ids),
+                cpu=cpu,
             )
             if args.bare:
                 batch.bare = bare_seconds(report.new)
@@ -379,9 +455,13 @@ def main() -> None:
             print(
                 f"  {batch.label}: {batch.new} new of {batch.documents} notes in {seconds:.1f} s, "
                 f"{batch.runs} runs, {batch.failed} failed, {batch.events:,} Dagster events, "
-                f"Dagster {batch.dagster_bytes / MB:.1f} MB ({load()})",
+                f"Dagster {batch.dagster_bytes / MB:.1f} MB, CPU s a note "
+                + " / ".join(f"{name} {value / max(1, batch.new):.3f}" for name, value in cpu.items())
+                + f" ({load()})",
                 flush=True,
             )
+            took = step_seconds(report.run_ids)
+            print("    steps, s a note: " + ", ".join(f"{k} {v / max(1, batch.new):.3f}" for k, v in took.items()))
             if index == 0:
                 search_figures.append((f"after the first batch ({batch.documents} notes)", searches()))
         edited = notes.edit(args.edit)
@@ -414,7 +494,8 @@ def main() -> None:
     bare = args.bare
     header = (
         "| batch | new | documents | seconds | s / new document | ratio to first | runs | failed "
-        "| KB_HOME MB | Dagster MB | Dagster events | events / new document |"
+        "| KB_HOME MB | Dagster MB | Dagster events | events / new document "
+        "| CPU s / new document: ingest, Milvus, Postgres |"
     )
     print(header + (" bare encode s | ingest / bare |" if bare else ""))
     print("|---" * (header.count("|") - 1 + (2 if bare else 0)) + "|")
@@ -423,7 +504,9 @@ def main() -> None:
         row = (
             f"| {b.label} | {b.new:,} | {b.documents:,} | {b.seconds:.1f} | {per:.3f} | {per / first:.2f} | {b.runs} | "
             f"{b.failed} | {b.home_bytes / MB:.1f} | {b.dagster_bytes / MB:.1f} | {b.events:,} | "
-            f"{b.events / max(1, b.new):.1f} |"
+            f"{b.events / max(1, b.new):.1f} | "
+            + ", ".join(f"{value / max(1, b.new):.3f}" for value in (b.cpu or {}).values())
+            + " |"
         )
         if bare:
             row += f" {b.bare:.1f} | {b.seconds / b.bare:.1f}x |" if b.bare else " - | - |"

@@ -24,6 +24,7 @@ from kb_assets.stores.entities import (
     document_ids,
     insert,
     stored_entities,
+    sync_documents,
     version_counts,
 )
 from kb_assets.stores.vectors import (
@@ -44,6 +45,7 @@ from kb_assets.stores.vectors import (
 )
 from kb_assets_tests.databases import database_on
 from kb_assets_tests.milvus_servers import lite3_server
+from kb_assets_tests.test_publish_slices import CountingClient
 
 pytestmark = pytest.mark.services
 
@@ -199,6 +201,39 @@ def test_a_collection_whose_create_failed_halfway_gets_its_indexes(client):
         assert dense == ("HNSW" if engine(client).dense_index is None else "FLAT")
         insert(client, name, [_entity(1)])
         assert count_entities(client, name) == 1
+    finally:
+        client.drop_collection(name)
+
+
+def test_documents_are_synced_exactly_and_new_entities_are_inserted_where_upserts_scan(client):
+    """``sync_documents`` leaves each document holding exactly its entities. On the embedded engine an upsert
+    deletes its ids first by reading every stored row (its SQLite table has no index on the key), so the
+    entities it does not hold yet are inserted and only changed ones upserted; a server upserts them all."""
+    name = ensure_collection(client, _spec("sync"), "hnsw")
+    counting = CountingClient(client)
+    inserts = engine(client).insert_new
+    try:
+        first = {"doc-1": [_entity(i, "doc-1") for i in range(3)], "doc-2": [_entity(i, "doc-2") for i in range(2)]}
+        counts = sync_documents(counting, name, first)
+        assert counts == {
+            "doc-1": {"written": 3, "deleted": 0, "kept": 0},
+            "doc-2": {"written": 2, "deleted": 0, "kept": 0},
+        }
+        assert counting.calls == ({"query": 1, "insert": 1} if inserts else {"query": 1, "upsert": 1})
+
+        counting.calls.clear()
+        changed = {**_entity(1, "doc-1"), "content": "chunk 1 of doc-1 about valves"}
+        second = {"doc-1": [_entity(0, "doc-1"), changed, _entity(3, "doc-1")], "doc-2": first["doc-2"]}
+        counts = sync_documents(counting, name, second)
+        assert counts["doc-1"] == {"written": 2, "deleted": 1, "kept": 1}  # chunk 1 changed, 3 new, 2 gone
+        assert counts["doc-2"] == {"written": 0, "deleted": 0, "kept": 2}
+        writes = {"insert": 1, "upsert": 1} if inserts else {"upsert": 1}
+        assert counting.calls == {"query": 1, **writes, "delete": 1}  # one read, the writes, chunk 2 deleted
+
+        held = stored_entities(client, name, ["doc-1", "doc-2"], with_vectors=False)
+        assert sorted(held) == ["doc-1-0", "doc-1-1", "doc-1-3", "doc-2-0", "doc-2-1"]
+        assert held["doc-1-1"]["content"] == "chunk 1 of doc-1 about valves"
+        assert count_entities(client, name) == 5  # no chunk id held twice
     finally:
         client.drop_collection(name)
 

@@ -11,7 +11,7 @@ from pymilvus import MilvusClient, MilvusException
 if TYPE_CHECKING:
     import polars as pl
 
-from kb_assets.stores.vectors import INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, in_filter, milvus_string
+from kb_assets.stores.vectors import INT_FIELDS, OUTPUT_FIELDS, SCALAR_FIELDS, engine, in_filter, milvus_string
 
 T = TypeVar("T")
 Entity = dict[str, Any]  # one chunk's Milvus entity (or a row Milvus returns), as pymilvus takes and gives it
@@ -158,16 +158,21 @@ def sync_documents(
     vectors=None,
 ) -> dict[str, EntityCounts]:
     """``sync_document`` for several documents at once (document id -> its entities): one read of what is
-    stored, upserts and deletes in batches of ``batch_size`` (a slice of small documents costs a few Milvus
-    calls, not a few a document); counts by document id."""
+    stored, writes and deletes in batches of ``batch_size`` (a slice of small documents costs a few Milvus
+    calls, not a few a document); counts by document id. Entities whose chunk id is not stored are
+    inserted where the engine's upsert would scan the whole collection for them (``Engine.insert_new``:
+    chunk ids are unique to their document, and the read above, under the documents' locks, found none of
+    them); the others are upserted."""
     with_vectors = any(rows and "dense" in rows[0] for rows in entities.values())
     existing: dict[str, dict[str, dict]] = {document_id: {} for document_id in entities}
     for chunk_id, row in stored_entities(client, collection, list(entities), with_vectors).items():
         existing.setdefault(row["document_id"], {})[chunk_id] = row
     counts: dict[str, EntityCounts] = {}
     to_write, stale = [], []
+    held: set[str] = set()
     for document_id, rows in entities.items():
         stored = existing[document_id]
+        held.update(stored)
         changed = [e for e in rows if not same_entity(stored.get(e["chunk_id"]), e)]
         gone = sorted(set(stored) - {e["chunk_id"] for e in rows})
         counts[document_id] = {"written": len(changed), "deleted": len(gone), "kept": len(rows) - len(changed)}
@@ -175,8 +180,12 @@ def sync_documents(
         stale += gone
     if to_write and "dense" not in to_write[0]:
         to_write = [{**e, "dense": list(v)} for e, v in zip(to_write, vectors(to_write), strict=False)]
-    for start in range(0, len(to_write), batch_size):
-        client.upsert(collection, to_write[start : start + batch_size])
+    added = [e for e in to_write if e["chunk_id"] not in held] if engine(client).insert_new else []
+    replaced = [e for e in to_write if e["chunk_id"] in held] if added else to_write
+    for start in range(0, len(added), batch_size):
+        client.insert(collection, added[start : start + batch_size])
+    for start in range(0, len(replaced), batch_size):
+        client.upsert(collection, replaced[start : start + batch_size])
     for start in range(0, len(stale), batch_size):
         delete_loaded(client, collection, in_filter("chunk_id", stale[start : start + batch_size]))
     return counts

@@ -19,7 +19,9 @@ The engines (``engine``, asked once per client):
   collection properties, so the spec is read from the schema's description (written on every engine);
   of its indexes only FLAT stays exact past 100,000 rows (IVF_FLAT and AUTOINDEX then switch to an
   index of the engine's own that ignores their parameters: recall@50 0.13 measured), so its dense
-  index is FLAT; a retired collection is released (its rows leave memory; a search loads it again).
+  index is FLAT; a retired collection is released (its rows leave memory; a search loads it again); an
+  upsert there deletes its ids first, reading every stored row twice (its SQLite table has no index on
+  the key), so entities it does not hold yet are inserted instead (``entities.sync_documents``).
 
 Every function takes the ``MilvusClient`` first; ``timeout`` (seconds, None: the client's) bounds the
 call where the retrieval service needs a deadline.
@@ -84,6 +86,7 @@ class Engine:
     partition_key: bool  # knowledge_base_id is the partition key; else a plain field
     dense_index: str | None  # the one dense index it gets; None: KB_MILVUS_DENSE_INDEX
     release_retired: bool  # a retired collection is released (its rows held in memory otherwise)
+    insert_new: bool = False  # entities not stored yet are inserted, not upserted (its upsert scans every row)
     measured_chunks: int | None = None  # the largest collection its search was measured at; None: no limit known
 
 
@@ -97,6 +100,7 @@ EMBEDDED = Engine(
     partition_key=False,
     dense_index="flat",
     release_retired=True,
+    insert_new=True,
     measured_chunks=503_602,  # docs/decisions.md, "Search at half a million chunks (issue 51)": measured end to end
 )
 
