@@ -333,7 +333,7 @@ def record_refusals(context: dg.AssetExecutionContext, key: str, docs: list[Docu
         tags={"dagster/partition": key, REFUSED_IN_TAG: context.run.run_id, "kb/refused_at": at, **DEFER_ASSET_EVENTS},
     )
     for asset_key in keys:
-        step = context.repository_def.assets_defs_by_key[asset_key].op.name  # embed_and_publish for two
+        step = context.job_def.asset_layer.get(asset_key).assets_def.op.name  # embed_and_publish for two
         report_planned(context.instance, run, step, asset_key, key)
     reasons = "; ".join(" ".join((doc.error or "refused").split()) for doc in docs)
     context.instance.report_run_failed(
