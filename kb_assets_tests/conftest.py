@@ -12,6 +12,9 @@ import pytest
 
 from kb_assets_tests.corpora import EXAMPLE_CORPUS
 
+# the frozen Milvus client's own timeout: a call that does not carry the searcher's deadline waits this long
+FROZEN_CLIENT_TIMEOUT_S = 10
+
 
 @pytest.fixture(scope="session")
 def kb_home() -> Path:
@@ -120,7 +123,7 @@ def frozen_milvus_client(kb_home):
     from kb_assets.services import ensure_milvus, milvus_client, milvus_status, stop_milvus
 
     home = kb_home / "frozen-milvus"
-    client = milvus_client(ensure_milvus(home), timeout=10)
+    client = milvus_client(ensure_milvus(home), timeout=FROZEN_CLIENT_TIMEOUT_S)
     pid = milvus_status(home)["pid"]
     os.killpg(pid, signal.SIGSTOP)
     try:
